@@ -1,0 +1,137 @@
+#include "app/cli/cli_common.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "engine/core/errors.h"
+#include "engine/core/tokenizer.h"
+
+namespace cl::cli {
+
+void ModelOptions::add_to(CLI::App& app) {
+    app.add_option("--model", model_dir, "Model folder (config.json, safetensors, tokenizer.json); default: the embedded model");
+    app.add_option("--device", device, "cpu or cuda")->capture_default_str();
+    app.add_option("--threads", threads, "CPU threads for LibTorch and OpenBLAS")->capture_default_str()->check(CLI::Range(1, 256));
+}
+
+std::shared_ptr<Model> ModelOptions::load() const {
+    set_thread_count(threads);
+    std::filesystem::path dir = model_dir;
+    if (dir.empty()) {
+        dir = default_model_dir();
+        if (dir.empty())
+            throw InputError("--model: no model given and the embedded default model (assets/models/) is missing");
+    }
+    LoadOptions opts;
+    opts.device = device;
+    return Model::load(dir, opts);
+}
+
+void PromptOptions::add_to(CLI::App& app) {
+    app.add_option("--prompt", prompt, "Prompt text");
+    app.add_option("--prompt-file", prompt_file, "Read the prompt from a UTF-8 text file");
+    app.add_flag("--no-chat-template", no_chat_template, "Encode the prompt as is, without LLaDA's chat template");
+}
+
+std::string read_text_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path, "cannot open file");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string PromptOptions::text(const std::string& fallback) const {
+    if (!prompt.empty() && !prompt_file.empty()) throw InputError("--prompt and --prompt-file cannot both be given");
+    std::string t = prompt;
+    if (!prompt_file.empty()) {
+        t = read_text_file(prompt_file);
+        if (!is_valid_utf8(t)) throw InputError(prompt_file, "not valid UTF-8");
+    } else if (!is_valid_utf8(t)) {
+        throw InputError("--prompt: not valid UTF-8");
+    }
+    if (t.empty()) t = fallback;
+    if (t.empty()) throw InputError("--prompt: no prompt given (use --prompt or --prompt-file)");
+    return t;
+}
+
+void SamplerOptions::add_to(CLI::App& app) {
+    app.add_option("--gen-length", gen_length, "Generated tokens G (default: the model's generation defaults)");
+    app.add_option("--block-length", block_length, "Block length B (G % B == 0)");
+    app.add_option("--steps", steps, "Denoising steps T (a multiple of G / B)");
+    app.add_option("--temperature", temperature, "Gumbel-max temperature (float64); 0 = argmax")->capture_default_str();
+    app.add_option("--cfg-scale", cfg_scale, "Classifier-free guidance scale; 0 = off")->capture_default_str();
+    app.add_option("--remasking", remasking, "low_confidence or random")->capture_default_str();
+    app.add_option("--threshold", threshold, "Parallel decoding: commit every in-block mask with confidence >= threshold (0 = off)");
+    app.add_option("--factor", factor, "Parallel decoding: commit top-n while c_n >= 1 - factor/(n+1) (0 = off)");
+    app.add_flag("--certainty-prior", certainty_prior, "Rank by confidence x local density of decoded tokens (d2Cache)");
+    app.add_option("--certainty-sigma", certainty_sigma, "Width of the certainty prior kernel")->capture_default_str();
+    app.add_flag("--logits-eos-inf", logits_eos_inf, "Never predict EOS");
+    app.add_flag("--confidence-eos-eot-inf", confidence_eos_eot_inf, "Predicted EOS/EoT get confidence 0 (committed last)");
+    app.add_option("--seed", seed, "Random seed")->capture_default_str();
+}
+
+GenerationConfig SamplerOptions::resolve(const Model& model) const {
+    const auto& d = model.generation_defaults();
+    GenerationConfig c;
+    c.gen_length = gen_length > 0 ? gen_length : d.gen_length;
+    c.block_length = block_length > 0 ? block_length : std::min(d.block_length, c.gen_length);
+    c.steps = steps > 0 ? steps : (gen_length > 0 ? c.gen_length : d.steps);
+    if (gen_length == 0) throw InputError("--gen-length: must be positive");
+    if (block_length == 0) throw InputError("--block-length: must be positive");
+    if (steps == 0) throw InputError("--steps: must be positive");
+    c.temperature = temperature;
+    c.cfg_scale = cfg_scale;
+    c.remasking = parse_remasking(remasking);
+    c.threshold = threshold;
+    c.factor = factor;
+    c.certainty_prior = certainty_prior;
+    c.certainty_sigma = certainty_sigma;
+    c.logits_eos_inf = logits_eos_inf;
+    c.confidence_eos_eot_inf = confidence_eos_eot_inf;
+    c.seed = seed;
+    return c;
+}
+
+void ParamOptions::add_to(CLI::App& app) {
+    app.add_option("--param", raw, "Policy parameter KEY=VALUE (repeatable; policy.key=value with several policies)");
+}
+
+std::map<std::string, double> ParamOptions::for_policy(const std::string& policy, bool allow_unqualified) const {
+    std::map<std::string, double> out;
+    for (const auto& entry : raw) {
+        const auto eq = entry.find('=');
+        if (eq == std::string::npos || eq == 0) throw InputError("--param: expected KEY=VALUE, got '" + entry + "'");
+        std::string key = entry.substr(0, eq);
+        const std::string value = entry.substr(eq + 1);
+        double v = 0;
+        try {
+            size_t used = 0;
+            v = std::stod(value, &used);
+            if (used != value.size()) throw std::invalid_argument("trailing");
+        } catch (const std::exception&) {
+            throw InputError("--param: value of '" + key + "' is not a number: '" + value + "'");
+        }
+        // "policy.key" applies to that policy only; a bare key applies to every policy that has it.
+        const auto dot = key.find('.');
+        if (dot != std::string::npos) {
+            if (key.substr(0, dot) != policy) continue;
+            key = key.substr(dot + 1);
+        } else if (!allow_unqualified) {
+            continue;
+        }
+        out[key] = v;
+    }
+    return out;
+}
+
+std::vector<std::string> split_list(const std::string& csv) {
+    std::vector<std::string> out;
+    std::stringstream ss(csv);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+}  // namespace cl::cli

@@ -1,0 +1,57 @@
+// Options shared by the cachelens-cli subcommands (ARCHITECTURE.md "Command-line contract").
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/generation_config.h"
+#include "engine/core/model.h"
+
+namespace cl::cli {
+
+// Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad input.
+enum ExitCode { kOk = 0, kRuntimeFailure = 1, kBadInput = 2 };
+
+struct ModelOptions {
+    std::string model_dir;  // empty = embedded default
+    std::string device = "cpu";
+    int threads = 1;
+    void add_to(CLI::App& app);
+    // Resolves the folder, sets threads, loads. Throws InputError.
+    std::shared_ptr<Model> load() const;
+};
+
+struct PromptOptions {
+    std::string prompt;
+    std::string prompt_file;
+    bool no_chat_template = false;
+    void add_to(CLI::App& app);
+    // Throws InputError when neither or both are given, or the file is unreadable / not UTF-8.
+    std::string text(const std::string& fallback = "") const;
+};
+
+struct SamplerOptions {
+    int64_t gen_length = -1, block_length = -1, steps = -1;  // -1 = model default
+    double temperature = 0, cfg_scale = 0, threshold = 0, factor = 0, certainty_sigma = 10;
+    std::string remasking = "low_confidence";
+    bool certainty_prior = false, logits_eos_inf = false, confidence_eos_eot_inf = false;
+    uint64_t seed = 0;
+    void add_to(CLI::App& app);
+    GenerationConfig resolve(const Model& model) const;
+};
+
+// --param KEY=VALUE (repeatable). With several policies, KEY may be policy.key.
+struct ParamOptions {
+    std::vector<std::string> raw;
+    void add_to(CLI::App& app);
+    // Parameters that apply to `policy`. Throws InputError on malformed entries.
+    std::map<std::string, double> for_policy(const std::string& policy, bool allow_unqualified = true) const;
+};
+
+std::vector<std::string> split_list(const std::string& csv);
+std::string read_text_file(const std::string& path);  // throws InputError
+
+}  // namespace cl::cli

@@ -1,0 +1,487 @@
+#include "engine/core/generator.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "engine/core/errors.h"
+#include "engine/core/llada_net.h"
+#include "engine/core/policy.h"
+
+namespace cl {
+
+std::vector<int64_t> transfer_schedule(int64_t masked, int64_t steps) {
+    std::vector<int64_t> s(static_cast<size_t>(std::max<int64_t>(steps, 0)), steps > 0 ? masked / steps : 0);
+    for (int64_t i = 0; i < (steps > 0 ? masked % steps : 0); ++i) s[static_cast<size_t>(i)] += 1;
+    return s;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// SplitMix64: derives independent per-(seed, step, position) streams.
+uint64_t mix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+}  // namespace
+
+struct Generator::Impl {
+    std::shared_ptr<const Model> model;
+    detail::LladaNet* net = nullptr;
+    GenerationConfig cfg;
+    trace::TraceSink* sink = nullptr;
+    std::unique_ptr<CachePolicy> policy;
+    trace::RunInfo info;
+
+    int64_t P = 0, L = 0, N = 0, B = 0, S = 0;
+    std::vector<int32_t> x;              // (L) current tokens
+    std::vector<uint8_t> masked;         // (L)
+    std::vector<int32_t> last_committed; // D_{t-1}
+    std::vector<int32_t> carried_pred;   // (L) last prediction at a masked row, -1 if none
+    std::vector<double> carried_conf;    // (L)
+    std::vector<int32_t> last_compute;   // (N, L) step at which K/V were last computed, -1 never
+    std::set<int32_t> seen_ids;
+
+    int32_t step_idx = 0, block = 0, step_in_block = 0;
+    std::vector<int64_t> schedule;
+    bool ended = false;
+    trace::RunSummary summary;
+    double recompute_sum = 0;
+
+    int64_t block_start() const { return P + block * B; }
+    int64_t block_end() const { return block_start() + B; }
+    bool block_has_masks() const {
+        for (int64_t i = block_start(); i < block_end(); ++i)
+            if (masked[static_cast<size_t>(i)]) return true;
+        return false;
+    }
+
+    void note_ids(const std::vector<int32_t>& ids, std::map<int32_t, std::string>& out) {
+        for (int32_t id : ids)
+            if (id >= 0 && seen_ids.insert(id).second) out[id] = model->tokenizer().token_text(id);
+    }
+
+    StepContext context(std::vector<trace::TriggerEvent>* triggers) const {
+        StepContext c;
+        c.step = step_idx;
+        c.block = block;
+        c.step_in_block = step_in_block;
+        c.prompt_len = P;
+        c.seq_len = L;
+        c.block_start = block_start();
+        c.block_end = block_end();
+        c.tokens = &x;
+        c.masked = &masked;
+        c.decoded_last_step = &last_committed;
+        c.triggers = triggers;
+        return c;
+    }
+
+    std::shared_ptr<const trace::StepRecord> step();
+};
+
+Generator::Generator(std::shared_ptr<const Model> model, GenerationRequest req, trace::TraceSink* sink)
+    : m_impl(std::make_unique<Impl>()) {
+    Impl& m = *m_impl;
+    m.model = std::move(model);
+    m.net = &m.model->net();
+    m.cfg = req.config;
+    m.sink = sink;
+    const auto& mc = m.model->config();
+    const auto& tok = m.model->tokenizer();
+    std::vector<int32_t> prompt = req.prompt_ids;
+    if (prompt.empty() && !req.prompt_text.empty()) {
+        const bool templ = req.chat_template && tok.has_chat_tokens();
+        prompt = tok.encode(templ ? tok.apply_chat_template(req.prompt_text) : req.prompt_text);
+    }
+    for (int32_t id : prompt)
+        if (id < 0 || id >= mc.vocab_size)
+            throw InputError("prompt: token id " + std::to_string(id) + " is outside the vocabulary");
+    m.cfg.validate(mc.max_sequence_length, static_cast<int64_t>(prompt.size()));
+    m.policy = create_policy(req.policy, req.params);
+    if (m.cfg.cfg_scale > 0 && req.policy != "none")
+        throw InputError("--cfg-scale: classifier-free guidance is only supported with --policy none");
+
+    m.P = static_cast<int64_t>(prompt.size());
+    m.L = m.P + m.cfg.gen_length;
+    m.N = mc.n_layers;
+    m.B = m.cfg.block_length;
+    m.S = m.cfg.steps_per_block();
+    m.x = prompt;
+    m.x.resize(static_cast<size_t>(m.L), static_cast<int32_t>(mc.mask_token_id));
+    m.masked.assign(static_cast<size_t>(m.L), 0);
+    for (int64_t i = m.P; i < m.L; ++i) m.masked[static_cast<size_t>(i)] = 1;
+    m.carried_pred.assign(static_cast<size_t>(m.L), -1);
+    m.carried_conf.assign(static_cast<size_t>(m.L), 0.0);
+    m.last_compute.assign(static_cast<size_t>(m.N * m.L), -1);
+
+    auto& info = m.info;
+    info.run_id = req.run_id;
+    info.policy = req.policy;
+    for (const auto& [k, v] : resolve_policy_params(req.policy, req.params)) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", v);
+        info.policy_params[k] = buf;
+    }
+    info.sampler = m.cfg.to_map();
+    info.model_name = m.model->name();
+    info.model_hash = m.model->content_hash();
+    info.device = m.model->device();
+    info.threads = req.threads;
+    info.seed = m.cfg.seed;
+    info.prompt_text = req.prompt_text;
+    info.prompt_len = static_cast<int32_t>(m.P);
+    info.gen_len = static_cast<int32_t>(m.cfg.gen_length);
+    info.block_len = static_cast<int32_t>(m.B);
+    info.steps = static_cast<int32_t>(m.cfg.steps);
+    info.n_layers = static_cast<int32_t>(m.N);
+    info.n_heads = static_cast<int32_t>(mc.n_heads);
+    info.mask_id = static_cast<int32_t>(mc.mask_token_id);
+    info.eos_id = static_cast<int32_t>(mc.eos_token_id);
+    info.initial_tokens = m.x;
+    info.app_version = CL_VERSION;
+    for (int32_t id : m.x)
+        if (m.seen_ids.insert(id).second) info.token_text[id] = tok.token_text(id);
+
+    c10::InferenceMode guard;
+    m.policy->on_run_start(*m.net, m.L);
+    if (m.sink) m.sink->on_run_start(info);
+}
+
+Generator::~Generator() = default;
+
+bool Generator::done() const { return m_impl->block >= m_impl->cfg.num_blocks(); }
+const trace::RunInfo& Generator::info() const { return m_impl->info; }
+const std::vector<int32_t>& Generator::tokens() const { return m_impl->x; }
+int32_t Generator::steps_done() const { return m_impl->step_idx; }
+
+std::string Generator::response_text(bool skip_special) const {
+    const Impl& m = *m_impl;
+    std::vector<int32_t> resp;
+    for (int64_t i = m.P; i < m.L; ++i) {
+        const int32_t id = m.x[static_cast<size_t>(i)];
+        if (id == m.info.eos_id && skip_special) break;
+        if (id == m.info.mask_id) continue;
+        resp.push_back(id);
+    }
+    return m.model->tokenizer().decode(resp, skip_special);
+}
+
+std::shared_ptr<const trace::StepRecord> Generator::step() {
+    if (done()) return nullptr;
+    return m_impl->step();
+}
+
+std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
+    c10::InferenceMode guard;
+    const auto& mc = model->config();
+    const auto t_step = Clock::now();
+    auto rec = std::make_shared<trace::StepRecord>();
+    rec->run_id = info.run_id;
+    rec->step = step_idx;
+    rec->block = block;
+    rec->step_in_block = step_in_block;
+    rec->seq_len = static_cast<int32_t>(L);
+    rec->n_layers = static_cast<int32_t>(N);
+
+    const int64_t masked_before = std::count(masked.begin(), masked.end(), uint8_t{1});
+    if (step_in_block == 0) {
+        int64_t n = 0;
+        for (int64_t i = block_start(); i < block_end(); ++i) n += masked[static_cast<size_t>(i)];
+        schedule = transfer_schedule(n, S);
+        policy->on_block_start(context(&rec->triggers));
+    }
+    StepContext ctx = context(&rec->triggers);
+    policy->begin_step(ctx);
+
+    // Two-phase probes: ask the sink before computing anything optional.
+    std::vector<bool> want_mean(static_cast<size_t>(N), false);
+    std::vector<std::vector<int32_t>> want_heads(static_cast<size_t>(N));
+    if (sink) {
+        for (int64_t l = 0; l < N; ++l) {
+            trace::ProbeRequest r{trace::ProbeKind::Attention, info.run_id, step_idx, static_cast<int32_t>(l), -1};
+            want_mean[static_cast<size_t>(l)] = sink->wants(r);
+            for (int32_t h = 0; h < mc.n_heads; ++h) {
+                r.head = h;
+                if (sink->wants(r)) want_heads[static_cast<size_t>(l)].push_back(h);
+            }
+        }
+    }
+
+    const auto long_opts = torch::TensorOptions().dtype(torch::kLong);
+    auto ids = torch::tensor(std::vector<int64_t>(x.begin(), x.end()), long_opts).to(net->device());  // (L)
+    std::vector<std::vector<int64_t>> rows_per_layer(static_cast<size_t>(N));  // empty = all rows
+    std::vector<bool> all_rows(static_cast<size_t>(N), true);
+    rec->layer_ms.assign(static_cast<size_t>(N), 0.f);
+
+    torch::Tensor logits;                 // (M, V) float32 for the head rows
+    std::vector<int64_t> head_positions;  // (M)
+    if (cfg.cfg_scale > 0) {
+        // Classifier-free guidance: a batch of (conditional, prompt-masked) through the full path.
+        auto un = ids.clone();
+        un.narrow(0, 0, P).fill_(mc.mask_token_id);
+        auto both = net->forward_full(torch::stack({ids, un}));  // (2, L, V)
+        auto c = both[0], u = both[1];
+        auto guided = u + (cfg.cfg_scale + 1.0) * (c - u);        // (L, V)
+        for (int64_t i = 0; i < L; ++i)
+            if (masked[static_cast<size_t>(i)]) head_positions.push_back(i);
+        logits = guided.index_select(0, torch::tensor(head_positions, long_opts).to(net->device()));
+        for (int64_t l = 0; l < N; ++l) rec->layer_ms[static_cast<size_t>(l)] = 0.f;
+    } else {
+        auto plan_fn = [&](int l) {
+            auto p = policy->plan_layer(l);
+            if (want_mean[static_cast<size_t>(l)] || !want_heads[static_cast<size_t>(l)].empty()) p.want_probs = true;
+            return p;
+        };
+        auto observer = [&](const detail::LayerResult& r) {
+            policy->observe_layer(r);
+            const auto l = static_cast<size_t>(r.layer);
+            rec->layer_ms[l] = static_cast<float>(r.ms);
+            all_rows[l] = (r.rows == nullptr);
+            std::vector<int32_t> row_index;
+            if (r.rows) {
+                auto cpu = r.rows->to(torch::kCPU).contiguous();
+                rows_per_layer[l].assign(cpu.data_ptr<int64_t>(), cpu.data_ptr<int64_t>() + cpu.numel());
+            }
+            if (!r.probs.defined()) return;
+            if (r.rows) row_index.assign(rows_per_layer[l].begin(), rows_per_layer[l].end());
+            else for (int64_t i = 0; i < L; ++i) row_index.push_back(static_cast<int32_t>(i));
+            auto store = [&](const torch::Tensor& m2, int32_t head) {  // (R, L)
+                auto cpu = m2.to(torch::kCPU, torch::kFloat32).contiguous();
+                trace::AttentionMap a;
+                a.layer = r.layer;
+                a.head = head;
+                a.rows = static_cast<int32_t>(cpu.size(0));
+                a.cols = static_cast<int32_t>(cpu.size(1));
+                a.row_index = row_index;
+                a.data.assign(cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel());
+                rec->attention.push_back(std::move(a));
+            };
+            if (want_mean[l]) store(r.probs.mean(0), -1);
+            for (int32_t h : want_heads[l]) store(r.probs[h], h);
+        };
+        torch::Tensor out_rows;  // (R_last)
+        auto hidden = net->forward_plan(ids, plan_fn, policy->cache(), observer, out_rows);  // (R_last, D)
+        auto rows_cpu = out_rows.to(torch::kCPU).contiguous();
+        const int64_t* rp = rows_cpu.data_ptr<int64_t>();
+        std::vector<int64_t> local;
+        for (int64_t i = 0; i < rows_cpu.numel(); ++i)
+            if (masked[static_cast<size_t>(rp[i])]) { local.push_back(i); head_positions.push_back(rp[i]); }
+        if (!local.empty())
+            logits = net->head(hidden.index_select(0, torch::tensor(local, long_opts).to(net->device())));
+    }
+
+    // Predictions (float64): x0 by Gumbel-max, confidence by softmax or uniform draw.
+    const int64_t M = static_cast<int64_t>(head_positions.size());
+    std::vector<int32_t> fresh_pred(static_cast<size_t>(M));
+    std::vector<double> fresh_conf(static_cast<size_t>(M));
+    if (M > 0) {
+        auto lg = logits.to(torch::kCPU, torch::kFloat64).contiguous();  // (M, V)
+        const double neg_inf = -std::numeric_limits<double>::infinity();
+        if (cfg.logits_eos_inf && info.eos_id >= 0) lg.select(1, info.eos_id).fill_(neg_inf);
+        torch::Tensor scores = lg;
+        std::vector<double> uniform(static_cast<size_t>(M), 0.0);
+        if (cfg.temperature > 0 || cfg.remasking == Remasking::Random) {
+            std::vector<torch::Tensor> noise;
+            for (int64_t i = 0; i < M; ++i) {
+                const uint64_t s = mix(mix(cfg.seed) ^ mix(static_cast<uint64_t>(step_idx) * 1000003ull +
+                                                             static_cast<uint64_t>(head_positions[static_cast<size_t>(i)])));
+                auto gen = at::detail::createCPUGenerator(s);
+                if (cfg.temperature > 0)
+                    noise.push_back(torch::rand({lg.size(1)}, gen, torch::TensorOptions().dtype(torch::kFloat64)));
+                uniform[static_cast<size_t>(i)] = torch::rand({1}, gen, torch::TensorOptions().dtype(torch::kFloat64)).item<double>();
+            }
+            if (cfg.temperature > 0) {
+                // exp(logits) / (-log U)^temp, compared in the log domain (same argmax, no overflow).
+                auto u = torch::stack(noise).clamp_min(1e-300);                      // (M, V)
+                scores = lg - cfg.temperature * torch::log(-torch::log(u));
+            }
+        }
+        auto x0 = scores.argmax(1).contiguous();  // (M)
+        auto conf_logits = lg;
+        if (cfg.confidence_eos_eot_inf) {
+            conf_logits = lg.clone();
+            if (info.eos_id >= 0) conf_logits.select(1, info.eos_id).fill_(neg_inf);
+            if (model->eot_id() >= 0) conf_logits.select(1, model->eot_id()).fill_(neg_inf);
+        }
+        auto probs = torch::softmax(conf_logits, 1).gather(1, x0.unsqueeze(1)).squeeze(1).contiguous();  // (M)
+        for (int64_t i = 0; i < M; ++i) {
+            fresh_pred[static_cast<size_t>(i)] = static_cast<int32_t>(x0[i].item<int64_t>());
+            double c = probs[i].item<double>();
+            if (cfg.remasking == Remasking::Random) c = uniform[static_cast<size_t>(i)];
+            fresh_conf[static_cast<size_t>(i)] = c;
+        }
+    }
+    for (int64_t i = 0; i < M; ++i) {
+        carried_pred[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] = fresh_pred[static_cast<size_t>(i)];
+        carried_conf[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] = fresh_conf[static_cast<size_t>(i)];
+    }
+
+    // Candidates: masked rows of the current block with a prediction (fresh or carried).
+    std::vector<std::pair<double, int64_t>> cand;  // (score, position)
+    std::vector<double> density;
+    if (cfg.certainty_prior) {
+        // D(i) = sum_j exp(-(i-j)^2 / 2 sigma^2) [j known] / sum_j exp(-(i-j)^2 / 2 sigma^2)
+        density.assign(static_cast<size_t>(L), 0.0);
+        const double two_s2 = 2.0 * cfg.certainty_sigma * cfg.certainty_sigma;
+        const int64_t reach = static_cast<int64_t>(std::ceil(cfg.certainty_sigma * 6));
+        for (int64_t i = block_start(); i < block_end(); ++i) {
+            double num = 0, den = 0;
+            for (int64_t j = std::max<int64_t>(0, i - reach); j < std::min(L, i + reach + 1); ++j) {
+                const double k = std::exp(-static_cast<double>((i - j) * (i - j)) / two_s2);
+                den += k;
+                if (!masked[static_cast<size_t>(j)]) num += k;
+            }
+            density[static_cast<size_t>(i)] = den > 0 ? num / den : 0;
+        }
+    }
+    for (int64_t i = block_start(); i < block_end(); ++i) {
+        if (!masked[static_cast<size_t>(i)] || carried_pred[static_cast<size_t>(i)] < 0) continue;
+        double score = carried_conf[static_cast<size_t>(i)];
+        if (cfg.certainty_prior) score *= density[static_cast<size_t>(i)];
+        cand.emplace_back(score, i);
+    }
+    // Highest score first; ties broken by position so the order is deterministic.
+    std::stable_sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+    size_t k = 0;
+    if (cand.empty()) {
+        k = 0;
+    } else if (cfg.threshold > 0) {
+        while (k < cand.size() && carried_conf[static_cast<size_t>(cand[k].second)] >= cfg.threshold) ++k;
+        k = std::max<size_t>(k, 1);
+    } else if (cfg.factor > 0) {
+        while (k < cand.size() && cand[k].first >= 1.0 - cfg.factor / static_cast<double>(k + 2)) ++k;
+        k = std::max<size_t>(k, 1);
+    } else if (step_in_block < S) {
+        k = static_cast<size_t>(schedule[static_cast<size_t>(step_in_block)]);
+    } else {
+        k = cand.size();  // overtime (a policy left masks behind): finish the block
+    }
+    k = std::min(k, cand.size());
+
+    std::vector<int32_t> committed;
+    for (size_t c = 0; c < k; ++c) {
+        const auto pos = static_cast<size_t>(cand[c].second);
+        x[pos] = carried_pred[pos];
+        masked[pos] = 0;
+        carried_pred[pos] = -1;
+        committed.push_back(static_cast<int32_t>(pos));
+    }
+
+    // ---- the step record -------------------------------------------------------------------
+    rec->tokens = x;
+    rec->committed = committed;
+    rec->states.assign(static_cast<size_t>(L), trace::TokenState::DecodedEarlier);
+    for (int64_t i = 0; i < L; ++i) {
+        if (i < P) rec->states[static_cast<size_t>(i)] = trace::TokenState::Prompt;
+        else if (masked[static_cast<size_t>(i)]) rec->states[static_cast<size_t>(i)] = trace::TokenState::Masked;
+    }
+    for (int32_t c : committed) rec->states[static_cast<size_t>(c)] = trace::TokenState::DecodedNow;
+    rec->predicted.assign(static_cast<size_t>(L), -1);
+    rec->confidence.assign(static_cast<size_t>(L), std::numeric_limits<float>::quiet_NaN());
+    for (int64_t i = 0; i < M; ++i) {
+        rec->predicted[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] = fresh_pred[static_cast<size_t>(i)];
+        rec->confidence[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] = static_cast<float>(fresh_conf[static_cast<size_t>(i)]);
+    }
+    note_ids(rec->tokens, rec->new_token_text);
+    note_ids(rec->predicted, rec->new_token_text);
+
+    rec->actions.assign(static_cast<size_t>(N * L), trace::RowAction::KvReused);
+    rec->cache_age.assign(static_cast<size_t>(N * L), 0);
+    double flops = 0;
+    for (int64_t l = 0; l < N; ++l) {
+        const size_t base = static_cast<size_t>(l * L);
+        int64_t R = L;
+        if (all_rows[static_cast<size_t>(l)]) {
+            for (int64_t i = 0; i < L; ++i) rec->actions[base + static_cast<size_t>(i)] = trace::RowAction::Recomputed;
+        } else {
+            R = static_cast<int64_t>(rows_per_layer[static_cast<size_t>(l)].size());
+            for (int64_t r : rows_per_layer[static_cast<size_t>(l)])
+                rec->actions[base + static_cast<size_t>(r)] = trace::RowAction::Recomputed;
+        }
+        flops += detail::layer_flops(mc, R, L);
+    }
+    policy->annotate(rec->actions);
+    for (size_t i = 0; i < rec->actions.size(); ++i) {
+        if (rec->actions[i] == trace::RowAction::Recomputed) last_compute[i] = step_idx;
+        rec->cache_age[i] = static_cast<uint16_t>(std::min(65535, step_idx - last_compute[i]));
+    }
+    const double cfg_mult = cfg.cfg_scale > 0 ? 2.0 : 1.0;
+    rec->flops = cfg_mult * (flops + detail::head_flops(mc, M));
+    rec->flops_full = cfg_mult * (static_cast<double>(N) * detail::layer_flops(mc, L, L) +
+                                  detail::head_flops(mc, masked_before));
+
+    policy->on_step_end(ctx, committed);
+    last_committed = committed;
+    ++step_idx;
+    ++step_in_block;
+    const bool block_done = !block_has_masks() && (cfg.parallel_decoding() || step_in_block >= S);
+    if (block_done) {
+        policy->on_block_end(context(&rec->triggers));
+        ++block;
+        step_in_block = 0;
+    } else if (step_in_block >= S + B + 1) {
+        throw RuntimeFailure("policy '" + info.policy + "' made no progress in block " + std::to_string(block));
+    }
+    rec->wall_ms = ms_since(t_step);
+
+    summary.steps = step_idx;
+    summary.wall_ms += rec->wall_ms;
+    summary.flops += rec->flops;
+    summary.flops_full += rec->flops_full;
+    recompute_sum += rec->recompute_fraction();
+    summary.recompute_fraction = recompute_sum / step_idx;
+    std::shared_ptr<const trace::StepRecord> out = rec;
+    if (sink) sink->publish(out);
+    return out;
+}
+
+trace::RunSummary Generator::summary() const {
+    const Impl& m = *m_impl;
+    trace::RunSummary s = m.summary;
+    s.final_tokens = m.x;
+    int32_t gen = 0;
+    for (int64_t i = m.P; i < m.L; ++i) {
+        const int32_t id = m.x[static_cast<size_t>(i)];
+        if (id == m.info.eos_id || id == m.info.mask_id) break;
+        ++gen;
+    }
+    s.generated_tokens = gen;
+    s.tokens_per_s = s.wall_ms > 0 ? gen / (s.wall_ms / 1000.0) : 0.0;
+    s.final_text = response_text(true);
+    s.status = done() ? trace::RunStatus::Complete : trace::RunStatus::Running;
+    return s;
+}
+
+trace::RunSummary Generator::finish(bool aborted) {
+    trace::RunSummary s = summary();
+    if (aborted || !done()) s.status = trace::RunStatus::Aborted;
+    if (!m_impl->ended) {
+        m_impl->ended = true;
+        if (m_impl->sink) m_impl->sink->on_run_end(m_impl->info.run_id, s);
+    }
+    return s;
+}
+
+trace::RunSummary Generator::run(const std::function<bool(const trace::StepRecord&)>& on_step) {
+    while (!done()) {
+        auto rec = step();
+        if (on_step && !on_step(*rec)) return finish(true);
+    }
+    return finish(false);
+}
+
+}  // namespace cl

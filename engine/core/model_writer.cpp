@@ -1,0 +1,95 @@
+#include "engine/core/model_writer.h"
+
+#include <torch/torch.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/core/errors.h"
+#include "engine/core/llada_net.h"
+#include "engine/core/safetensors.h"
+#include "engine/core/tokenizer.h"
+#include "engine/core/weights_io.h"
+
+namespace cl {
+
+StorageDType parse_storage_dtype(const std::string& text) {
+    if (text == "f32" || text == "float32") return StorageDType::F32;
+    if (text == "f16" || text == "float16") return StorageDType::F16;
+    if (text == "bf16" || text == "bfloat16") return StorageDType::BF16;
+    throw InputError("--dtype: expected f32, f16 or bf16, got '" + text + "'");
+}
+
+std::string make_byte_level_tokenizer_json(const std::vector<std::string>& merges) {
+    nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
+    const auto& alphabet = byte_level_alphabet();
+    int32_t next = 0;
+    for (int b = 0; b < 256; ++b) vocab[alphabet[static_cast<size_t>(b)]] = next++;
+    nlohmann::json merge_list = nlohmann::json::array();
+    for (const auto& m : merges) {
+        const auto sp = m.find(' ');
+        const auto merged = m.substr(0, sp) + m.substr(sp + 1);
+        if (!vocab.contains(merged)) vocab[merged] = next++;
+        merge_list.push_back(m);
+    }
+    nlohmann::json added = nlohmann::json::array();
+    for (const char* s : {SpecialTokens::kBos, SpecialTokens::kEos, SpecialTokens::kMask, SpecialTokens::kStartHeader,
+                          SpecialTokens::kEndHeader, SpecialTokens::kEot}) {
+        added.push_back({{"id", next++}, {"content", s}, {"single_word", false}, {"lstrip", false},
+                         {"rstrip", false}, {"normalized", false}, {"special", true}});
+    }
+    nlohmann::ordered_json j;
+    j["version"] = "1.0";
+    j["truncation"] = nullptr;
+    j["padding"] = nullptr;
+    j["added_tokens"] = added;
+    j["normalizer"] = nullptr;
+    j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+    j["post_processor"] = nullptr;
+    j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
+    j["model"] = {{"type", "BPE"},           {"dropout", nullptr},     {"unk_token", nullptr},
+                  {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr},
+                  {"fuse_unk", false},       {"byte_fallback", false}, {"ignore_merges", false},
+                  {"vocab", vocab},          {"merges", merge_list}};
+    return j.dump(1);
+}
+
+ModelConfig tiny_config(int64_t d_model, int64_t n_layers, int64_t n_heads, int64_t n_kv_heads) {
+    ModelConfig c;
+    c.d_model = d_model;
+    c.n_layers = n_layers;
+    c.n_heads = n_heads;
+    c.n_kv_heads = n_kv_heads;
+    c.mlp_hidden_size = d_model * 2;
+    c.vocab_size = 0;  // filled from the tokenizer
+    c.max_sequence_length = 4096;
+    c.rope_theta = 10000.0;
+    return c;
+}
+
+ModelConfig init_random_model(const std::filesystem::path& dir, ModelConfig config, uint64_t seed,
+                              StorageDType dtype, int shards) {
+    std::filesystem::create_directories(dir);
+    const std::string tok_text = make_byte_level_tokenizer_json();
+    auto tok = Tokenizer::from_json_text(tok_text, (dir / "tokenizer.json").string());
+    config.vocab_size = std::max<int64_t>(config.vocab_size, tok->vocab_size());
+    config.mask_token_id = *tok->token_to_id(SpecialTokens::kMask);
+    config.eos_token_id = *tok->token_to_id(SpecialTokens::kEos);
+    config.pad_token_id = config.eos_token_id;
+    config.bos_token_id = *tok->token_to_id(SpecialTokens::kBos);
+    config.validate(dir / "config.json");
+    {
+        std::ofstream out(dir / "tokenizer.json");
+        out << tok_text;
+    }
+    {
+        std::ofstream out(dir / "config.json");
+        out << config.to_json();
+    }
+    torch::manual_seed(seed);
+    detail::LladaWeights w = detail::init_weights(config);
+    detail::save_weights(dir, w, dtype, shards);
+    return config;
+}
+
+}  // namespace cl
