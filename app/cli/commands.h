@@ -11,5 +11,7 @@ using Runner = std::function<int()>;
 void add_generate_command(CLI::App& root, Runner& run);
 void add_inspect_model_command(CLI::App& root, Runner& run);
 void add_init_model_command(CLI::App& root, Runner& run);
+void add_train_command(CLI::App& root, Runner& run);
+void add_eval_command(CLI::App& root, Runner& run);
 
 }  // namespace cl::cli

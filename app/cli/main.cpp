@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
     add_generate_command(app, run);
     add_inspect_model_command(app, run);
     add_init_model_command(app, run);
+    add_train_command(app, run);
+    add_eval_command(app, run);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

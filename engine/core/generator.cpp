@@ -461,7 +461,7 @@ trace::RunSummary Generator::summary() const {
     }
     s.generated_tokens = gen;
     s.tokens_per_s = s.wall_ms > 0 ? gen / (s.wall_ms / 1000.0) : 0.0;
-    s.final_text = response_text(true);
+    s.final_text = sanitize_utf8(response_text(true));  // a byte-level model may stop mid-character
     s.status = done() ? trace::RunStatus::Complete : trace::RunStatus::Running;
     return s;
 }

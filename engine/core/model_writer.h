@@ -25,7 +25,13 @@ struct SpecialTokens {
 
 // A byte-level BPE tokenizer.json with the 256 byte symbols, the given merges ("a b" in the
 // byte-level alphabet, in rank order) and the special tokens appended after the merged vocab.
-std::string make_byte_level_tokenizer_json(const std::vector<std::string>& merges = {});
+// With `split_digits`, every digit is its own pre-token (numbers never merge), which makes
+// arithmetic learnable for small models.
+std::string make_byte_level_tokenizer_json(const std::vector<std::string>& merges = {}, bool split_digits = false);
+
+// Trains byte-level BPE merges on `texts` until the vocabulary (bytes + merges) reaches
+// `vocab_size` - 6 (the special tokens come after). Returns the tokenizer.json text.
+std::string train_byte_level_bpe(const std::vector<std::string>& texts, int vocab_size, bool split_digits = true);
 
 // Writes a randomly initialised LLaDA model (normal(0, 0.02) projections, unit norms) with a
 // byte-level tokenizer to `dir`. `config.vocab_size` is raised to fit the tokenizer if needed and

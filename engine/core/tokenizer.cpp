@@ -707,6 +707,14 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
     return out;
 }
 
+std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
+    const Impl& m = *m_impl;
+    std::string normalized = m.normalizer ? m.normalizer(std::string(text)) : std::string(text);
+    std::vector<std::string> pieces{normalized};
+    if (m.pre_tokenizer) pieces = m.pre_tokenizer(std::move(pieces));
+    return pieces;
+}
+
 std::string Tokenizer::token_text(int32_t id) const { return sanitize_utf8(decode({id})); }
 
 std::optional<int32_t> Tokenizer::token_to_id(const std::string& token) const {

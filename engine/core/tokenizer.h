@@ -35,6 +35,8 @@ public:
     // Throws InputError if `text` is not valid UTF-8.
     std::vector<int32_t> encode(std::string_view text) const;
     std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
+    // Normalizer + pre-tokenizer only (no added-token split): the pieces BPE would see.
+    std::vector<std::string> pre_tokenize(std::string_view text) const;
     // Display text of one token (byte-level decoded; may be a partial UTF-8 sequence, then
     // replaced by U+FFFD).
     std::string token_text(int32_t id) const;

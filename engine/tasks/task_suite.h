@@ -1,0 +1,65 @@
+// The CacheLens task suite: code-generated instruction data with checkable answers, used to
+// train the embedded default model and to measure what a cache policy costs in accuracy.
+//
+// Families: `arith` (multi-digit addition with worked steps, least significant digit first),
+// `kv` (long-range key-value recall: the queried key sits early in a 100-300 token prompt),
+// `reverse` (list reversal), `prose` (King James Bible verses, public domain, from Debian's
+// bible-kjv package; continuation, for language, not scored). Seeded; the train and eval splits
+// are disjoint by construction (different seeds streams and a hash-based split on the content).
+// Torch-free.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace cl::tasks {
+
+enum class Split { Train, Eval };
+
+struct TaskItem {
+    std::string family;
+    std::string prompt;    // the user message (the chat template is applied by the caller)
+    std::string response;  // the full target response (worked steps + "Answer: ...")
+    std::string answer;    // what exact match compares (empty for unscored families)
+};
+
+struct Difficulty {
+    int arith_max_digits = 3;   // operands have 1..max digits
+    int kv_min_pairs = 4, kv_max_pairs = 24;
+    int reverse_min = 3, reverse_max = 8;
+};
+
+const std::vector<std::string>& all_families();
+bool is_scored(const std::string& family);
+
+class TaskGenerator {
+public:
+    // `prose_text` may be empty when the prose family is not used.
+    TaskGenerator(uint64_t seed, Split split, Difficulty difficulty = {}, std::vector<std::string> prose_verses = {});
+    // Throws std::invalid_argument for an unknown family.
+    TaskItem next(const std::string& family);
+
+private:
+    TaskItem arith();
+    TaskItem kv();
+    TaskItem reverse();
+    TaskItem prose();
+    bool in_split(const std::string& content) const;
+
+    std::mt19937_64 m_rng;
+    Split m_split;
+    Difficulty m_difficulty;
+    std::vector<std::string> m_verses;
+};
+
+// Extracts the text after the last "Answer:" (trimmed, up to a newline); "" when absent.
+std::string extract_answer(const std::string& generated);
+bool exact_match(const TaskItem& item, const std::string& generated);
+
+// Loads the King James Bible verses through Debian's `bible` program (package bible-kjv).
+// Throws cl::InputError with an install hint when it is not available.
+std::vector<std::string> load_kjv_verses();
+
+}  // namespace cl::tasks

@@ -1,0 +1,91 @@
+// cachelens-cli as a user runs it: exit codes, one-line errors naming the file, --help everywhere.
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace cl {
+namespace {
+
+struct Result {
+    int code;
+    std::string out;  // stdout + stderr
+};
+
+Result cli(const std::string& args) {
+    const std::string cmd = std::string(CL_CLI_PATH) + " " + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    std::array<char, 4096> buf;
+    while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+    const int status = pclose(p);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(Cli, InitInspectGenerate) {
+    auto dir = test::temp_dir("cli") / "model";
+    auto r = cli("init-model --out " + dir.string() + " --d-model 32 --layers 2 --heads 4 --shards 2");
+    ASSERT_EQ(r.code, 0) << r.out;
+    r = cli("inspect-model --model " + dir.string());
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("LLaDA: 2 layers, d_model 32"), std::string::npos) << r.out;
+    r = cli("inspect-model --json --model " + dir.string());
+    EXPECT_EQ(nlohmann::json::parse(r.out)["tensors"].size(), 21u);
+    const auto trace = dir.parent_path() / "trace.jsonl";
+    r = cli("generate --model " + dir.string() + " --prompt hi --gen-length 8 --block-length 4 --steps 8 --view steps --trace " +
+            trace.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("step   8/8"), std::string::npos) << r.out;
+    int lines = 0;
+    std::ifstream in(trace);
+    for (std::string line; std::getline(in, line);) {
+        auto j = nlohmann::json::parse(line);
+        lines += j["type"] == "step";
+    }
+    EXPECT_EQ(lines, 8);
+}
+
+TEST(Cli, BadInputExitsTwoWithOneLineNamingTheFile) {
+    auto dir = test::temp_dir("cli");
+    auto r = cli("inspect-model --model " + (dir / "missing").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find((dir / "missing").string()), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+
+    auto model = dir / "m";
+    ASSERT_EQ(cli("init-model --out " + model.string() + " --d-model 32 --layers 1").code, 0);
+    test::write_file(model / "model.safetensors", "garbage that is not a safetensors file");
+    r = cli("generate --model " + model.string() + " --prompt hi");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("model.safetensors"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+    auto dir = test::temp_dir("cli");
+    auto model = dir / "m";
+    ASSERT_EQ(cli("init-model --out " + model.string() + " --d-model 32 --layers 1").code, 0);
+    EXPECT_EQ(cli("").code, 2);
+    EXPECT_EQ(cli("frobnicate").code, 2);
+    EXPECT_EQ(cli("generate --model " + model.string() + " --prompt hi --policy nope").code, 2);
+    EXPECT_EQ(cli("generate --model " + model.string() + " --prompt hi --param x").code, 2);
+    EXPECT_EQ(cli("generate --model " + model.string() + " --prompt hi --gen-length 10 --block-length 4").code, 2);
+    EXPECT_EQ(cli("generate --model " + model.string() + " --prompt-file " + (dir / "none.txt").string()).code, 2);
+    test::write_file(dir / "bad.txt", "caf\xe9");
+    auto r = cli("generate --model " + model.string() + " --prompt-file " + (dir / "bad.txt").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("UTF-8"), std::string::npos) << r.out;
+    EXPECT_EQ(cli("init-model --out " + model.string()).code, 2);  // exists, not empty
+    EXPECT_EQ(cli("generate --model " + model.string() + " --prompt hi --device cuda").code, 2);
+}
+
+TEST(Cli, HelpForEveryCommand) {
+    for (const std::string c : {"", "generate", "inspect-model", "init-model", "train", "eval"}) {
+        auto r = cli(c + " --help");
+        EXPECT_EQ(r.code, 0) << c;
+        EXPECT_NE(r.out.find("Usage"), std::string::npos) << c << r.out;
+    }
+}
+
+}  // namespace
+}  // namespace cl

@@ -1,0 +1,190 @@
+// The LLaDA forward against a naive float64 reference, and the plan forward against the full one.
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "engine/core/llada_net.h"
+#include "engine/core/model.h"
+#include "test_util.h"
+
+namespace cl {
+namespace {
+
+using detail::LladaNet;
+
+// Normalised mean squared error of `a` against reference `ref`.
+double nmse(const torch::Tensor& a, const torch::Tensor& ref) {
+    auto r = ref.to(torch::kFloat64);
+    return ((a.to(torch::kFloat64) - r).pow(2).sum() / r.pow(2).sum().clamp_min(1e-300)).item<double>();
+}
+
+// An independent float64 implementation: explicit per-head loops, RoPE from std::cos/std::sin.
+torch::Tensor naive_forward(const ModelConfig& c, detail::LladaWeights w, const std::vector<int64_t>& ids) {
+    auto d = [](const torch::Tensor& t) { return t.to(torch::kFloat64); };
+    const int64_t L = static_cast<int64_t>(ids.size()), H = c.n_heads, Hkv = c.n_kv_heads, Dh = c.head_dim();
+    auto norm = [&](const torch::Tensor& x, const torch::Tensor& g) {
+        return x / torch::sqrt(x.pow(2).mean(-1, true) + c.rms_norm_eps) * d(g);
+    };
+    // RoPE table in float64 with the libm functions.
+    auto cosT = torch::zeros({L, Dh}, torch::kFloat64), sinT = torch::zeros({L, Dh}, torch::kFloat64);
+    for (int64_t p = 0; p < L; ++p)
+        for (int64_t i = 0; i < Dh / 2; ++i) {
+            const double f = static_cast<double>(p) / std::pow(c.rope_theta, 2.0 * i / Dh);
+            cosT[p][i] = std::cos(f); cosT[p][i + Dh / 2] = std::cos(f);
+            sinT[p][i] = std::sin(f); sinT[p][i + Dh / 2] = std::sin(f);
+        }
+    auto rope = [&](const torch::Tensor& x) {  // (L, Dh)
+        auto out = torch::empty_like(x);
+        for (int64_t i = 0; i < Dh / 2; ++i) {
+            out.select(1, i) = x.select(1, i) * cosT.select(1, i) - x.select(1, i + Dh / 2) * sinT.select(1, i);
+            out.select(1, i + Dh / 2) = x.select(1, i + Dh / 2) * cosT.select(1, i + Dh / 2) + x.select(1, i) * sinT.select(1, i + Dh / 2);
+        }
+        return out;
+    };
+    auto h = d(w.wte).index_select(0, torch::tensor(ids));  // (L, D)
+    for (const auto& lw : w.layers) {
+        auto x = norm(h, lw.attn_norm);
+        auto q = torch::matmul(x, d(lw.q_proj).t()), k = torch::matmul(x, d(lw.k_proj).t()), v = torch::matmul(x, d(lw.v_proj).t());
+        std::vector<torch::Tensor> heads;
+        for (int64_t hd = 0; hd < H; ++hd) {
+            const int64_t kvh = hd / (H / Hkv);  // repeat_interleave semantics
+            auto qh = rope(q.narrow(1, hd * Dh, Dh)), kh = rope(k.narrow(1, kvh * Dh, Dh)), vh = v.narrow(1, kvh * Dh, Dh);
+            auto p = torch::softmax(torch::matmul(qh, kh.t()) / std::sqrt(static_cast<double>(Dh)), -1);
+            heads.push_back(torch::matmul(p, vh));
+        }
+        h = h + torch::matmul(torch::cat(heads, 1), d(lw.attn_out).t());
+        auto y = norm(h, lw.ff_norm);
+        auto g = torch::matmul(y, d(lw.ff_proj).t());
+        h = h + torch::matmul(g * torch::sigmoid(g) * torch::matmul(y, d(lw.up_proj).t()), d(lw.ff_out).t());
+    }
+    return torch::matmul(norm(h, w.ln_f), d(w.head).t());  // (L, V)
+}
+
+std::vector<int64_t> some_ids(int64_t n, int64_t vocab, uint64_t seed = 3) {
+    std::mt19937_64 rng(seed);
+    std::vector<int64_t> ids(static_cast<size_t>(n));
+    for (auto& i : ids) i = static_cast<int64_t>(rng() % static_cast<uint64_t>(vocab));
+    return ids;
+}
+
+TEST(Forward, RopeMatchesFloat64Reference) {
+    auto model = Model::load(test::make_tiny_model("m", 32, 1, 2, 2));
+    auto& net = model->net();
+    auto pos = torch::tensor(std::vector<int64_t>{0, 1, 7, 100, 3000});
+    auto [cos, sin] = net.rope_tables(pos);
+    auto x = torch::randn({5, 16}, torch::kFloat32);
+    auto y = LladaNet::apply_rope(x, cos, sin).to(torch::kFloat64);
+    for (int64_t r = 0; r < 5; ++r) {
+        const double p = static_cast<double>(pos[r].item<int64_t>());
+        for (int64_t i = 0; i < 8; ++i) {
+            const double f = p / std::pow(10000.0, 2.0 * i / 16);
+            const double a = x[r][i].item<double>(), b = x[r][i + 8].item<double>();
+            EXPECT_NEAR(y[r][i].item<double>(), a * std::cos(f) - b * std::sin(f), 1e-5);
+            EXPECT_NEAR(y[r][i + 8].item<double>(), b * std::cos(f) + a * std::sin(f), 1e-5);
+        }
+    }
+}
+
+TEST(Forward, FullForwardMatchesNaiveFloat64) {
+    auto model = Model::load(test::make_tiny_model("m", 64, 3, 4, 4));
+    auto ids = some_ids(40, model->config().vocab_size);
+    torch::InferenceMode g;
+    auto logits = model->net().forward_full(torch::tensor(ids).unsqueeze(0))[0];  // (L, V)
+    auto ref = naive_forward(model->config(), model->net().weights(), ids);
+    EXPECT_LE(nmse(logits, ref), 1e-10);
+}
+
+TEST(Forward, GroupedQueryAttentionMatchesNaive) {
+    auto model = Model::load(test::make_tiny_model("m", 64, 2, 8, 2));
+    ASSERT_EQ(model->config().n_kv_heads, 2);
+    auto ids = some_ids(24, model->config().vocab_size, 9);
+    torch::InferenceMode g;
+    auto logits = model->net().forward_full(torch::tensor(ids).unsqueeze(0))[0];
+    EXPECT_LE(nmse(logits, naive_forward(model->config(), model->net().weights(), ids)), 1e-10);
+}
+
+TEST(Forward, PlanWithEveryRowEqualsFullForward) {
+    auto model = Model::load(test::make_tiny_model("m", 64, 3, 4, 2));
+    auto& net = model->net();
+    auto ids = torch::tensor(some_ids(30, model->config().vocab_size));
+    torch::InferenceMode g;
+    auto full = net.forward_full(ids.unsqueeze(0))[0];  // (L, V)
+    auto cache = net.make_cache(30, false);
+    torch::Tensor rows;
+    auto hidden = net.forward_plan(ids, [](int) { return detail::LayerPlan{}; }, cache, {}, rows);
+    EXPECT_EQ(rows.size(0), 30);
+    EXPECT_LE(nmse(net.head(hidden), full), 1e-12);
+}
+
+TEST(Forward, PartialForwardWithFreshCacheEqualsFullOnItsRows) {
+    auto model = Model::load(test::make_tiny_model("m", 64, 3, 4, 4));
+    auto& net = model->net();
+    const int64_t L = 36;
+    auto ids = torch::tensor(some_ids(L, model->config().vocab_size));
+    torch::InferenceMode g;
+    auto full = net.forward_full(ids.unsqueeze(0))[0];
+    auto cache = net.make_cache(L, false);
+    torch::Tensor rows;
+    net.forward_plan(ids, [](int) { return detail::LayerPlan{}; }, cache, {}, rows);  // fills K/V
+    auto subset = torch::tensor(std::vector<int64_t>{2, 5, 6, 20, 35});
+    auto hidden = net.forward_plan(ids, [&](int) {
+        detail::LayerPlan p;
+        p.all_rows = false;
+        p.rows = subset;
+        return p;
+    }, cache, {}, rows);
+    EXPECT_TRUE(torch::equal(rows, subset));
+    EXPECT_LE(nmse(net.head(hidden), full.index_select(0, subset)), 1e-10);
+}
+
+TEST(Forward, RowSetsThatGrowUseTheHiddenCache) {
+    // Elastic-style: few rows at shallow layers, all rows deeper, served by cached layer inputs.
+    auto model = Model::load(test::make_tiny_model("m", 64, 4, 4, 4));
+    auto& net = model->net();
+    const int64_t L = 20;
+    auto ids = torch::tensor(some_ids(L, model->config().vocab_size));
+    torch::InferenceMode g;
+    auto full = net.forward_full(ids.unsqueeze(0))[0];
+    auto cache = net.make_cache(L, true);
+    torch::Tensor rows;
+    net.forward_plan(ids, [](int) { detail::LayerPlan p; p.write_hidden = true; return p; }, cache, {}, rows);
+    auto few = torch::tensor(std::vector<int64_t>{3, 4});
+    auto hidden = net.forward_plan(ids, [&](int l) {
+        detail::LayerPlan p;
+        if (l < 2) { p.all_rows = false; p.rows = few; }
+        return p;
+    }, cache, {}, rows);
+    EXPECT_EQ(rows.size(0), L);
+    EXPECT_LE(nmse(net.head(hidden), full), 1e-10);
+}
+
+TEST(Forward, ObserverReceivesAttentionOnlyWhenAsked) {
+    auto model = Model::load(test::make_tiny_model("m", 32, 2, 4, 4));
+    auto& net = model->net();
+    auto ids = torch::tensor(some_ids(12, model->config().vocab_size));
+    torch::InferenceMode g;
+    auto cache = net.make_cache(12, false);
+    torch::Tensor rows;
+    std::vector<bool> got(2, false);
+    net.forward_plan(ids, [](int l) { detail::LayerPlan p; p.want_probs = (l == 1); return p; }, cache,
+                     [&](const detail::LayerResult& r) {
+                         got[static_cast<size_t>(r.layer)] = r.probs.defined();
+                         if (r.probs.defined()) {
+                             EXPECT_EQ(r.probs.sizes(), (std::vector<int64_t>{4, 12, 12}));
+                             EXPECT_NEAR(r.probs.sum(-1).mean().item<double>(), 1.0, 1e-5);  // rows sum to 1
+                         }
+                     }, rows);
+    EXPECT_FALSE(got[0]);
+    EXPECT_TRUE(got[1]);
+}
+
+TEST(Forward, FlopCountFollowsRowsAndKeys) {
+    ModelConfig c = tiny_config(64, 2, 4, 4);
+    c.vocab_size = 100;
+    const double full = detail::layer_flops(c, 50, 50), half = detail::layer_flops(c, 25, 50);
+    EXPECT_NEAR(half / full, 0.5, 1e-12);  // linear in computed rows for a fixed key count
+    EXPECT_DOUBLE_EQ(detail::head_flops(c, 3), 2.0 * 3 * 64 * 100);
+}
+
+}  // namespace
+}  // namespace cl

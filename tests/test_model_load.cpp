@@ -1,0 +1,116 @@
+#include <nlohmann/json.hpp>
+
+#include "engine/core/errors.h"
+#include "engine/core/model.h"
+#include "engine/core/safetensors.h"
+#include "test_util.h"
+
+namespace cl {
+namespace {
+
+std::string load_error(const std::filesystem::path& dir) {
+    try {
+        Model::load(dir);
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(ModelLoad, InitModelFolderLoads) {
+    auto dir = test::make_tiny_model("m", 32, 2, 4, 4);
+    auto m = Model::load(dir);
+    EXPECT_EQ(m->config().n_layers, 2);
+    EXPECT_EQ(m->tensors().size(), 2u * 9 + 3);
+    EXPECT_EQ(m->parameter_count(), m->config().parameter_count());
+    EXPECT_EQ(m->content_hash().size(), 16u);
+    EXPECT_EQ(m->device(), "cpu");
+    EXPECT_GE(m->eot_id(), 0);
+}
+
+TEST(ModelLoad, ShardedBf16CheckpointLikeLlada8b) {
+    // Same layout as LLaDA-8B-Instruct: sharded safetensors + index, bf16, LLaDA tensor names.
+    auto dir = test::make_tiny_model("m", 32, 3, 4, 4, 11, StorageDType::BF16, 4);
+    EXPECT_FALSE(std::filesystem::exists(dir / "model.safetensors"));
+    ASSERT_TRUE(std::filesystem::exists(dir / "model.safetensors.index.json"));
+    auto index = nlohmann::json::parse(test::read_file(dir / "model.safetensors.index.json"));
+    EXPECT_EQ(index["weight_map"].size(), 3u * 9 + 3);
+    EXPECT_TRUE(index["weight_map"].contains("model.transformer.blocks.2.ff_proj.weight"));
+    auto m = Model::load(dir);
+    EXPECT_EQ(m->tensors().front().stored_dtype, "BF16");
+    auto f32 = test::make_tiny_model("f", 32, 3, 4, 4, 11, StorageDType::F32, 1);
+    EXPECT_NE(Model::load(f32)->content_hash(), m->content_hash());
+}
+
+TEST(ModelLoad, WrongShapeNamesFileAndTensor) {
+    auto dir = test::make_tiny_model("m", 32, 2, 4, 4);
+    auto cfg = nlohmann::json::parse(test::read_file(dir / "config.json"));
+    cfg["mlp_hidden_size"] = 96;  // weights have 64
+    test::write_file(dir / "config.json", cfg.dump());
+    const auto msg = load_error(dir);
+    EXPECT_NE(msg.find("model.safetensors"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("model.transformer.blocks.0.ff_"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("shape"), std::string::npos) << msg;
+}
+
+TEST(ModelLoad, MissingPiecesGiveClearErrors) {
+    auto dir = test::make_tiny_model("m", 32, 2, 4, 4);
+    std::filesystem::remove(dir / "tokenizer.json");
+    EXPECT_NE(load_error(dir).find("tokenizer.json not found"), std::string::npos);
+    auto dir2 = test::make_tiny_model("n", 32, 2, 4, 4);
+    std::filesystem::remove(dir2 / "model.safetensors");
+    EXPECT_NE(load_error(dir2).find("no model.safetensors"), std::string::npos);
+    EXPECT_NE(load_error(dir2 / "nope").find("model folder not found"), std::string::npos);
+}
+
+TEST(ModelLoad, CorruptWeightsAndConfig) {
+    auto dir = test::make_tiny_model("m", 32, 2, 4, 4);
+    auto bytes = test::read_file(dir / "model.safetensors");
+    test::write_file(dir / "model.safetensors", bytes.substr(0, bytes.size() / 2));  // truncated
+    EXPECT_NE(load_error(dir).find("outside the data section"), std::string::npos) << load_error(dir);
+    test::write_file(dir / "config.json", "{\"d_model\": 32,");
+    EXPECT_NE(load_error(dir).find("config.json: invalid JSON"), std::string::npos) << load_error(dir);
+    test::write_file(dir / "config.json", R"({"d_model": 30, "n_heads": 4, "n_layers": 1, "mlp_hidden_size": 8, "vocab_size": 300, "mask_token_id": 1})");
+    EXPECT_NE(load_error(dir).find("not divisible"), std::string::npos);
+    test::write_file(dir / "config.json", R"({"d_model": 32, "n_heads": 4, "n_layers": 1, "mlp_hidden_size": 8, "vocab_size": 300})");
+    EXPECT_NE(load_error(dir).find("mask_token_id"), std::string::npos);
+    test::write_file(dir / "config.json", R"({"d_model": 32, "n_heads": 4, "n_layers": 1, "mlp_hidden_size": 8, "vocab_size": 300, "mask_token_id": 1, "d_model": "big"})");
+    EXPECT_NE(load_error(dir).find("wrong type"), std::string::npos);
+}
+
+TEST(ModelLoad, IntegerWeightsAreRejected) {
+    auto dir = test::make_tiny_model("m", 32, 1, 4, 4);
+    auto st = SafetensorsFile::open(dir / "model.safetensors");
+    std::vector<TensorToWrite> out;
+    std::vector<std::vector<int32_t>> keep;
+    for (const auto& t : st->tensors()) {
+        if (t.name == "model.transformer.ln_f.weight") {
+            keep.emplace_back(static_cast<size_t>(t.numel()), 1);
+            out.push_back({t.name, DType::I32, t.shape, keep.back().data(), keep.back().size() * 4});
+        } else {
+            out.push_back({t.name, t.dtype, t.shape, st->data(t), t.nbytes});
+        }
+    }
+    write_safetensors(dir / "model2.safetensors", out);
+    st.reset();
+    std::filesystem::rename(dir / "model2.safetensors", dir / "model.safetensors");
+    EXPECT_NE(load_error(dir).find("dtype I32"), std::string::npos) << load_error(dir);
+}
+
+TEST(ModelLoad, CudaIsRefusedWithAReasonWhenUnavailable) {
+    if (cuda_unavailable_reason().empty()) GTEST_SKIP() << "a CUDA device is present";
+    auto dir = test::make_tiny_model("m", 32, 1, 4, 4);
+    LoadOptions o;
+    o.device = "cuda";
+    try {
+        Model::load(dir, o);
+        FAIL();
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("--device cuda"), std::string::npos);
+    }
+    o.device = "tpu";
+    EXPECT_THROW(Model::load(dir, o), InputError);
+}
+
+}  // namespace
+}  // namespace cl

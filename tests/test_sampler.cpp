@@ -1,0 +1,220 @@
+#include <set>
+
+#include "engine/core/errors.h"
+#include "engine/core/generator.h"
+#include "engine/core/policy_registry.h"
+#include "engine/trace/trace_store.h"
+#include "test_util.h"
+
+namespace cl {
+namespace {
+
+std::shared_ptr<Model> tiny() {
+    static std::shared_ptr<Model> m = Model::load(test::make_tiny_model("sampler", 32, 2, 4, 4, 5));
+    return m;
+}
+
+GenerationRequest request(int64_t G = 16, int64_t B = 8, int64_t T = 16) {
+    GenerationRequest r;
+    r.prompt_text = "What is 2 + 2?";
+    r.config.gen_length = G;
+    r.config.block_length = B;
+    r.config.steps = T;
+    return r;
+}
+
+std::vector<std::shared_ptr<const trace::StepRecord>> run_all(const GenerationRequest& r, trace::RunSummary* s = nullptr) {
+    trace::TraceStore store;
+    Generator g(tiny(), r, &store);
+    auto summary = g.run();
+    if (s) *s = summary;
+    return store.steps(r.run_id);
+}
+
+TEST(Sampler, TransferScheduleSplitsEvenlyFrontLoaded) {
+    EXPECT_EQ(transfer_schedule(32, 32), std::vector<int64_t>(32, 1));
+    EXPECT_EQ(transfer_schedule(10, 4), (std::vector<int64_t>{3, 3, 2, 2}));
+    EXPECT_EQ(transfer_schedule(3, 5), (std::vector<int64_t>{1, 1, 1, 0, 0}));
+    EXPECT_EQ(transfer_schedule(0, 2), (std::vector<int64_t>{0, 0}));
+}
+
+TEST(Sampler, LowConfidenceCommitsTheScheduleInsideTheBlock) {
+    auto r = request(16, 8, 8);  // 2 blocks, 4 steps each: 2 tokens per step
+    trace::RunSummary s;
+    auto steps = run_all(r, &s);
+    ASSERT_EQ(steps.size(), 8u);
+    const int P = static_cast<int>(steps[0]->seq_len) - 16;
+    for (const auto& st : steps) {
+        EXPECT_EQ(st->committed.size(), 2u);
+        for (int32_t pos : st->committed) {
+            EXPECT_GE(pos, P + st->block * 8);
+            EXPECT_LT(pos, P + (st->block + 1) * 8);
+        }
+        // The committed tokens are the most confident in-block predictions of that step.
+        float min_committed = 2.f;
+        for (int32_t pos : st->committed) min_committed = std::min(min_committed, st->confidence[static_cast<size_t>(pos)]);
+        for (int i = P + st->block * 8; i < P + (st->block + 1) * 8; ++i)
+            if (st->states[static_cast<size_t>(i)] == trace::TokenState::Masked)
+                EXPECT_LE(st->confidence[static_cast<size_t>(i)], min_committed + 1e-7);
+    }
+    EXPECT_EQ(s.status, trace::RunStatus::Complete);
+    for (auto st : steps.back()->states) EXPECT_NE(st, trace::TokenState::Masked);
+}
+
+TEST(Sampler, CommittedTokensNeverChange) {
+    auto r = request(16, 8, 16);
+    r.config.temperature = 1.0;
+    auto steps = run_all(r);
+    for (size_t t = 1; t < steps.size(); ++t)
+        for (size_t i = 0; i < steps[t]->tokens.size(); ++i)
+            if (steps[t - 1]->states[i] != trace::TokenState::Masked)
+                EXPECT_EQ(steps[t]->tokens[i], steps[t - 1]->tokens[i]);
+}
+
+TEST(Sampler, DeterministicForASeed) {
+    auto r = request(16, 8, 16);
+    r.config.temperature = 0.8;
+    r.config.seed = 42;
+    trace::RunSummary a, b, c;
+    run_all(r, &a);
+    run_all(r, &b);
+    EXPECT_EQ(a.final_tokens, b.final_tokens);
+    r.config.seed = 43;
+    run_all(r, &c);
+    EXPECT_NE(a.final_tokens, c.final_tokens);
+}
+
+TEST(Sampler, RandomRemaskingStaysInBlock) {
+    auto r = request(16, 4, 16);
+    r.config.remasking = Remasking::Random;
+    auto steps = run_all(r);
+    ASSERT_EQ(steps.size(), 16u);
+    const int P = steps[0]->seq_len - 16;
+    for (const auto& st : steps) {
+        ASSERT_EQ(st->committed.size(), 1u);
+        EXPECT_EQ((st->committed[0] - P) / 4, st->block);
+    }
+}
+
+TEST(Sampler, ThresholdDecodingCommitsConfidentTokensAndAtLeastOne) {
+    auto r = request(16, 8, 16);
+    r.config.threshold = 0.02;  // a random model is unsure: a low threshold lets several through
+    auto steps = run_all(r);
+    EXPECT_LE(steps.size(), 16u);
+    for (const auto& st : steps) {
+        ASSERT_GE(st->committed.size(), 1u);
+        if (st->committed.size() > 1)
+            for (int32_t pos : st->committed) EXPECT_GE(st->confidence[static_cast<size_t>(pos)], 0.02f);
+    }
+    r.config.threshold = 1.0;  // nothing reaches 1: exactly one token per step
+    EXPECT_EQ(run_all(r).size(), 16u);
+}
+
+TEST(Sampler, FactorDecodingFinishesEveryBlock) {
+    auto r = request(16, 8, 16);
+    r.config.factor = 1.0;
+    trace::RunSummary s;
+    auto steps = run_all(r, &s);
+    EXPECT_EQ(s.status, trace::RunStatus::Complete);
+    for (const auto& st : steps) EXPECT_GE(st->committed.size(), 1u);
+}
+
+TEST(Sampler, CertaintyPriorPrefersTokensNextToKnownOnes) {
+    auto r = request(16, 16, 16);
+    r.config.certainty_prior = true;
+    r.config.certainty_sigma = 2.0;
+    auto steps = run_all(r);
+    const int P = steps[0]->seq_len - 16;
+    // With a narrow prior the first commit is next to the prompt, not deep in the block.
+    EXPECT_LT(steps[0]->committed[0] - P, 4);
+}
+
+TEST(Sampler, ClassifierFreeGuidanceRunsOnlyUncached) {
+    auto r = request(8, 8, 8);
+    r.config.cfg_scale = 1.5;
+    trace::RunSummary s;
+    run_all(r, &s);
+    EXPECT_EQ(s.status, trace::RunStatus::Complete);
+    EXPECT_DOUBLE_EQ(s.flops, s.flops_full);
+}
+
+TEST(Sampler, EosSuppressionNeverPredictsEos) {
+    auto r = request(16, 8, 16);
+    r.config.logits_eos_inf = true;
+    trace::RunSummary s;
+    auto steps = run_all(r, &s);
+    const int32_t eos = static_cast<int32_t>(tiny()->config().eos_token_id);
+    for (const auto& st : steps)
+        for (int32_t p : st->predicted) EXPECT_NE(p, eos);
+}
+
+TEST(Sampler, BadConfigsAreRejectedNamingTheOption) {
+    auto expect = [](GenerationRequest r, const std::string& option) {
+        try {
+            Generator g(tiny(), r);
+            FAIL() << option;
+        } catch (const InputError& e) {
+            EXPECT_NE(std::string(e.what()).find(option), std::string::npos) << e.what();
+        }
+    };
+    auto r = request(16, 5, 16);
+    expect(r, "--block-length");
+    r = request(16, 8, 3);
+    expect(r, "--steps");
+    r = request(16, 8, 16);
+    r.config.temperature = -1;
+    expect(r, "--temperature");
+    r = request(5000, 8, 5000);
+    r.config.block_length = 8;
+    expect(r, "--gen-length");
+    r = request();
+    r.policy = "nonsense";
+    expect(r, "--policy");
+    r = request();
+    r.params = {{"nope", 1}};
+    expect(r, "--param");
+}
+
+TEST(Sampler, BaselineFlopsEqualFullForwardAndRecordsAreComplete) {
+    auto r = request(16, 8, 16);
+    trace::RunSummary s;
+    auto steps = run_all(r, &s);
+    EXPECT_DOUBLE_EQ(s.flops, s.flops_full);
+    EXPECT_DOUBLE_EQ(s.recompute_fraction, 1.0);
+    for (const auto& st : steps) {
+        EXPECT_EQ(st->actions.size(), static_cast<size_t>(st->n_layers * st->seq_len));
+        EXPECT_EQ(st->layer_ms.size(), 2u);
+        for (auto age : st->cache_age) EXPECT_EQ(age, 0);
+    }
+    EXPECT_GT(s.wall_ms, 0);
+}
+
+TEST(Sampler, AttentionIsRecordedOnlyWhenTheSinkAsks) {
+    trace::TraceStore store;
+    store.request_attention(1, -1);
+    store.request_attention(0, 2);
+    auto r = request(8, 8, 4);
+    Generator g(tiny(), r, &store);
+    g.run();
+    auto first = store.step(0, 0);
+    ASSERT_EQ(first->attention.size(), 2u);
+    for (const auto& a : first->attention) {
+        EXPECT_EQ(a.cols, first->seq_len);
+        EXPECT_EQ(a.data.size(), static_cast<size_t>(a.rows * a.cols));
+    }
+    trace::TraceStore quiet;
+    Generator g2(tiny(), r, &quiet);
+    g2.run();
+    EXPECT_TRUE(quiet.step(0, 0)->attention.empty());
+}
+
+TEST(Policies, NoneIsRegisteredWithItsInfo) {
+    const auto* none = find_policy("none");
+    ASSERT_NE(none, nullptr);
+    EXPECT_TRUE(none->params.empty());
+    EXPECT_EQ(list_policies().front().name, "none");
+    EXPECT_EQ(find_policy("definitely-not"), nullptr);
+}
+
+}  // namespace
+}  // namespace cl

@@ -1,0 +1,91 @@
+#include <regex>
+#include <set>
+
+#include "engine/core/model.h"
+#include "engine/core/trainer.h"
+#include "engine/tasks/task_suite.h"
+#include "test_util.h"
+
+namespace cl::tasks {
+namespace {
+
+TEST(Tasks, ArithmeticAnswersAreCorrectSums) {
+    TaskGenerator g(1, Split::Train);
+    std::regex q(R"(What is (\d+) \+ (\d+)\?)");
+    for (int i = 0; i < 200; ++i) {
+        auto item = g.next("arith");
+        std::smatch m;
+        ASSERT_TRUE(std::regex_match(item.prompt, m, q)) << item.prompt;
+        EXPECT_EQ(item.answer, std::to_string(std::stoll(m[1]) + std::stoll(m[2])));
+        EXPECT_EQ(extract_answer(item.response), item.answer);
+    }
+}
+
+TEST(Tasks, KeyValueAnswerIsInThePromptFarBackForEval) {
+    TaskGenerator g(2, Split::Eval, Difficulty{3, 12, 24, 3, 8});
+    for (int i = 0; i < 100; ++i) {
+        auto item = g.next("kv");
+        const auto key = item.prompt.substr(item.prompt.rfind("What is ") + 8, 3);
+        const auto pos = item.prompt.find(key + "=" + item.answer);
+        ASSERT_NE(pos, std::string::npos) << item.prompt;
+        EXPECT_LT(pos, item.prompt.size() / 2) << "eval keys sit in the first part of the prompt";
+    }
+}
+
+TEST(Tasks, ReversalAndExtraction) {
+    TaskGenerator g(3, Split::Train);
+    auto item = g.next("reverse");
+    EXPECT_TRUE(exact_match(item, item.response));
+    EXPECT_FALSE(exact_match(item, "Answer: nope"));
+    EXPECT_EQ(extract_answer("steps. Answer: 42."), "42");
+    EXPECT_EQ(extract_answer("Answer: 1 Answer:  7 8 \nmore"), "7 8");
+    EXPECT_EQ(extract_answer("no answer here"), "");
+    EXPECT_THROW(g.next("poetry"), std::invalid_argument);
+}
+
+TEST(Tasks, TrainAndEvalSplitsAreDisjoint) {
+    std::set<std::string> train;
+    TaskGenerator t(5, Split::Train), e(5, Split::Eval);
+    for (int i = 0; i < 3000; ++i) train.insert(t.next("arith").prompt);
+    for (int i = 0; i < 300; ++i) EXPECT_EQ(train.count(e.next("arith").prompt), 0u);
+}
+
+TEST(Tasks, DeterministicForASeed) {
+    TaskGenerator a(9, Split::Train), b(9, Split::Train);
+    for (int i = 0; i < 20; ++i) EXPECT_EQ(a.next("kv").prompt, b.next("kv").prompt);
+}
+
+TEST(Trainer, LowersTheLossOfAMicroModelInSeconds) {
+    auto dir = test::temp_dir("train");
+    TrainOptions o;
+    o.out_dir = dir;
+    o.shape = tiny_config(32, 2, 2, 2);
+    o.shape.mlp_hidden_size = 64;
+    o.shape.max_sequence_length = 512;
+    o.vocab_size = 300;
+    o.total_steps = 60;
+    o.batch_size = 8;
+    o.lr = 3e-3;
+    o.warmup_steps = 5;
+    o.eval_every = 30;
+    o.checkpoint_every = 30;
+    o.log_every = 10;
+    o.mixture = {{"reverse", 1.0}};
+    o.response_pad = 8;
+    std::vector<double> losses;
+    o.on_progress = [&](const TrainProgress& p) { losses.push_back(p.loss); };
+    auto r = train_model(o);
+    ASSERT_GE(losses.size(), 3u);
+    EXPECT_LT(losses.back(), losses.front() * 0.8) << "loss " << losses.front() << " -> " << losses.back();
+    EXPECT_TRUE(r.finished);
+    // The folder is a loadable model and the checkpoint resumes.
+    auto m = Model::load(dir);
+    EXPECT_EQ(m->config().d_model, 32);
+    o.resume = true;
+    o.total_steps = 70;
+    auto r2 = train_model(o);
+    EXPECT_EQ(r2.steps_done, 70);
+}
+
+}  // namespace
+}  // namespace cl::tasks

@@ -1,0 +1,113 @@
+#include <nlohmann/json.hpp>
+
+#include "engine/core/errors.h"
+#include "engine/core/model_writer.h"
+#include "engine/core/tokenizer.h"
+#include "test_util.h"
+
+namespace cl {
+namespace {
+
+std::unique_ptr<Tokenizer> byte_level() {
+    return Tokenizer::from_json_text(make_byte_level_tokenizer_json(), "byte-level");
+}
+
+TEST(Tokenizer, ByteLevelRoundTripsAscii) {
+    auto tok = byte_level();
+    const std::string text = "Hello, world! 1 + 2 = 3\n\ttabs  and  spaces";
+    auto ids = tok->encode(text);
+    EXPECT_EQ(ids.size(), text.size());  // no merges: one id per byte
+    EXPECT_EQ(tok->decode(ids), text);
+}
+
+TEST(Tokenizer, RoundTripsUnicode) {
+    auto tok = Tokenizer::load(test::data_dir() / "tokenizer_hf_bpe.json");
+    for (const std::string text : {"Café déjà vu", "日本語のテキスト", "emoji 🙂🚀 👩‍💻", "mixed 12345 ok"})
+        EXPECT_EQ(tok->decode(tok->encode(text)), text) << text;
+}
+
+TEST(Tokenizer, SpecialTokensAreSingleIds) {
+    auto tok = byte_level();
+    const auto mask = tok->token_to_id(SpecialTokens::kMask);
+    ASSERT_TRUE(mask.has_value());
+    auto ids = tok->encode(std::string("a") + SpecialTokens::kMask + "b");
+    ASSERT_EQ(ids.size(), 3u);
+    EXPECT_EQ(ids[1], *mask);
+    EXPECT_TRUE(tok->is_special(*mask));
+    EXPECT_EQ(tok->decode(ids, /*skip_special=*/true), "ab");
+    EXPECT_EQ(tok->decode(ids, false), std::string("a") + SpecialTokens::kMask + "b");
+}
+
+TEST(Tokenizer, ChatTemplateFollowsLlada) {
+    auto tok = byte_level();
+    ASSERT_TRUE(tok->has_chat_tokens());
+    const auto s = tok->apply_chat_template("Hi");
+    EXPECT_EQ(s, "<|startoftext|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+                 "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    auto ids = tok->encode(s);
+    EXPECT_EQ(ids.front(), *tok->token_to_id("<|startoftext|>"));
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), *tok->token_to_id("<|eot_id|>")), 1);
+}
+
+TEST(Tokenizer, RejectsInvalidUtf8) {
+    auto tok = byte_level();
+    EXPECT_THROW(tok->encode("bad \xff\xfe bytes"), InputError);
+    EXPECT_THROW(tok->encode("overlong \xc0\xaf"), InputError);
+    EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));  // surrogate
+    EXPECT_EQ(sanitize_utf8("a\xff"), "a\xef\xbf\xbd");
+}
+
+TEST(Tokenizer, MatchesHuggingFaceIdForId) {
+    const auto golden = nlohmann::json::parse(test::read_file(test::data_dir() / "tokenizer_golden.json"));
+    int checked = 0;
+    for (auto it = golden.begin(); it != golden.end(); ++it) {
+        auto tok = Tokenizer::load(test::data_dir() / it.key());
+        for (const auto& c : it.value()) {
+            const auto text = c["text"].get<std::string>();
+            const auto expected = c["ids"].get<std::vector<int32_t>>();
+            EXPECT_EQ(tok->encode(text), expected) << it.key() << ": " << text;
+            ++checked;
+        }
+    }
+    EXPECT_GE(checked, 20);
+}
+
+TEST(Tokenizer, TrainedBpeMergesAndRoundTrips) {
+    std::vector<std::string> texts;
+    for (int i = 0; i < 50; ++i) texts.push_back("the cat sat on the mat with 123 hats");
+    auto tok = Tokenizer::from_json_text(train_byte_level_bpe(texts, 300, true), "trained");
+    EXPECT_LE(tok->vocab_size(), 300);  // training stops early when no pair repeats
+    EXPECT_GT(tok->vocab_size(), 262);
+    const std::string s = "the cat sat on the mat with 123 hats";
+    auto ids = tok->encode(s);
+    EXPECT_LT(ids.size(), s.size() / 2);  // merges shorten the common words
+    EXPECT_EQ(tok->decode(ids), s);
+    // Digits are isolated: "123" stays three tokens.
+    auto digits = tok->encode("123");
+    EXPECT_EQ(digits.size(), 3u);
+}
+
+TEST(Tokenizer, MalformedFilesGiveClearErrors) {
+    auto dir = test::temp_dir("tok");
+    auto expect_error = [&](const std::string& content, const std::string& fragment) {
+        test::write_file(dir / "tokenizer.json", content);
+        try {
+            Tokenizer::load(dir / "tokenizer.json");
+            FAIL() << "expected an error with '" << fragment << "'";
+        } catch (const InputError& e) {
+            EXPECT_NE(std::string(e.what()).find("tokenizer.json"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+        }
+    };
+    expect_error("{not json", "invalid JSON");
+    expect_error(R"({"version":"1.0"})", "no 'model'");
+    expect_error(R"({"model":{"type":"WordPiece","vocab":{}}})", "not supported");
+    expect_error(R"({"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":["a c"]}})", "missing from the vocab");
+    expect_error(R"({"model":{"type":"BPE","vocab":{"a":-4}}})", "invalid id");
+    expect_error(R"({"model":{"type":"BPE","vocab":{"a":0}},"pre_tokenizer":{"type":"Split","pattern":{"Regex":"(("}}})",
+                 "invalid split regex");
+    EXPECT_THROW(Tokenizer::load(dir / "missing.json"), InputError);
+}
+
+}  // namespace
+}  // namespace cl
