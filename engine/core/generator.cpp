@@ -34,6 +34,13 @@ uint64_t mix(uint64_t x) {
     return x ^ (x >> 31);
 }
 
+// The random-remasking confidence of (seed, step, position): a uniform draw in [0, 1) that does
+// not depend on the forward, so the commit order is known before it (dKV-Cache-Greedy uses this).
+double remask_uniform(uint64_t seed, int32_t step, int64_t pos) {
+    const uint64_t s = mix(mix(seed ^ 0x72656d61736bull) ^ mix(static_cast<uint64_t>(step) * 1000003ull + static_cast<uint64_t>(pos)));
+    return static_cast<double>(s >> 11) * 0x1.0p-53;
+}
+
 }  // namespace
 
 struct Generator::Impl {
@@ -52,6 +59,7 @@ struct Generator::Impl {
     std::vector<double> carried_conf;    // (L)
     std::vector<int32_t> last_compute;   // (N, L) step at which K/V were last computed, -1 never
     std::set<int32_t> seen_ids;
+    std::vector<int32_t> planned;        // commits known before the forward (random remasking)
 
     int32_t step_idx = 0, block = 0, step_in_block = 0;
     std::vector<int64_t> schedule;
@@ -85,6 +93,12 @@ struct Generator::Impl {
         c.masked = &masked;
         c.decoded_last_step = &last_committed;
         c.triggers = triggers;
+        c.last_prediction = &carried_pred;
+        c.last_confidence = &carried_conf;
+        c.planned_commits = &planned;
+        c.certainty_prior = cfg.certainty_prior;
+        c.certainty_sigma = cfg.certainty_sigma;
+        c.steps_per_block = S;
         return c;
     }
 
@@ -202,6 +216,15 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         schedule = transfer_schedule(n, S);
         policy->on_block_start(context(&rec->triggers));
     }
+    planned.clear();
+    if (cfg.remasking == Remasking::Random && !cfg.parallel_decoding() && !cfg.certainty_prior && step_in_block < S) {
+        std::vector<std::pair<double, int64_t>> u;
+        for (int64_t i = block_start(); i < block_end(); ++i)
+            if (masked[static_cast<size_t>(i)]) u.emplace_back(remask_uniform(cfg.seed, step_idx, i), i);
+        std::stable_sort(u.begin(), u.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        const auto k = std::min<size_t>(u.size(), static_cast<size_t>(schedule[static_cast<size_t>(step_in_block)]));
+        for (size_t i = 0; i < k; ++i) planned.push_back(static_cast<int32_t>(u[i].second));
+    }
     StepContext ctx = context(&rec->triggers);
     policy->begin_step(ctx);
 
@@ -292,21 +315,19 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         if (cfg.logits_eos_inf && info.eos_id >= 0) lg.select(1, info.eos_id).fill_(neg_inf);
         torch::Tensor scores = lg;
         std::vector<double> uniform(static_cast<size_t>(M), 0.0);
-        if (cfg.temperature > 0 || cfg.remasking == Remasking::Random) {
+        for (int64_t i = 0; i < M; ++i)
+            uniform[static_cast<size_t>(i)] = remask_uniform(cfg.seed, step_idx, head_positions[static_cast<size_t>(i)]);
+        if (cfg.temperature > 0) {
             std::vector<torch::Tensor> noise;
             for (int64_t i = 0; i < M; ++i) {
                 const uint64_t s = mix(mix(cfg.seed) ^ mix(static_cast<uint64_t>(step_idx) * 1000003ull +
                                                              static_cast<uint64_t>(head_positions[static_cast<size_t>(i)])));
                 auto gen = at::detail::createCPUGenerator(s);
-                if (cfg.temperature > 0)
-                    noise.push_back(torch::rand({lg.size(1)}, gen, torch::TensorOptions().dtype(torch::kFloat64)));
-                uniform[static_cast<size_t>(i)] = torch::rand({1}, gen, torch::TensorOptions().dtype(torch::kFloat64)).item<double>();
+                noise.push_back(torch::rand({lg.size(1)}, gen, torch::TensorOptions().dtype(torch::kFloat64)));
             }
-            if (cfg.temperature > 0) {
-                // exp(logits) / (-log U)^temp, compared in the log domain (same argmax, no overflow).
-                auto u = torch::stack(noise).clamp_min(1e-300);                      // (M, V)
-                scores = lg - cfg.temperature * torch::log(-torch::log(u));
-            }
+            // exp(logits) / (-log U)^temp, compared in the log domain (same argmax, no overflow).
+            auto u = torch::stack(noise).clamp_min(1e-300);  // (M, V)
+            scores = lg - cfg.temperature * torch::log(-torch::log(u));
         }
         auto x0 = scores.argmax(1).contiguous();  // (M)
         auto conf_logits = lg;
@@ -328,7 +349,10 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         carried_conf[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] = fresh_conf[static_cast<size_t>(i)];
     }
 
-    // Candidates: masked rows of the current block with a prediction (fresh or carried).
+    // Candidates: masked rows of the current block predicted by this step's forward. Rows a policy
+    // did not recompute keep their last prediction for ranking (d2Cache) but cannot be committed.
+    std::vector<uint8_t> fresh(static_cast<size_t>(L), 0);
+    for (int64_t pos : head_positions) fresh[static_cast<size_t>(pos)] = 1;
     std::vector<std::pair<double, int64_t>> cand;  // (score, position)
     std::vector<double> density;
     if (cfg.certainty_prior) {
@@ -347,7 +371,7 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         }
     }
     for (int64_t i = block_start(); i < block_end(); ++i) {
-        if (!masked[static_cast<size_t>(i)] || carried_pred[static_cast<size_t>(i)] < 0) continue;
+        if (!masked[static_cast<size_t>(i)] || !fresh[static_cast<size_t>(i)]) continue;
         double score = carried_conf[static_cast<size_t>(i)];
         if (cfg.certainty_prior) score *= density[static_cast<size_t>(i)];
         cand.emplace_back(score, i);
@@ -371,6 +395,52 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         k = cand.size();  // overtime (a policy left masks behind): finish the block
     }
     k = std::min(k, cand.size());
+
+    // Oracle mode: a full forward beside the cached one, to measure what staleness costs.
+    const bool oracle = sink && cfg.cfg_scale == 0 &&
+                        sink->wants({trace::ProbeKind::Oracle, info.run_id, step_idx, -1, -1});
+    if (oracle) {
+        rec->has_oracle = true;
+        auto& o = rec->oracle;
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        o.k_cos.assign(static_cast<size_t>(N * L), nan);
+        o.v_cos = o.k_rel_l2 = o.v_rel_l2 = o.k_cos;
+        auto fresh_cache = net->make_cache(L, false);
+        torch::Tensor orows;
+        auto ohidden = net->forward_plan(ids, [](int) { return detail::LayerPlan{}; }, fresh_cache, {}, orows);  // (L, D)
+        auto& pc = policy->cache();
+        for (int64_t l = 0; l < N; ++l) {
+            const auto& used = pc[static_cast<size_t>(l)];
+            if (!used.k.defined() || !used.v.defined()) continue;  // nothing cached at this layer
+            auto compare = [&](const torch::Tensor& a, const torch::Tensor& b, std::vector<float>& cos_out,
+                               std::vector<float>& rel_out) {
+                auto x = a.transpose(0, 1).reshape({L, -1}).to(torch::kCPU, torch::kFloat64);  // (L, Hkv*Dh)
+                auto y = b.transpose(0, 1).reshape({L, -1}).to(torch::kCPU, torch::kFloat64);
+                auto cos = torch::cosine_similarity(x, y, 1, 1e-12).contiguous();           // (L)
+                auto rel = ((x - y).norm(2, 1) / y.norm(2, 1).clamp_min(1e-12)).contiguous();  // (L)
+                for (int64_t i = 0; i < L; ++i) {
+                    cos_out[static_cast<size_t>(l * L + i)] = static_cast<float>(cos[i].item<double>());
+                    rel_out[static_cast<size_t>(l * L + i)] = static_cast<float>(rel[i].item<double>());
+                }
+            };
+            compare(used.k, fresh_cache[static_cast<size_t>(l)].k, o.k_cos, o.k_rel_l2);
+            compare(used.v, fresh_cache[static_cast<size_t>(l)].v, o.v_cos, o.v_rel_l2);
+        }
+        if (M > 0) {
+            auto pos = torch::tensor(head_positions, long_opts).to(net->device());
+            auto full_logits = net->head(ohidden.index_select(0, pos)).to(torch::kCPU, torch::kFloat64);  // (M, V)
+            auto cached_logits = logits.to(torch::kCPU, torch::kFloat64);
+            auto lp_full = torch::log_softmax(full_logits, 1), lp_cached = torch::log_softmax(cached_logits, 1);
+            o.logits_kl = (lp_full.exp() * (lp_full - lp_cached)).sum(1).mean().item<double>();
+            auto full_x0 = full_logits.argmax(1).contiguous();
+            for (size_t c = 0; c < k; ++c) {
+                const int64_t p = cand[c].second;
+                const auto it = std::find(head_positions.begin(), head_positions.end(), p);
+                if (full_x0[it - head_positions.begin()].item<int64_t>() != carried_pred[static_cast<size_t>(p)])
+                    o.commit_differs = true;
+            }
+        }
+    }
 
     std::vector<int32_t> committed;
     for (size_t c = 0; c < k; ++c) {

@@ -115,13 +115,48 @@ std::vector<LayerCache> LladaNet::make_cache(int64_t seq_len, bool with_hidden) 
     return cache;
 }
 
+torch::Tensor LladaNet::attention_rows(int layer, const torch::Tensor& x, const torch::Tensor& rows, bool all_rows,
+                                       const torch::Tensor& cos_all, const torch::Tensor& sin_all, LayerCache& lc,
+                                       bool write_kv, torch::Tensor* probs_out) const {
+    const auto& c = m_config;
+    const auto& w = m_weights.layers[static_cast<size_t>(layer)];
+    const int64_t R = rows.size(0), H = c.n_heads, Hkv = c.n_kv_heads, Dh = c.head_dim();
+    auto cos = all_rows ? cos_all : cos_all.index_select(0, rows);  // (R, Dh)
+    auto sin = all_rows ? sin_all : sin_all.index_select(0, rows);
+    auto q = apply_rope(torch::matmul(x, w.q_proj.t()).view({R, H, Dh}).transpose(0, 1), cos, sin);    // (H, R, Dh)
+    auto k = apply_rope(torch::matmul(x, w.k_proj.t()).view({R, Hkv, Dh}).transpose(0, 1), cos, sin);  // (Hkv, R, Dh)
+    auto v = torch::matmul(x, w.v_proj.t()).view({R, Hkv, Dh}).transpose(0, 1);                        // (Hkv, R, Dh)
+    torch::Tensor k_all, v_all;  // (Hkv, L, Dh)
+    if (all_rows) {
+        k_all = k;
+        v_all = v;
+        if (write_kv) { lc.k.copy_(k); lc.v.copy_(v); }
+    } else if (write_kv) {
+        lc.k.index_copy_(1, rows, k);
+        lc.v.index_copy_(1, rows, v);
+        k_all = lc.k;
+        v_all = lc.v;
+    } else {
+        k_all = lc.k.index_copy(1, rows, k);
+        v_all = lc.v.index_copy(1, rows, v);
+    }
+    if (Hkv != H) {
+        k_all = k_all.repeat_interleave(H / Hkv, 0);  // (H, L, Dh)
+        v_all = v_all.repeat_interleave(H / Hkv, 0);
+    }
+    const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+    auto probs = torch::softmax(torch::matmul(q, k_all.transpose(-2, -1)) * scale, -1);  // (H, R, L)
+    if (probs_out) *probs_out = probs;
+    auto att = torch::matmul(probs, v_all).transpose(0, 1).reshape({R, H * Dh});       // (R, H*Dh)
+    return torch::matmul(att, w.attn_out.t());                                           // (R, D)
+}
+
 torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& plan,
                                      std::vector<LayerCache>& cache, const LayerObserver& observer,
                                      torch::Tensor& out_rows) const {
     const auto& c = m_config;
-    const int64_t L = ids.size(0), H = c.n_heads, Hkv = c.n_kv_heads, Dh = c.head_dim();
+    const int64_t L = ids.size(0), Hkv = c.n_kv_heads, Dh = c.head_dim();
     const auto long_opts = torch::TensorOptions().dtype(torch::kLong).device(m_device);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
     if (static_cast<int64_t>(cache.size()) != c.n_layers)
         throw std::logic_error("forward_plan: cache has the wrong number of layers");
 
@@ -136,7 +171,55 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
         LayerPlan p = plan(static_cast<int>(l));
         const auto& w = m_weights.layers[static_cast<size_t>(l)];
         auto& lc = cache[static_cast<size_t>(l)];
-        torch::Tensor rows = p.all_rows ? all_positions : p.rows;  // (R)
+        torch::Tensor probs;  // (H, R, L)
+        torch::Tensor rows;   // (R)
+        if (p.feature_cache) {
+            // h is the live residual of every row: (L, D).
+            if (l == 0) {
+                h = m_weights.wte.index_select(0, ids);
+            } else if (!prev_all) {
+                throw std::logic_error("forward_plan: feature-cache layers need every row's residual");
+            }
+            rows = p.all_rows ? all_positions : p.rows;
+            if (p.probe_rows.defined() && p.select) {
+                auto xp = rms_norm(h.index_select(0, p.probe_rows), w.attn_norm);                   // (P, D)
+                auto vp = torch::matmul(xp, w.v_proj.t()).view({-1, Hkv, Dh}).transpose(0, 1);    // (Hkv, P, Dh)
+                torch::Tensor kp;                                                                   // (Hkv, P, Dh)
+                if (p.probe_k)
+                    kp = apply_rope(torch::matmul(xp, w.k_proj.t()).view({-1, Hkv, Dh}).transpose(0, 1),
+                                    cos_all.index_select(0, p.probe_rows), sin_all.index_select(0, p.probe_rows));
+                rows = p.select(kp, vp);
+            }
+            const bool all = rows.size(0) == L && p.all_rows;
+            if (rows.size(0) == 0) {
+                // Nothing recomputed: every row adds its cached attention and FFN outputs.
+                h = h + lc.attn_out;
+                h = h + lc.ffn_out;
+            } else {
+                auto x = rms_norm(h.index_select(0, rows), w.attn_norm);                             // (R, D)
+                auto attn = attention_rows(static_cast<int>(l), x, rows, all, cos_all, sin_all, lc, p.write_kv,
+                                           p.want_probs ? &probs : nullptr);                         // (R, D)
+                auto attn_full = (lc.attn_out.defined() && !all) ? lc.attn_out.index_copy(0, rows, attn) : attn;
+                if (p.write_features && lc.attn_out.defined()) lc.attn_out.index_copy_(0, rows, attn);
+                h = h + attn_full;
+                auto f = mlp(static_cast<int>(l), rms_norm(h.index_select(0, rows), w.ff_norm));      // (R, D)
+                auto ffn_full = (lc.ffn_out.defined() && !all) ? lc.ffn_out.index_copy(0, rows, f) : f;
+                if (p.write_features && lc.ffn_out.defined()) lc.ffn_out.index_copy_(0, rows, f);
+                h = h + ffn_full;
+            }
+            prev_rows = rows;
+            prev_all = true;  // every row's residual is live
+            if (observer) {
+                LayerResult r;
+                r.layer = static_cast<int>(l);
+                r.rows = all ? nullptr : &prev_rows;
+                r.probs = probs;
+                r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+                observer(r);
+            }
+            continue;
+        }
+        rows = p.all_rows ? all_positions : p.rows;  // (R)
 
         // Gather this layer's input rows.
         if (l == 0) {
@@ -166,35 +249,32 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
         }
         if (p.write_hidden && lc.hidden.defined()) lc.hidden.index_copy_(0, rows, h);
 
-        const int64_t R = rows.size(0);
-        auto x = rms_norm(h, w.attn_norm);                                                // (R, D)
-        auto cos = p.all_rows ? cos_all : cos_all.index_select(0, rows);                   // (R, Dh)
-        auto sin = p.all_rows ? sin_all : sin_all.index_select(0, rows);
-        auto q = apply_rope(torch::matmul(x, w.q_proj.t()).view({R, H, Dh}).transpose(0, 1), cos, sin);    // (H, R, Dh)
-        auto k = apply_rope(torch::matmul(x, w.k_proj.t()).view({R, Hkv, Dh}).transpose(0, 1), cos, sin);  // (Hkv, R, Dh)
-        auto v = torch::matmul(x, w.v_proj.t()).view({R, Hkv, Dh}).transpose(0, 1);                        // (Hkv, R, Dh)
-
-        torch::Tensor k_all, v_all;  // (Hkv, L, Dh)
-        if (p.all_rows) {
-            k_all = k;
-            v_all = v;
-            if (p.write_kv) { lc.k.copy_(k); lc.v.copy_(v); }
-        } else if (p.write_kv) {
-            lc.k.index_copy_(1, rows, k);
-            lc.v.index_copy_(1, rows, v);
-            k_all = lc.k;
-            v_all = lc.v;
-        } else {
-            k_all = lc.k.index_copy(1, rows, k);
-            v_all = lc.v.index_copy(1, rows, v);
+        auto x = rms_norm(h, w.attn_norm);  // (R, D)
+        const bool may_escalate = static_cast<bool>(p.escalate) && !p.all_rows;
+        auto attn = attention_rows(static_cast<int>(l), x, rows, p.all_rows, cos_all, sin_all, lc,
+                                   p.write_kv && !may_escalate, (p.want_probs || may_escalate) ? &probs : nullptr);
+        bool escalated = false;
+        if (may_escalate && p.escalate(probs)) {
+            // Recompute the layer for every row: fresh rows keep their inputs, others come from the cache.
+            escalated = true;
+            if (!lc.hidden.defined()) throw std::logic_error("forward_plan: escalation needs a hidden cache");
+            auto full = lc.hidden.clone();  // (L, D)
+            full.index_copy_(0, rows, h);
+            h = full;
+            if (p.write_hidden) lc.hidden.copy_(h);
+            rows = all_positions;
+            p.all_rows = true;
+            attn = attention_rows(static_cast<int>(l), rms_norm(h, w.attn_norm), rows, true, cos_all, sin_all, lc,
+                                  p.write_kv, &probs);
+        } else if (may_escalate && p.write_kv) {
+            // Not escalated: store the K/V of the computed rows now (deferred above).
+            const auto& wl = m_weights.layers[static_cast<size_t>(l)];
+            auto [cos, sin] = std::make_pair(cos_all.index_select(0, rows), sin_all.index_select(0, rows));
+            const int64_t R = rows.size(0);
+            lc.k.index_copy_(1, rows, apply_rope(torch::matmul(x, wl.k_proj.t()).view({R, Hkv, Dh}).transpose(0, 1), cos, sin));
+            lc.v.index_copy_(1, rows, torch::matmul(x, wl.v_proj.t()).view({R, Hkv, Dh}).transpose(0, 1));
         }
-        if (Hkv != H) {
-            k_all = k_all.repeat_interleave(H / Hkv, 0);  // (H, L, Dh)
-            v_all = v_all.repeat_interleave(H / Hkv, 0);
-        }
-        auto probs = torch::softmax(torch::matmul(q, k_all.transpose(-2, -1)) * scale, -1);  // (H, R, L)
-        auto att = torch::matmul(probs, v_all).transpose(0, 1).reshape({R, H * Dh});       // (R, H*Dh)
-        h = h + torch::matmul(att, w.attn_out.t());
+        h = h + attn;
         h = h + mlp(static_cast<int>(l), rms_norm(h, w.ff_norm));
         prev_rows = rows;
         prev_all = p.all_rows;
@@ -203,7 +283,8 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
             LayerResult r;
             r.layer = static_cast<int>(l);
             r.rows = p.all_rows ? nullptr : &prev_rows;
-            if (p.want_probs) r.probs = probs;
+            r.escalated = escalated;
+            r.probs = probs;
             r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
             observer(r);
         }

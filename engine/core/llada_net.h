@@ -37,11 +37,14 @@ struct LladaWeights {
     std::vector<std::pair<std::string, torch::Tensor*>> named();
 };
 
-// Per-layer K/V (and optionally layer-input hidden states) for a batch-1 sequence.
+// Per-layer K/V (and optionally layer-input hidden states or attention/FFN outputs) for a
+// batch-1 sequence.
 struct LayerCache {
-    torch::Tensor k;       // (Hkv, L, Dh) after RoPE
-    torch::Tensor v;       // (Hkv, L, Dh)
-    torch::Tensor hidden;  // (L, D) layer input, only when a policy needs it (Elastic)
+    torch::Tensor k;         // (Hkv, L, Dh) after RoPE
+    torch::Tensor v;         // (Hkv, L, Dh)
+    torch::Tensor hidden;    // (L, D) layer input, only when a policy needs it (Elastic)
+    torch::Tensor attn_out;  // (L, D) attention block output, feature-cache policies (dLLM-Cache)
+    torch::Tensor ffn_out;   // (L, D) FFN block output, feature-cache policies
 };
 
 // What one layer does in a plan forward.
@@ -51,12 +54,29 @@ struct LayerPlan {
     bool write_kv = true;     // write the fresh K/V of computed rows into the cache
     bool write_hidden = false;  // store the layer input of computed rows in cache.hidden
     bool want_probs = false;  // hand the attention probabilities to the observer
+
+    // Feature-cache mode (dLLM-Cache): every row keeps a live residual stream; rows that are not
+    // computed add their cached attention and FFN outputs (cache.attn_out / ffn_out) instead.
+    bool feature_cache = false;
+    bool write_features = true;  // store the fresh attn/FFN outputs of computed rows
+    // Optional probe before the rows are fixed: V (and K after RoPE when probe_k) of `probe_rows`,
+    // from the live residual, is handed to `select`, which returns the rows to compute (possibly
+    // none). Feature mode only.
+    torch::Tensor probe_rows;  // (P) int64
+    bool probe_k = false;
+    std::function<torch::Tensor(const torch::Tensor& probe_k, const torch::Tensor& probe_v)> select;  // (Hkv, P, Dh)
+
+    // Optional escalation (Elastic-Cache): after the attention of the planned rows, `escalate`
+    // sees their probabilities (H, R, L); returning true recomputes this whole layer for every row
+    // (inputs of the other rows from cache.hidden). Row-subset mode only.
+    std::function<bool(const torch::Tensor& probs)> escalate;
 };
 
 // What the plan forward reports after each layer.
 struct LayerResult {
     int layer = 0;
     const torch::Tensor* rows = nullptr;   // (R) positions computed (nullptr = all)
+    bool escalated = false;                // the layer was recomputed for every row
     torch::Tensor probs;                   // (H, R, L) when want_probs, else undefined
     double ms = 0.0;
 };
@@ -98,6 +118,12 @@ public:
     static torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
                                     const torch::Tensor& sin);
     torch::Tensor mlp(int layer, const torch::Tensor& x) const;
+    // Attention block for `rows` (R) with normalised inputs x (R, D): fresh Q/K/V for the rows,
+    // K/V of every other row from `lc` (written back when write_kv). Returns (R, D); probabilities
+    // (H, R, L) into *probs_out when given.
+    torch::Tensor attention_rows(int layer, const torch::Tensor& x, const torch::Tensor& rows, bool all_rows,
+                                 const torch::Tensor& cos_all, const torch::Tensor& sin_all, LayerCache& lc,
+                                 bool write_kv, torch::Tensor* probs_out) const;
 
 private:
     ModelConfig m_config;

@@ -27,6 +27,14 @@ struct StepContext {
     const std::vector<uint8_t>* masked = nullptr;          // (L) 1 = still [MASK]
     const std::vector<int32_t>* decoded_last_step = nullptr;  // D_{t-1} positions
     std::vector<trace::TriggerEvent>* triggers = nullptr;  // append explanations here
+    const std::vector<int32_t>* last_prediction = nullptr;  // (L) latest prediction per masked row, -1 none
+    const std::vector<double>* last_confidence = nullptr;   // (L) its confidence
+    // Positions the sampler will commit this step when that is known before the forward (random
+    // remasking with a fixed schedule): dKV-Cache-Greedy needs it. Empty otherwise.
+    const std::vector<int32_t>* planned_commits = nullptr;
+    bool certainty_prior = false;
+    double certainty_sigma = 10.0;
+    int64_t steps_per_block = 0;
 };
 
 class CachePolicy {

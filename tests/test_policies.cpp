@@ -1,0 +1,244 @@
+// The invariants of POLICIES.md section 5 for every policy, and scripted recompute sets.
+#include <cmath>
+#include <set>
+
+#include "engine/core/generator.h"
+#include "engine/core/llada_net.h"
+#include "engine/core/policy_registry.h"
+#include "engine/trace/trace_store.h"
+#include "test_util.h"
+
+namespace cl {
+namespace {
+
+std::shared_ptr<Model> model() {
+    static std::shared_ptr<Model> m = Model::load(test::make_tiny_model("policies", 48, 3, 4, 2, 21));
+    return m;
+}
+
+struct PolicyRun {
+    trace::RunSummary summary;
+    std::vector<std::shared_ptr<const trace::StepRecord>> steps;
+};
+
+PolicyRun run(const std::string& policy, std::map<std::string, double> params = {}, int64_t G = 32, int64_t B = 16,
+        int64_t T = 32, bool oracle = false, Remasking remasking = Remasking::LowConfidence) {
+    GenerationRequest r;
+    r.prompt_text = "Remember: abc=123, xyz=987. What is abc?";
+    r.config.gen_length = G;
+    r.config.block_length = B;
+    r.config.steps = T;
+    r.config.remasking = remasking;
+    r.policy = policy;
+    r.params = std::move(params);
+    trace::TraceStore store;
+    store.set_want_oracle(oracle);
+    Generator g(model(), r, &store);
+    PolicyRun out;
+    out.summary = g.run();
+    out.steps = store.steps(0);
+    return out;
+}
+
+// Positions recomputed at `layer` in a step.
+std::set<int64_t> recomputed(const trace::StepRecord& s, int layer) {
+    std::set<int64_t> out;
+    for (int i = 0; i < s.seq_len; ++i)
+        if (s.action(layer, i) == trace::RowAction::Recomputed) out.insert(i);
+    return out;
+}
+
+void expect_same_as_baseline(const std::string& policy, const std::map<std::string, double>& params) {
+    SCOPED_TRACE(policy);
+    const PolicyRun base = run("none");
+    const PolicyRun got = run(policy, params);
+    EXPECT_EQ(got.summary.final_tokens, base.summary.final_tokens);
+    ASSERT_EQ(got.steps.size(), base.steps.size());
+    for (size_t t = 0; t < base.steps.size(); ++t)
+        for (size_t i = 0; i < base.steps[t]->confidence.size(); ++i) {
+            const float a = base.steps[t]->confidence[i], b = got.steps[t]->confidence[i];
+            if (std::isnan(a) || std::isnan(b)) continue;  // rows a policy did not predict
+            EXPECT_NEAR(a, b, 1e-4) << "step " << t << " row " << i;
+        }
+}
+
+TEST(Policies, EveryPolicyIsRegisteredWithDocumentedParameters) {
+    for (const std::string name : {"none", "dkv-decode", "dkv-prefill", "dkv-pd", "dkv-greedy", "dllm-cache", "d2cache",
+                                   "elastic", "fast-prefix", "fast-dual"}) {
+        const auto* info = find_policy(name);
+        ASSERT_NE(info, nullptr) << name;
+        EXPECT_FALSE(info->summary.empty());
+        for (const auto& p : info->params) {
+            EXPECT_FALSE(p.help.empty()) << name << "." << p.name;
+            EXPECT_GE(p.default_value, p.min);
+            EXPECT_LE(p.default_value, p.max);
+        }
+    }
+    EXPECT_EQ(find_policy("dkv-decode")->params[0].default_value, 8);
+    EXPECT_EQ(find_policy("dllm-cache")->params[0].default_value, 50);
+    EXPECT_DOUBLE_EQ(find_policy("elastic")->params[1].default_value, 0.9);
+}
+
+TEST(Policies, ConservativeDkvDecodeEqualsBaseline) { expect_same_as_baseline("dkv-decode", {{"refresh_interval", 1}}); }
+TEST(Policies, ConservativeDkvGreedyEqualsBaseline) { expect_same_as_baseline("dkv-greedy", {{"refresh_interval", 1}}); }
+TEST(Policies, ConservativeDllmCacheEqualsBaseline) {
+    expect_same_as_baseline("dllm-cache", {{"prompt_interval", 1}, {"response_interval", 1}});
+}
+TEST(Policies, ConservativeD2CacheEqualsBaseline) { expect_same_as_baseline("d2cache", {{"k", 4096}, {"p", 1.0}}); }
+TEST(Policies, ConservativeElasticEqualsBaseline) { expect_same_as_baseline("elastic", {{"gamma", 1.0}}); }
+
+TEST(Policies, DkvDecodeRecomputesExactlyMaskedPlusJustDecoded) {
+    const PolicyRun r = run("dkv-decode", {{"refresh_interval", 100}});
+    int checked = 0;
+    for (size_t t = 1; t < r.steps.size(); ++t) {
+        const auto& s = *r.steps[t];
+        if (s.step_in_block <= 1) {
+            EXPECT_EQ(recomputed(s, 0).size(), static_cast<size_t>(s.seq_len)) << "block start is full";
+            continue;
+        }
+        std::set<int64_t> expected;  // M_{t-1}: masked at the step's input + decoded at the previous step
+        const auto& prev = *r.steps[t - 1];
+        for (int i = 0; i < s.seq_len; ++i)
+            if (prev.states[static_cast<size_t>(i)] == trace::TokenState::Masked) expected.insert(i);
+        for (int32_t d : prev.committed) expected.insert(d);
+        for (int l = 0; l < s.n_layers; ++l) EXPECT_EQ(recomputed(s, l), expected) << "step " << t;
+        ++checked;
+    }
+    EXPECT_GT(checked, 10);
+}
+
+TEST(Policies, NoDelayAblationSkipsJustDecodedRows) {
+    const PolicyRun r = run("dkv-decode", {{"refresh_interval", 100}, {"delay", 0}});
+    const auto& s = *r.steps[5];
+    for (int32_t d : r.steps[4]->committed) EXPECT_EQ(s.action(0, d), trace::RowAction::KvReused);
+}
+
+TEST(Policies, FastDualRecomputesExactlyTheBlockAndPrefixTheSuffixToo) {
+    const PolicyRun dual = run("fast-dual"), prefix = run("fast-prefix");
+    for (size_t t = 0; t < dual.steps.size(); ++t) {
+        const auto& s = *dual.steps[t];
+        const int P = s.seq_len - 32, start = P + s.block * 16;
+        std::set<int64_t> block, suffix;
+        for (int i = start; i < start + 16; ++i) block.insert(i);
+        for (int i = start; i < s.seq_len; ++i) suffix.insert(i);
+        const size_t all = static_cast<size_t>(s.seq_len);
+        EXPECT_EQ(recomputed(s, 1), s.step_in_block == 0 ? std::set<int64_t>(recomputed(s, 1)) : block);
+        if (s.step_in_block == 0) EXPECT_EQ(recomputed(s, 1).size(), all);
+        const auto& p = *prefix.steps[t];
+        if (p.step_in_block > 0) EXPECT_EQ(recomputed(p, 2), suffix) << t;
+    }
+}
+
+TEST(Policies, PrefillAndPdNeverRecomputeThePromptAfterTheFirstStep) {
+    for (const std::string name : {"dkv-prefill", "dkv-pd"}) {
+        const PolicyRun r = run(name);
+        const int P = r.steps[0]->seq_len - 32;
+        for (size_t t = 1; t < r.steps.size(); ++t)
+            for (int i = 0; i < P; ++i) ASSERT_EQ(r.steps[t]->action(0, i), trace::RowAction::KvReused) << name;
+    }
+}
+
+TEST(Policies, GreedyUsesThePlannedCommitsUnderRandomRemasking) {
+    const PolicyRun r = run("dkv-greedy", {{"refresh_interval", 100}, {"window", 1}}, 32, 16, 32, false, Remasking::Random);
+    for (size_t t = 1; t < r.steps.size(); ++t) {
+        const auto& s = *r.steps[t];
+        auto rows = recomputed(s, 0);
+        for (int32_t c : s.committed) EXPECT_TRUE(rows.count(c)) << "D_t is recomputed";
+        for (int32_t d : r.steps[t - 1]->committed) EXPECT_TRUE(rows.count(d)) << "D_{t-1} is recomputed";
+        EXPECT_LE(rows.size(), 1u + 3u * r.steps[t - 1]->committed.size() + s.committed.size());
+    }
+}
+
+TEST(Policies, DllmCacheMarksFeatureReuseAndVerifyPicks) {
+    const PolicyRun r = run("dllm-cache", {{"rho", 0.25}});
+    const auto& s = *r.steps[2];  // counter 3: neither span refreshes, V-verify only
+    const int P = s.seq_len - 32;
+    EXPECT_EQ(recomputed(s, 0).size(), static_cast<size_t>(s.seq_len)) << "layer 0 always recomputed";
+    for (int l = 1; l < s.n_layers; ++l) {
+        auto rows = recomputed(s, l);
+        EXPECT_EQ(rows.size(), 8u) << "floor(0.25 * 32) response rows";
+        for (int64_t i : rows) EXPECT_GE(i, P);
+        EXPECT_EQ(s.action(l, 0), trace::RowAction::FeatureReused);
+        int probed = 0;
+        for (int i = P; i < s.seq_len; ++i) probed += s.action(l, i) == trace::RowAction::ProbedOnly;
+        EXPECT_EQ(probed, 32 - 8);
+    }
+    bool saw_verify = false;
+    for (const auto& e : s.triggers) saw_verify |= e.kind == "v-verify" && e.fired;
+    EXPECT_TRUE(saw_verify);
+}
+
+TEST(Policies, ElasticRecordsDriftTestsWithValuesAndThresholds) {
+    const PolicyRun r = run("elastic", {{"gamma", 0.9}, {"window", 4}});
+    int tests = 0;
+    for (const auto& s : r.steps)
+        for (const auto& e : s->triggers)
+            if (e.kind == "drift") {
+                ++tests;
+                EXPECT_DOUBLE_EQ(e.threshold, 0.9);
+                if (!std::isnan(e.value) && e.fired) EXPECT_LT(e.value, 0.9);
+                if (!e.fired) EXPECT_GE(e.value, 0.9);
+            }
+    EXPECT_GT(tests, 0);
+    // Layers from l* on recompute every row; shallower layers only the queries.
+    for (const auto& s : r.steps) {
+        int fired = -1;
+        for (const auto& e : s->triggers)
+            if (e.kind == "drift" && e.fired && fired < 0) fired = e.layer;
+        if (fired < 0 || s->step == 0) continue;
+        for (int l = fired; l < s->n_layers; ++l) EXPECT_EQ(recomputed(*s, l).size(), static_cast<size_t>(s->seq_len));
+    }
+}
+
+TEST(Policies, D2CacheSelectsFewRowsAndDecodesOnlyRecomputedOnes) {
+    const PolicyRun r = run("d2cache", {{"k", 4}, {"p", 0.1}});
+    for (size_t t = 1; t < r.steps.size(); ++t) {
+        const auto& s = *r.steps[t];
+        auto rows = recomputed(s, 0);
+        EXPECT_LT(rows.size(), static_cast<size_t>(s.seq_len));
+        for (int l = 1; l < s.n_layers; ++l) EXPECT_EQ(recomputed(s, l), rows) << "same set at every layer";
+        for (int32_t c : s.committed) EXPECT_TRUE(rows.count(c));
+    }
+    EXPECT_EQ(r.summary.status, trace::RunStatus::Complete);
+}
+
+TEST(Policies, FlopCountAgreesWithRecordedRows) {
+    const auto& c = model()->config();
+    for (const std::string name : {"dkv-decode", "fast-dual", "d2cache", "elastic", "dkv-prefill"}) {
+        const PolicyRun r = run(name);
+        for (const auto& s : r.steps) {
+            double flops = 0;
+            for (int l = 0; l < s->n_layers; ++l) flops += detail::layer_flops(c, recomputed(*s, l).size(), s->seq_len);
+            int64_t heads = 0;
+            for (float conf : s->confidence) heads += !std::isnan(conf);
+            flops += detail::head_flops(c, heads);
+            EXPECT_NEAR(s->flops, flops, 1e-6 * flops) << name << " step " << s->step;
+        }
+        EXPECT_LT(r.summary.flops, r.summary.flops_full) << name;
+    }
+}
+
+TEST(Policies, OracleErrorIsZeroForTheBaselineAndPositiveForStaleCaches) {
+    const PolicyRun base = run("none", {}, 32, 16, 32, true);
+    for (const auto& s : base.steps) {
+        ASSERT_TRUE(s->has_oracle);
+        EXPECT_NEAR(s->oracle.logits_kl, 0.0, 1e-9);
+        EXPECT_FALSE(s->oracle.commit_differs);
+    }
+    const PolicyRun stale = run("dkv-prefill", {}, 32, 16, 32, true);
+    double worst = 1.0, kl = 0;
+    for (const auto& s : stale.steps) {
+        kl += s->oracle.logits_kl;
+        for (size_t i = 0; i < s->oracle.k_cos.size(); ++i)
+            // Layer 0 reads only embeddings: a recomputed row there is exact. Deeper recomputed rows
+            // attend to stale prompt K/V, so they may differ from the oracle too.
+            if (s->actions[i] == trace::RowAction::Recomputed && i < static_cast<size_t>(s->seq_len))
+                EXPECT_NEAR(s->oracle.k_cos[i], 1.0, 1e-5);
+            else if (!std::isnan(s->oracle.k_cos[i])) worst = std::min<double>(worst, s->oracle.k_cos[i]);
+    }
+    EXPECT_LT(worst, 0.9999) << "the never-refreshed prompt drifts";
+    EXPECT_GT(kl, 0.0);
+}
+
+}  // namespace
+}  // namespace cl
