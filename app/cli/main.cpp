@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
     add_init_model_command(app, run);
     add_train_command(app, run);
     add_eval_command(app, run);
+    add_compare_command(app, run);
+    add_bench_command(app, run);
+    add_policies_command(app, run);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

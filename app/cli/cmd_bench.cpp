@@ -1,0 +1,133 @@
+// `cachelens-cli bench`: prompts x policies, warm-up, median of repeats. Two modes:
+//   cache-only: the same sampler for every policy (isolates what caching buys);
+//   own:        each policy with its own paper decoding (e.g. Fast-dLLM / Elastic threshold 0.9).
+// Speedup is measured against `none` on the same prompt in the same process. Table + JSON.
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "app/cli/comparison.h"
+#include "engine/core/errors.h"
+#include "engine/core/policy_registry.h"
+#include "engine/tasks/task_suite.h"
+
+namespace cl::cli {
+namespace {
+
+struct BenchOptions {
+    ModelOptions model;
+    SamplerOptions sampler;
+    ParamOptions params;
+    std::string policies;  // empty = every registered policy
+    int prompts = 3;
+    int repeats = 3;
+    std::string mode = "both";
+    std::string prompt_family = "kv";
+    std::string json_file;
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int run_bench(BenchOptions o) {
+    auto model = o.model.load();
+    if (o.sampler.gen_length < 0) o.sampler.gen_length = 256;
+    if (o.sampler.block_length < 0) o.sampler.block_length = 32;
+    if (o.sampler.steps < 0) o.sampler.steps = o.sampler.gen_length;
+    const GenerationConfig base_cfg = o.sampler.resolve(*model);
+    std::vector<std::string> names;
+    if (o.policies.empty())
+        for (const auto& p : list_policies()) names.push_back(p.name);
+    else
+        names = split_list(o.policies);
+    for (const auto& n : names) resolve_policy_params(n, {});
+    if (std::find(names.begin(), names.end(), "none") == names.end()) names.insert(names.begin(), "none");
+    std::vector<std::string> modes;
+    if (o.mode == "both" || o.mode == "cache-only") modes.push_back("cache-only");
+    if (o.mode == "both" || o.mode == "own") modes.push_back("own");
+    if (modes.empty()) throw InputError("--mode: expected cache-only, own or both");
+    if (o.prompts < 1 || o.repeats < 1) throw InputError("--prompts and --repeats must be positive");
+
+    // Prompts from the eval split of the task suite: kv prompts are 100-300 tokens long.
+    tasks::TaskGenerator gen(7, tasks::Split::Eval, tasks::Difficulty{3, 10, 20, 3, 8});
+    std::vector<std::string> prompts;
+    for (int i = 0; i < o.prompts; ++i) prompts.push_back(gen.next(o.prompt_family).prompt);
+
+    nlohmann::json results = nlohmann::json::array();
+    for (const auto& mode : modes) {
+        std::printf("\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s)\n", mode.c_str(),
+                    (long long)base_cfg.gen_length, (long long)base_cfg.block_length, (long long)base_cfg.steps,
+                    o.prompts, o.repeats, o.model.threads);
+        std::printf("%-12s %9s %9s %8s %10s %10s %8s %9s\n", "policy", "tok/s", "speedup", "FLOP-x", "efficiency",
+                    "recompute", "agree", "ms/run");
+        std::map<std::string, std::vector<PolicyMetrics>> per_policy;
+        std::map<std::string, std::vector<double>> wall;
+        for (size_t pi = 0; pi < prompts.size(); ++pi) {
+            run_policy(model, prompts[pi], base_cfg, "none", {}, 0, o.model.threads);  // warm-up
+            std::map<std::string, PolicyRun> med;
+            for (const auto& n : names) {
+                auto cfg = mode == "own" ? with_own_decoding(base_cfg, n) : base_cfg;
+                std::vector<PolicyRun> reps;
+                for (int r = 0; r < o.repeats; ++r)
+                    reps.push_back(run_policy(model, prompts[pi], cfg, n, o.params.for_policy(n, names.size() == 1), 0,
+                                              o.model.threads));
+                std::sort(reps.begin(), reps.end(),
+                          [](const PolicyRun& a, const PolicyRun& b) { return a.summary.wall_ms < b.summary.wall_ms; });
+                med[n] = reps[reps.size() / 2];
+            }
+            // In "own" mode the baseline is still the uncached LLaDA sampler (none with no threshold).
+            for (const auto& n : names) {
+                per_policy[n].push_back(compare_with_baseline(med[n], med["none"]));
+                wall[n].push_back(med[n].summary.wall_ms);
+            }
+        }
+        for (const auto& n : names) {
+            const auto& ms = per_policy[n];
+            auto mean = [&](double PolicyMetrics::*f) {
+                double s = 0;
+                for (const auto& m : ms) s += m.*f;
+                return s / static_cast<double>(ms.size());
+            };
+            const double speedup = mean(&PolicyMetrics::speedup), flop = mean(&PolicyMetrics::flop_ratio);
+            std::printf("%-12s %9.1f %8.2fx %7.2fx %10.2f %9.1f%% %7.1f%% %9.0f\n", n.c_str(),
+                        mean(&PolicyMetrics::tokens_per_s), speedup, flop, mean(&PolicyMetrics::efficiency),
+                        100 * mean(&PolicyMetrics::recompute_fraction), 100 * mean(&PolicyMetrics::agreement),
+                        median(wall[n]));
+            results.push_back({{"mode", mode}, {"policy", n}, {"tokens_per_s", mean(&PolicyMetrics::tokens_per_s)},
+                               {"speedup", speedup}, {"flop_ratio", flop}, {"efficiency", mean(&PolicyMetrics::efficiency)},
+                               {"recompute_fraction", mean(&PolicyMetrics::recompute_fraction)},
+                               {"agreement", mean(&PolicyMetrics::agreement)}, {"median_wall_ms", median(wall[n])},
+                               {"prompts", o.prompts}, {"repeats", o.repeats}});
+        }
+    }
+    if (!o.json_file.empty()) {
+        std::ofstream f(o.json_file);
+        if (!f) throw InputError(o.json_file, "cannot open for writing");
+        f << nlohmann::json{{"model", model->name()}, {"threads", o.model.threads}, {"sampler", base_cfg.to_map()},
+                            {"results", results}}.dump(2) << '\n';
+    }
+    return kOk;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& root, Runner& run) {
+    auto o = std::make_shared<BenchOptions>();
+    auto* cmd = root.add_subcommand("bench", "Benchmark policies: speedup, FLOP ratio, efficiency, agreement (table + JSON)");
+    o->model.add_to(*cmd);
+    o->sampler.add_to(*cmd);
+    o->params.add_to(*cmd);
+    cmd->add_option("--policies", o->policies, "Comma-separated policies (default: all; none is always the baseline)");
+    cmd->add_option("--prompts", o->prompts, "Prompts from the task suite's eval split")->capture_default_str();
+    cmd->add_option("--prompt-family", o->prompt_family, "Task family the prompts come from")->capture_default_str();
+    cmd->add_option("--repeats", o->repeats, "Timed repeats per (prompt, policy); the median run is kept")->capture_default_str();
+    cmd->add_option("--mode", o->mode, "cache-only (same sampler for all), own (each policy's decoding) or both")->capture_default_str();
+    cmd->add_option("--json", o->json_file, "Write the results as JSON");
+    cmd->callback([o, &run] { run = [o] { return run_bench(*o); }; });
+}
+
+}  // namespace cl::cli

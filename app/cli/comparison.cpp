@@ -1,0 +1,70 @@
+#include "app/cli/comparison.h"
+
+#include "engine/core/policy_registry.h"
+
+namespace cl::cli {
+
+GenerationConfig with_own_decoding(GenerationConfig config, const std::string& policy) {
+    const PolicyInfo* info = find_policy(policy);
+    if (!info) return config;
+    for (const auto& [key, value] : info->own_decoding) {
+        if (key == "threshold") config.threshold = value;
+        else if (key == "certainty_prior") config.certainty_prior = value > 0;
+        else if (key == "remasking_random") config.remasking = value > 0 ? Remasking::Random : Remasking::LowConfidence;
+    }
+    return config;
+}
+
+PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& prompt, const GenerationConfig& config,
+                     const std::string& policy, const std::map<std::string, double>& params, int32_t run_id,
+                     int threads, trace::TraceSink* extra_sink) {
+    trace::TraceStore store;
+    trace::FanOutSink sinks;
+    sinks.add(&store);
+    sinks.add(extra_sink);
+    GenerationRequest req;
+    req.prompt_text = prompt;
+    req.config = config;
+    req.policy = policy;
+    req.params = params;
+    req.run_id = run_id;
+    req.threads = threads;
+    Generator gen(model, req, &sinks);
+    PolicyRun out;
+    out.policy = policy;
+    out.params = params;
+    out.config = config;
+    out.summary = gen.run();
+    out.steps = store.steps(run_id);
+    out.prompt_len = gen.info().prompt_len;
+    return out;
+}
+
+PolicyMetrics compare_with_baseline(const PolicyRun& run, const PolicyRun& base) {
+    PolicyMetrics m;
+    const auto& s = run.summary;
+    m.tokens_per_s = s.tokens_per_s;
+    m.speedup = s.wall_ms > 0 ? base.summary.wall_ms / s.wall_ms : 0;
+    m.flop_ratio = s.flops > 0 ? base.summary.flops / s.flops : 0;
+    m.efficiency = m.flop_ratio > 0 ? m.speedup / m.flop_ratio : 0;
+    m.recompute_fraction = s.recompute_fraction;
+    const auto& a = s.final_tokens;
+    const auto& b = base.summary.final_tokens;
+    int same = 0, total = 0;
+    for (size_t i = static_cast<size_t>(run.prompt_len); i < std::min(a.size(), b.size()); ++i) {
+        ++total;
+        same += a[i] == b[i];
+    }
+    m.agreement = total ? static_cast<double>(same) / total : 0;
+    for (const auto& step : run.steps) {
+        for (int32_t pos : step->committed)
+            if (static_cast<size_t>(pos) < b.size() && step->tokens[static_cast<size_t>(pos)] != b[static_cast<size_t>(pos)]) {
+                m.first_divergence = step->step;
+                break;
+            }
+        if (m.first_divergence >= 0) break;
+    }
+    return m;
+}
+
+}  // namespace cl::cli

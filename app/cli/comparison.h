@@ -1,0 +1,44 @@
+// Running several policies on one prompt with one seed, and the metrics of POLICIES.md section 4
+// that compare them with the uncached baseline (agreement, first divergence, FLOP ratio, ...).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/generator.h"
+#include "engine/trace/trace_store.h"
+
+namespace cl::cli {
+
+struct PolicyRun {
+    std::string policy;
+    std::map<std::string, double> params;
+    GenerationConfig config;
+    trace::RunSummary summary;
+    std::vector<std::shared_ptr<const trace::StepRecord>> steps;
+    int32_t prompt_len = 0;
+};
+
+struct PolicyMetrics {
+    double tokens_per_s = 0;
+    double speedup = 0;         // baseline wall time / policy wall time
+    double flop_ratio = 0;      // baseline FLOPs / policy FLOPs (the ideal speedup)
+    double efficiency = 0;      // speedup / flop_ratio
+    double recompute_fraction = 0;
+    double agreement = 0;       // share of generated tokens equal to the baseline's
+    int32_t first_divergence = -1;  // first step committing a token the baseline did not; -1 none
+};
+
+// Applies a policy's own decoding defaults (e.g. Fast-dLLM threshold 0.9) to `config`.
+GenerationConfig with_own_decoding(GenerationConfig config, const std::string& policy);
+
+// Runs one policy to the end, collecting its step records into `store` (if given) under run_id.
+PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& prompt, const GenerationConfig& config,
+                     const std::string& policy, const std::map<std::string, double>& params, int32_t run_id = 0,
+                     int threads = 1, trace::TraceSink* extra_sink = nullptr);
+
+PolicyMetrics compare_with_baseline(const PolicyRun& run, const PolicyRun& baseline);
+
+}  // namespace cl::cli
