@@ -9,6 +9,7 @@
 #include "app/cli/comparison.h"
 #include "engine/core/errors.h"
 #include "engine/core/policy_registry.h"
+#include "sessions/session_writer.h"
 
 namespace cl::cli {
 namespace {
@@ -21,6 +22,7 @@ struct CompareOptions {
     std::string policies = "none,dkv-decode,elastic";
     bool own_decoding = false;
     std::string json_file;
+    std::string record_file;
 };
 
 int run_compare(const CompareOptions& o) {
@@ -33,6 +35,14 @@ int run_compare(const CompareOptions& o) {
     const GenerationConfig base_cfg = o.sampler.resolve(*model);
     std::vector<PolicyRun> runs;
     int32_t run_id = 0;
+    std::unique_ptr<sessions::SessionWriter> recorder;
+    if (!o.record_file.empty()) {
+        try {
+            recorder = sessions::SessionWriter::open(o.record_file);
+        } catch (const sessions::SessionError& e) {
+            throw InputError(e.what());
+        }
+    }
     for (const auto& n : names) {
         // A bare --param key applies to every policy that has it; policy.key to that policy only.
         std::map<std::string, double> params;
@@ -42,8 +52,9 @@ int run_compare(const CompareOptions& o) {
                 if (spec.name == k) params[k] = v;
         for (const auto& [k, v] : o.params.for_policy(n, false)) params[k] = v;  // qualified: validated
         auto cfg = o.own_decoding ? with_own_decoding(base_cfg, n) : base_cfg;
-        runs.push_back(run_policy(model, text, cfg, n, params, run_id++, o.model.threads));
+        runs.push_back(run_policy(model, text, cfg, n, params, run_id++, o.model.threads, recorder.get()));
     }
+    if (recorder && !recorder->flush()) throw RuntimeFailure("recording failed: " + recorder->error());
     const PolicyRun& base = runs.front();
     nlohmann::json out = nlohmann::json::array();
     std::printf("%-12s %8s %8s %9s %8s %10s %10s %9s %10s\n", "policy", "steps", "tok/s", "speedup", "FLOP-x",
@@ -81,6 +92,7 @@ void add_compare_command(CLI::App& root, Runner& run) {
     cmd->add_option("--policies", o->policies, "Comma-separated policies (none is added as the baseline)")->capture_default_str();
     cmd->add_flag("--own-decoding", o->own_decoding, "Use each policy's own decoding defaults (e.g. threshold 0.9)");
     cmd->add_option("--json", o->json_file, "Write the comparison as JSON");
+    cmd->add_option("--record", o->record_file, "Record every run into a session file (one comparison)");
     cmd->callback([o, &run] { run = [o] { return run_compare(*o); }; });
 }
 

@@ -10,6 +10,7 @@
 #include "app/cli/terminal_view.h"
 #include "engine/core/errors.h"
 #include "engine/core/generator.h"
+#include "sessions/session_writer.h"
 
 namespace cl::cli {
 namespace {
@@ -21,6 +22,7 @@ struct GenerateOptions {
     ParamOptions params;
     std::string policy = "none";
     std::string trace_file;
+    std::string record_file;
     std::string json_file;
     std::string view = "auto";
 };
@@ -41,6 +43,15 @@ int run_generate(const GenerateOptions& o) {
         jsonl = std::make_unique<JsonlTraceSink>(o.trace_file);
         sinks.add(jsonl.get());
     }
+    std::unique_ptr<sessions::SessionWriter> recorder;
+    if (!o.record_file.empty()) {
+        try {
+            recorder = sessions::SessionWriter::open(o.record_file);
+        } catch (const sessions::SessionError& e) {
+            throw InputError(e.what());
+        }
+        sinks.add(recorder.get());
+    }
     Generator gen(model, req, sinks.empty() ? nullptr : &sinks);
     TerminalView view(gen.info(), parse_view_mode(o.view, isatty(STDOUT_FILENO) != 0));
     const auto planned = static_cast<int32_t>(req.config.steps);
@@ -49,6 +60,8 @@ int run_generate(const GenerateOptions& o) {
         return true;
     });
     view.finish(summary);
+    if (recorder && !recorder->flush())
+        throw RuntimeFailure("recording failed: " + recorder->error());
     std::printf("%s\n", summary.final_text.c_str());
     if (!o.json_file.empty()) {
         nlohmann::json j = {{"policy", o.policy},
@@ -85,6 +98,7 @@ void add_generate_command(CLI::App& root, Runner& run) {
     cmd->add_option("--policy", o->policy, "Cache policy (see `cachelens-cli policies`)")->capture_default_str();
     cmd->add_option("--trace", o->trace_file, "Write every step record as JSON lines to FILE.jsonl");
     cmd->add_option("--json", o->json_file, "Write the result summary as JSON");
+    cmd->add_option("--record", o->record_file, "Record the run into a session file (SQLite; appends to an existing one)");
     cmd->add_option("--view", o->view, "Terminal view: auto, live (redraw in place), steps (a line per step), quiet")
         ->capture_default_str();
     cmd->callback([o, &run] { run = [o] { return run_generate(*o); }; });

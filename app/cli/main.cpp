@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     add_compare_command(app, run);
     add_bench_command(app, run);
     add_policies_command(app, run);
+    add_sessions_commands(app, run);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

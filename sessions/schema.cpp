@@ -1,0 +1,100 @@
+#include "sessions/schema.h"
+
+#include <functional>
+
+namespace cl::sessions {
+namespace {
+
+const char* kSchemaV1 = R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE run (
+    run_id INTEGER PRIMARY KEY,
+    comparison_id INTEGER NOT NULL DEFAULT 0,
+    policy TEXT NOT NULL, params_json TEXT NOT NULL, sampler_json TEXT NOT NULL,
+    model_name TEXT, model_hash TEXT, device TEXT, threads INTEGER, seed INTEGER,
+    prompt TEXT, prompt_len INTEGER, gen_len INTEGER, block_len INTEGER, steps_planned INTEGER,
+    n_layers INTEGER, n_heads INTEGER, mask_id INTEGER, eos_id INTEGER, app_version TEXT,
+    token_text_json TEXT NOT NULL DEFAULT '{}',
+    status TEXT NOT NULL DEFAULT 'running', started_utc TEXT, ended_utc TEXT, summary_json TEXT);
+CREATE TABLE step (
+    run_id INTEGER NOT NULL, step INTEGER NOT NULL, block INTEGER, step_in_block INTEGER,
+    seq_len INTEGER, n_layers INTEGER, wall_ms REAL, flops REAL, flops_full REAL,
+    recompute_fraction REAL, n_committed INTEGER, triggers_json TEXT, token_text_json TEXT,
+    has_oracle INTEGER NOT NULL DEFAULT 0, oracle_logits_kl REAL, oracle_commit_differs INTEGER,
+    PRIMARY KEY (run_id, step)) WITHOUT ROWID;
+CREATE TABLE array (
+    run_id INTEGER NOT NULL, step INTEGER NOT NULL, name TEXT NOT NULL,
+    dtype TEXT NOT NULL, shape TEXT NOT NULL, encoding TEXT NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (run_id, step, name)) WITHOUT ROWID;
+CREATE TABLE attention (
+    run_id INTEGER NOT NULL, step INTEGER NOT NULL, layer INTEGER NOT NULL, head INTEGER NOT NULL,
+    rows INTEGER NOT NULL, cols INTEGER NOT NULL, row_index BLOB NOT NULL, row_scale BLOB,
+    quant TEXT NOT NULL, encoding TEXT NOT NULL, data BLOB NOT NULL,
+    PRIMARY KEY (run_id, step, layer, head)) WITHOUT ROWID;
+)sql";
+
+// v1 -> v2: runs carry a user note; the session has a display name.
+void migrate_v1_to_v2(Db& db) {
+    db.exec("ALTER TABLE run ADD COLUMN note TEXT NOT NULL DEFAULT ''");
+    db.exec("INSERT OR IGNORE INTO meta(key, value) VALUES ('name', '')");
+}
+
+const std::vector<std::function<void(Db&)>>& migrations() {
+    static const std::vector<std::function<void(Db&)>> m{migrate_v1_to_v2};  // index i: v(i+1) -> v(i+2)
+    return m;
+}
+
+bool has_tables(Db& db) {
+    Stmt s(db, "SELECT count(*) FROM sqlite_master WHERE type='table'");
+    return s.step() && s.col_int(0) > 0;
+}
+
+}  // namespace
+
+void create_schema(Db& db, int version) {
+    db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
+    db.exec("BEGIN");
+    db.exec(kSchemaV1);
+    db.exec("INSERT INTO meta(key, value) VALUES ('created_utc', strftime('%Y-%m-%dT%H:%M:%SZ','now'))");
+    db.exec("INSERT INTO meta(key, value) VALUES ('app_version', '" CL_VERSION "')");
+    for (int v = 1; v < version; ++v) migrations()[static_cast<size_t>(v - 1)](db);
+    db.exec("PRAGMA user_version = " + std::to_string(version));
+    db.exec("COMMIT");
+}
+
+int check_version(Db& db) {
+    // Reading the header also detects files that are not SQLite at all.
+    const int64_t app = db.pragma_int("application_id");
+    const int64_t version = db.pragma_int("user_version");
+    if (app != kApplicationId) {
+        if (app == 0 && !has_tables(db)) throw SessionError(db.path() + ": empty file, not a CacheLens session");
+        throw SessionError(db.path() + ": not a CacheLens session (another SQLite database, application_id " +
+                           std::to_string(app) + ")");
+    }
+    if (version > kCurrentSchema)
+        throw SessionError(db.path() + ": written by a newer CacheLens (session format v" + std::to_string(version) +
+                           "; this version reads up to v" + std::to_string(kCurrentSchema) + ")");
+    if (version < kOldestSupportedSchema)
+        throw SessionError(db.path() + ": session format v" + std::to_string(version) + " is too old to read");
+    return static_cast<int>(version);
+}
+
+int check_and_migrate(Db& db, bool allow_write) {
+    const int version = check_version(db);
+    if (version == kCurrentSchema) return version;
+    if (!allow_write)
+        throw SessionError(db.path() + ": session format v" + std::to_string(version) +
+                           " needs a migration, but the file is read-only");
+    db.exec("BEGIN IMMEDIATE");
+    try {
+        for (int v = version; v < kCurrentSchema; ++v) migrations()[static_cast<size_t>(v - 1)](db);
+        db.exec("PRAGMA user_version = " + std::to_string(kCurrentSchema));
+        db.exec("COMMIT");
+    } catch (...) {
+        sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
+    return version;
+}
+
+}  // namespace cl::sessions

@@ -1,0 +1,72 @@
+// SessionReader: random access to any step of any run in a session file, without LibTorch.
+//
+// Opening validates the file (application_id, user_version), migrates older formats in place (in
+// one transaction) and marks runs left 'running' by a crashed recorder as 'aborted'. Each reader
+// owns its own connection; use one reader per thread.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/trace/trace_store.h"
+#include "sessions/sqlite_util.h"
+
+namespace cl::sessions {
+
+struct RunRecord {
+    int64_t run_id = 0;  // id inside the session
+    int64_t comparison_id = 0;
+    trace::RunInfo info;  // info.run_id == run_id
+    trace::RunStatus status = trace::RunStatus::Running;
+    std::optional<trace::RunSummary> summary;
+    std::string note;
+    std::string started_utc, ended_utc;
+    int64_t step_count = 0;
+};
+
+struct StepMeta {
+    int32_t step = 0, block = 0, step_in_block = 0, seq_len = 0, n_layers = 0, n_committed = 0;
+    double wall_ms = 0, flops = 0, flops_full = 0, recompute_fraction = 0;
+    bool has_oracle = false;
+};
+
+struct SessionInfo {
+    std::string path, name, created_utc, app_version;
+    int schema_version = 0;       // after migration
+    int schema_version_found = 0; // on disk when opened
+    int64_t file_bytes = 0;
+    int aborted_on_open = 0;      // runs found 'running' and marked aborted
+};
+
+class SessionReader {
+public:
+    // Throws SessionError naming the file: missing, not SQLite, another database, newer version,
+    // corrupt. `repair` (default) allows the migration and the aborted-run fix-up to write.
+    static std::unique_ptr<SessionReader> open(const std::string& path, bool repair = true);
+
+    const SessionInfo& info() const { return m_info; }
+    std::vector<RunRecord> runs();
+    std::vector<StepMeta> step_meta(int64_t run_id);
+    // One step's full record. Attention maps: every layer when `layers` is empty, none for {-2}.
+    std::shared_ptr<trace::StepRecord> load_step(int64_t run_id, int32_t step, const std::vector<int32_t>& layers = {});
+    // Fills `store` (a replay store) with the given runs (all when empty), every step complete.
+    void load_into(trace::TraceStore& store, const std::vector<int64_t>& run_ids = {}, bool with_attention = true);
+    // Decodes every blob and runs SQLite's integrity check; returns problems (empty = healthy).
+    std::vector<std::string> check();
+
+    // Maintenance (need a writable file).
+    void delete_run(int64_t run_id);
+    void rename(const std::string& name);
+    void set_note(int64_t run_id, const std::string& note);
+    void vacuum();
+
+private:
+    explicit SessionReader(const std::string& path, bool repair);
+    Db m_db;
+    SessionInfo m_info;
+    bool m_writable = false;
+};
+
+}  // namespace cl::sessions

@@ -1,0 +1,82 @@
+// SessionWriter: records runs into a session file while the engine runs.
+//
+// It is a TraceSink: the engine thread only enqueues (a short lock, never I/O); one writer thread
+// owns the SQLite connection and commits one transaction per batch of steps (every `batch_steps`
+// records or `batch_ms`). WAL mode, so a crash loses at most the last batch and readers can open
+// the file while it is written. A run is 'running' until on_run_end marks it complete/aborted; a
+// reader that finds 'running' runs after a crash marks them aborted.
+// Errors (full disk, read-only location) are reported by error(); the unwritten records stay in
+// memory (unwritten_steps()) and nothing already committed is lost.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <variant>
+
+#include "engine/trace/probe.h"
+#include "sessions/sqlite_util.h"
+
+namespace cl::sessions {
+
+struct WriterOptions {
+    bool attention_means = true;            // head-mean attention for every layer at every step
+    std::set<int32_t> per_head_layers;      // layers whose per-head maps are recorded too
+    bool want_oracle = false;               // ask the engine for oracle comparisons
+    int batch_steps = 32;
+    int batch_ms = 100;
+    int schema_version = 0;                 // 0 = current; tests write v1 fixtures with 1
+    std::string name;                       // session display name (new files)
+};
+
+class SessionWriter final : public trace::TraceSink {
+public:
+    // Creates `path` (or appends runs to an existing session). Throws SessionError naming the file.
+    static std::unique_ptr<SessionWriter> open(const std::string& path, WriterOptions options = {});
+    ~SessionWriter() override;
+
+    bool wants(const trace::ProbeRequest& request) const override;
+    void on_run_start(const trace::RunInfo& info) override;
+    void publish(std::shared_ptr<const trace::StepRecord> record) override;
+    void on_run_end(int32_t run_id, const trace::RunSummary& summary) override;
+
+    // Blocks until everything queued so far is committed (or failed). Returns error().empty().
+    bool flush();
+    std::string error() const;
+    size_t unwritten_steps() const;
+    const std::string& path() const { return m_path; }
+    int32_t comparison_id() const { return m_comparison; }
+
+private:
+    SessionWriter(std::string path, WriterOptions options);
+    struct RunStart { trace::RunInfo info; };
+    struct RunEnd { int32_t run_id; trace::RunSummary summary; };
+    using Item = std::variant<RunStart, std::shared_ptr<const trace::StepRecord>, RunEnd>;
+
+    void thread_main();
+    void write_batch(std::deque<Item>& batch);
+    void write_item(const Item& item);
+
+    std::string m_path;
+    WriterOptions m_options;
+    Db m_db;
+    int32_t m_comparison = 0;
+    std::map<int32_t, int64_t> m_db_run;  // engine run id -> session run id
+
+    mutable std::mutex m_mutex;
+    std::condition_variable m_cv, m_done_cv;
+    std::deque<Item> m_queue;
+    std::deque<Item> m_unwritten;  // kept in memory after a write error
+    uint64_t m_enqueued = 0, m_processed = 0;
+    bool m_stop = false;
+    std::string m_error;
+    std::thread m_thread;
+};
+
+}  // namespace cl::sessions
