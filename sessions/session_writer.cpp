@@ -21,6 +21,10 @@ json token_text_json(const std::map<int32_t, std::string>& m) {
 
 json nan_safe(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+// Quantised values below this (about 1% of the row maximum) are stored as 0: invisible on a
+// heatmap, and the resulting runs of zeros roughly halve the size of a session.
+constexpr long kAttentionFloor = 3;
+
 }  // namespace
 
 std::unique_ptr<SessionWriter> SessionWriter::open(const std::string& path, WriterOptions options) {
@@ -241,8 +245,10 @@ void SessionWriter::write_item(const Item& item) {
                     if (std::isfinite(p[c])) mx = std::max(mx, p[c]);
                 scale[static_cast<size_t>(row)] = mx;
                 uint8_t* out = q.data() + static_cast<size_t>(row) * static_cast<size_t>(m.cols);
-                for (int32_t c = 0; c < m.cols; ++c)
-                    out[c] = (mx > 0 && std::isfinite(p[c])) ? static_cast<uint8_t>(std::lround(255.f * std::max(0.f, p[c]) / mx)) : 0;
+                for (int32_t c = 0; c < m.cols; ++c) {
+                    const long v = (mx > 0 && std::isfinite(p[c])) ? std::lround(255.f * std::max(0.f, p[c]) / mx) : 0;
+                    out[c] = static_cast<uint8_t>(v < kAttentionFloor ? 0 : v);
+                }
             }
             auto data = encode_array(q, {m.rows, m.cols}, true);
             auto rows = encode_array(m.row_index, {m.rows}, false);

@@ -1,6 +1,7 @@
 // cachelens-cli as a user runs it: exit codes, one-line errors naming the file, --help everywhere.
 #include <array>
 #include <cstdio>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -80,11 +81,69 @@ TEST(Cli, UsageErrorsExitTwo) {
 }
 
 TEST(Cli, HelpForEveryCommand) {
-    for (const std::string c : {"", "generate", "inspect-model", "init-model", "train", "eval"}) {
+    for (const std::string c : {"", "generate", "inspect-model", "init-model", "train", "eval", "compare", "bench",
+                                "policies", "sessions", "sessions list", "sessions export", "replay"}) {
         auto r = cli(c + " --help");
         EXPECT_EQ(r.code, 0) << c;
         EXPECT_NE(r.out.find("Usage"), std::string::npos) << c << r.out;
     }
+}
+
+}  // namespace
+}  // namespace cl
+
+namespace cl {
+namespace {
+
+TEST(Cli, RecordReplayAndSessionCommands) {
+    auto dir = test::temp_dir("cli");
+    auto model = dir / "m";
+    ASSERT_EQ(cli("init-model --out " + model.string() + " --d-model 32 --layers 2").code, 0);
+    const auto session = (dir / "s.clsession").string();
+    auto r = cli("compare --model " + model.string() + " --prompt hi --gen-length 8 --block-length 4 --steps 8 "
+                 "--policies dkv-decode,fast-dual --record " + session);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("fast-dual"), std::string::npos);
+    r = cli("sessions list " + session);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("dkv-decode"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("complete"), std::string::npos) << r.out;
+    r = cli("sessions check " + session);
+    EXPECT_EQ(r.code, 0) << r.out;
+    // The replay prints the same frames as the live view did.
+    auto live = cli("generate --model " + model.string() + " --prompt hi --gen-length 8 --block-length 4 --steps 8 "
+                    "--view steps --record " + (dir / "g.clsession").string());
+    auto replay = cli("replay " + (dir / "g.clsession").string() + " --view steps");
+    ASSERT_EQ(replay.code, 0) << replay.out;
+    auto frames = [](const std::string& s) {
+        std::string out;
+        std::istringstream in(s);
+        for (std::string line; std::getline(in, line);)
+            if (line.rfind("step ", 0) == 0) out += line + "\n";
+        return out;
+    };
+    EXPECT_EQ(frames(replay.out), frames(live.out));
+    EXPECT_FALSE(frames(live.out).empty());
+    const auto csv = (dir / "steps.csv").string();
+    ASSERT_EQ(cli("sessions export " + session + " --format csv --out " + csv).code, 0);
+    const std::string csv_text = test::read_file(csv);
+    EXPECT_EQ(std::count(csv_text.begin(), csv_text.end(), '\n'), 1 + 3 * 8);
+    const auto js = (dir / "all.json").string();
+    ASSERT_EQ(cli("sessions export " + session + " --format json --out " + js).code, 0);
+    EXPECT_EQ(nlohmann::json::parse(test::read_file(js))["runs"].size(), 3u);
+    EXPECT_EQ(cli("sessions delete " + session + " --run 1").code, 0);
+    EXPECT_EQ(cli("sessions vacuum " + session).code, 0);
+    r = cli("sessions show " + session);
+    EXPECT_EQ(r.out.find("\"policy\": \"none\""), std::string::npos) << "run 1 (none) was deleted";
+}
+
+TEST(Cli, BadSessionFilesExitTwo) {
+    auto dir = test::temp_dir("cli");
+    test::write_file(dir / "junk.clsession", std::string(4096, 'x'));
+    auto r = cli("sessions list " + (dir / "junk.clsession").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("junk.clsession"), std::string::npos) << r.out;
+    EXPECT_EQ(cli("replay " + (dir / "missing.clsession").string()).code, 2);
 }
 
 }  // namespace

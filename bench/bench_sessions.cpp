@@ -1,0 +1,106 @@
+// bench_sessions: what recording costs and how fast sessions open (issue targets: recording
+// <= 5% of generation time; opening a 3-policy G=256 session and loading every step's metadata
+// <= 0.5 s; one step's full data with one attention layer <= 10 ms). Table + JSON.
+//   cachelens-bench-sessions [--model DIR] [--policies none,dkv-decode,elastic] [--gen-length 256]
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/core/generator.h"
+#include "engine/tasks/task_suite.h"
+#include "sessions/session_reader.h"
+#include "sessions/session_writer.h"
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Session recording overhead and read speed"};
+    std::string model_dir, policies_csv = "none,dkv-decode,elastic", json_file, out = "/tmp/cachelens-bench.clsession";
+    int64_t gen = 256;
+    int repeats = 3;
+    app.add_option("--model", model_dir, "Model folder (default: the embedded model)");
+    app.add_option("--policies", policies_csv, "Policies of the comparison")->capture_default_str();
+    app.add_option("--gen-length", gen, "G (steps = G, block 32)")->capture_default_str();
+    app.add_option("--repeats", repeats, "Repeats (median)")->capture_default_str();
+    app.add_option("--out", out, "Session file to write")->capture_default_str();
+    app.add_option("--json", json_file, "Write results as JSON");
+    CLI11_PARSE(app, argc, argv);
+    try {
+        cl::set_thread_count(1);
+        auto dir = model_dir.empty() ? cl::default_model_dir() : std::filesystem::path(model_dir);
+        auto model = cl::Model::load(dir);
+        std::vector<std::string> policies;
+        std::stringstream ss(policies_csv);
+        for (std::string p; std::getline(ss, p, ',');) policies.push_back(p);
+        cl::tasks::TaskGenerator tg(7, cl::tasks::Split::Eval, cl::tasks::Difficulty{3, 10, 16, 3, 8});
+        cl::GenerationRequest req;
+        req.prompt_text = tg.next("kv").prompt;
+        req.config.gen_length = gen;
+        req.config.block_length = 32;
+        req.config.steps = gen;
+        std::printf("%-12s %14s %14s %10s\n", "policy", "plain_ms", "recorded_ms", "overhead");
+        nlohmann::json j = {{"policies", nlohmann::json::array()}};
+        std::filesystem::remove(out);
+        for (const auto& p : policies) {
+            req.policy = p;
+            std::vector<double> plain, rec;
+            for (int r = 0; r < repeats; ++r) {
+                auto t0 = Clock::now();
+                cl::Generator(model, req).run();
+                plain.push_back(ms_since(t0));
+                std::filesystem::remove(out + ".tmp");
+                auto w = cl::sessions::SessionWriter::open(out + ".tmp");
+                t0 = Clock::now();
+                cl::Generator(model, req, w.get()).run();
+                rec.push_back(ms_since(t0));  // generation time with the recorder attached
+                w->flush();
+            }
+            // Keep one recorded run of each policy in the comparison file.
+            {
+                auto w = cl::sessions::SessionWriter::open(out);
+                cl::Generator(model, req, w.get()).run();
+                w->flush();
+            }
+            const double a = median(plain), b = median(rec);
+            std::printf("%-12s %14.1f %14.1f %9.1f%%\n", p.c_str(), a, b, 100 * (b - a) / a);
+            j["policies"].push_back({{"policy", p}, {"plain_ms", a}, {"recorded_ms", b}, {"overhead", (b - a) / a}});
+        }
+        std::filesystem::remove(out + ".tmp");
+        // Read side: open + every step's metadata, then one step's full data with one attention layer.
+        std::vector<double> open_ms, fetch_ms;
+        for (int r = 0; r < std::max(3, repeats); ++r) {
+            auto t0 = Clock::now();
+            auto reader = cl::sessions::SessionReader::open(out, false);
+            auto runs = reader->runs();
+            size_t steps = 0;
+            for (const auto& run : runs) steps += reader->step_meta(run.run_id).size();
+            open_ms.push_back(ms_since(t0));
+            for (int k = 0; k < 10; ++k) {
+                t0 = Clock::now();
+                auto s = reader->load_step(runs[0].run_id, static_cast<int32_t>((k * 37) % steps / runs.size()), {2});
+                fetch_ms.push_back(ms_since(t0));
+            }
+        }
+        const auto size = std::filesystem::file_size(out);
+        std::printf("\nsession %s: %.1f MB\nopen + all step metadata: median %.1f ms\none step (masks + attention layer 2): median %.2f ms\n",
+                    out.c_str(), size / 1e6, median(open_ms), median(fetch_ms));
+        j["file_mb"] = size / 1e6;
+        j["open_ms"] = median(open_ms);
+        j["fetch_step_ms"] = median(fetch_ms);
+        if (!json_file.empty()) std::ofstream(json_file) << j.dump(2) << '\n';
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "cachelens-bench-sessions: error: %s\n", e.what());
+        return 2;
+    }
+    return 0;
+}

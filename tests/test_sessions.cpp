@@ -1,0 +1,405 @@
+// Sessions: round trips, migrations, crashes and bad files. Real SQLite files in a temp folder.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "sessions/blob_codec.h"
+#include "sessions/schema.h"
+#include "sessions/session_reader.h"
+#include "sessions/session_writer.h"
+#include "test_util.h"
+
+namespace cl::sessions {
+namespace {
+
+trace::RunInfo make_info(int32_t run_id, const std::string& policy, int L = 12, int N = 3) {
+    trace::RunInfo i;
+    i.run_id = run_id;
+    i.policy = policy;
+    i.policy_params = {{"refresh_interval", "8"}};
+    i.sampler = {{"gen_length", "8"}, {"seed", "3"}};
+    i.model_name = "tiny";
+    i.model_hash = "0123456789abcdef";
+    i.device = "cpu";
+    i.threads = 2;
+    i.seed = 3;
+    i.prompt_text = "Caf\xc3\xa9 prompt";
+    i.prompt_len = 4;
+    i.gen_len = L - 4;
+    i.block_len = 4;
+    i.steps = 8;
+    i.n_layers = N;
+    i.n_heads = 2;
+    i.mask_id = 99;
+    i.eos_id = 98;
+    i.initial_tokens.assign(static_cast<size_t>(L), 99);
+    i.token_text = {{99, "<|mdm_mask|>"}, {1, "a"}};
+    i.app_version = "test";
+    return i;
+}
+
+std::shared_ptr<trace::StepRecord> make_step(int32_t run_id, int32_t step, int L = 12, int N = 3, bool oracle = false) {
+    auto r = std::make_shared<trace::StepRecord>();
+    r->run_id = run_id;
+    r->step = step;
+    r->block = step / 4;
+    r->step_in_block = step % 4;
+    r->seq_len = L;
+    r->n_layers = N;
+    for (int i = 0; i < L; ++i) {
+        r->tokens.push_back(i < 4 + step ? i : 99);
+        r->states.push_back(i < 4 ? trace::TokenState::Prompt
+                                  : i < 4 + step ? trace::TokenState::DecodedEarlier : trace::TokenState::Masked);
+        r->predicted.push_back(i >= 4 + step ? 7 : -1);
+        r->confidence.push_back(i >= 4 + step ? 0.5f + 0.01f * i : NAN);
+    }
+    r->committed = {4 + step % (L - 4)};
+    for (int k = 0; k < N * L; ++k) {
+        r->actions.push_back(static_cast<trace::RowAction>(k % 5));
+        r->cache_age.push_back(static_cast<uint16_t>(k % 7));
+    }
+    r->layer_ms = std::vector<float>(static_cast<size_t>(N), 0.25f);
+    r->wall_ms = 1.5 + step;
+    r->flops = 1e6;
+    r->flops_full = 2e6;
+    r->new_token_text = {{step, "t" + std::to_string(step)}};
+    trace::TriggerEvent e;
+    e.kind = "drift";
+    e.layer = 1;
+    e.value = 0.8;
+    e.threshold = 0.9;
+    e.fired = true;
+    e.action = "recompute";
+    r->triggers = {e};
+    trace::AttentionMap a;
+    a.layer = 1;
+    a.head = -1;
+    a.rows = 2;
+    a.cols = L;
+    a.row_index = {4, 5};
+    for (int k = 0; k < 2 * L; ++k) a.data.push_back(k % L == 0 ? 0.5f : 0.5f / (L - 1));
+    r->attention = {a};
+    if (oracle) {
+        r->has_oracle = true;
+        r->oracle.k_cos = r->oracle.v_cos = r->oracle.k_rel_l2 = r->oracle.v_rel_l2 = std::vector<float>(static_cast<size_t>(N * L), 0.99f);
+        r->oracle.logits_kl = 0.125;
+        r->oracle.commit_differs = true;
+    }
+    return r;
+}
+
+void write_session(const std::string& path, int runs, int steps, WriterOptions o = {}) {
+    auto w = SessionWriter::open(path, o);
+    for (int run = 0; run < runs; ++run) {
+        w->on_run_start(make_info(run, "policy" + std::to_string(run)));
+        for (int s = 0; s < steps; ++s) w->publish(make_step(run, s, 12, 3, s % 2 == 0));
+        trace::RunSummary sum;
+        sum.status = trace::RunStatus::Complete;
+        sum.steps = steps;
+        sum.tokens_per_s = 42;
+        sum.final_text = "done";
+        w->on_run_end(run, sum);
+    }
+    ASSERT_TRUE(w->flush()) << w->error();
+}
+
+std::string open_error(const std::string& path) {
+    try {
+        SessionReader::open(path);
+    } catch (const SessionError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(BlobCodec, RoundTripsEveryDtypeRawAndCompressed) {
+    for (bool z : {false, true}) {
+        std::vector<float> f(1000);
+        for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(i % 13) * 0.5f;
+        auto e = encode_array(f, {10, 100}, z);
+        EXPECT_EQ(e.shape, "10,100");
+        EXPECT_EQ(e.encoding, z ? "zstd" : "raw");
+        EXPECT_EQ(decode_array<float>(e.dtype, e.shape, e.encoding, e.data.data(), e.data.size()), f);
+        std::vector<uint16_t> u{1, 2, 65535};
+        auto eu = encode_array(u, {3}, z);
+        EXPECT_EQ(decode_array<uint16_t>(eu.dtype, eu.shape, eu.encoding, eu.data.data(), eu.data.size()), u);
+    }
+}
+
+TEST(BlobCodec, RejectsCorruptBlobs) {
+    std::vector<int32_t> v(100, 7);
+    auto e = encode_array(v, {100}, true);
+    EXPECT_THROW(decode_array<float>(e.dtype, e.shape, e.encoding, e.data.data(), e.data.size()), SessionError);  // dtype
+    EXPECT_THROW(decode_array<int32_t>(e.dtype, "101", e.encoding, e.data.data(), e.data.size()), SessionError);   // size
+    EXPECT_THROW(decode_array<int32_t>(e.dtype, "1,-2", e.encoding, e.data.data(), e.data.size()), SessionError);  // shape
+    EXPECT_THROW(decode_array<int32_t>(e.dtype, "100", "lz4", e.data.data(), e.data.size()), SessionError);        // encoding
+    auto bad = e.data;
+    bad[bad.size() / 2] ^= 0xff;
+    bad.resize(bad.size() - 3);
+    EXPECT_THROW(decode_array<int32_t>(e.dtype, e.shape, e.encoding, bad.data(), bad.size()), SessionError);
+    EXPECT_THROW(decode_array<uint8_t>("u8", "99999999,99999999", "raw", nullptr, 0), SessionError);  // bomb
+}
+
+TEST(Sessions, RecordReadRoundTripIsIdentical) {
+    const auto path = (test::temp_dir("s") / "a.clsession").string();
+    write_session(path, 2, 6);
+    auto r = SessionReader::open(path);
+    EXPECT_EQ(r->info().schema_version, kCurrentSchema);
+    auto runs = r->runs();
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_EQ(runs[1].info.policy, "policy1");
+    EXPECT_EQ(runs[0].info.prompt_text, "Caf\xc3\xa9 prompt");
+    EXPECT_EQ(runs[0].info.policy_params.at("refresh_interval"), "8");
+    EXPECT_EQ(runs[0].info.model_hash, "0123456789abcdef");
+    EXPECT_EQ(runs[0].info.threads, 2);
+    EXPECT_EQ(runs[0].info.initial_tokens, make_info(0, "x").initial_tokens);
+    EXPECT_EQ(runs[0].status, trace::RunStatus::Complete);
+    EXPECT_EQ(runs[0].summary->final_text, "done");
+    EXPECT_EQ(runs[0].step_count, 6);
+    for (int s = 0; s < 6; ++s) {
+        auto want = make_step(0, s, 12, 3, s % 2 == 0);
+        auto got = r->load_step(runs[0].run_id, s);
+        EXPECT_EQ(got->tokens, want->tokens);
+        EXPECT_EQ(got->states, want->states);
+        EXPECT_EQ(got->predicted, want->predicted);
+        EXPECT_EQ(got->committed, want->committed);
+        EXPECT_EQ(got->actions, want->actions);
+        EXPECT_EQ(got->cache_age, want->cache_age);
+        EXPECT_EQ(got->layer_ms, want->layer_ms);
+        EXPECT_EQ(got->new_token_text, want->new_token_text);
+        for (size_t i = 0; i < want->confidence.size(); ++i)
+            EXPECT_TRUE(got->confidence[i] == want->confidence[i] || (std::isnan(got->confidence[i]) && std::isnan(want->confidence[i])));
+        ASSERT_EQ(got->triggers.size(), 1u);
+        EXPECT_EQ(got->triggers[0].kind, "drift");
+        EXPECT_DOUBLE_EQ(got->triggers[0].value, 0.8);
+        EXPECT_EQ(got->has_oracle, want->has_oracle);
+        if (want->has_oracle) {
+            EXPECT_EQ(got->oracle.k_cos, want->oracle.k_cos);
+            EXPECT_DOUBLE_EQ(got->oracle.logits_kl, 0.125);
+            EXPECT_TRUE(got->oracle.commit_differs);
+        }
+        ASSERT_EQ(got->attention.size(), 1u);
+        EXPECT_EQ(got->attention[0].row_index, want->attention[0].row_index);
+        for (size_t i = 0; i < want->attention[0].data.size(); ++i)  // rowmax-u8: error <= 3/255 of the row max
+            EXPECT_NEAR(got->attention[0].data[i], want->attention[0].data[i], 0.5 * 3 / 255 + 1e-7);
+    }
+    auto meta = r->step_meta(runs[0].run_id);
+    ASSERT_EQ(meta.size(), 6u);
+    EXPECT_DOUBLE_EQ(meta[3].wall_ms, 4.5);
+    EXPECT_TRUE(r->check().empty());
+}
+
+TEST(Sessions, ReplayStoreMatchesTheLiveStore) {
+    const auto path = (test::temp_dir("s") / "a.clsession").string();
+    trace::TraceStore live;
+    {
+        auto w = SessionWriter::open(path);
+        trace::FanOutSink fan;
+        fan.add(&live);
+        fan.add(w.get());
+        fan.on_run_start(make_info(5, "none"));
+        for (int s = 0; s < 4; ++s) fan.publish(make_step(5, s));
+        fan.on_run_end(5, trace::RunSummary{trace::RunStatus::Complete});
+        ASSERT_TRUE(w->flush());
+    }
+    trace::TraceStore replay(false);
+    SessionReader::open(path)->load_into(replay);
+    ASSERT_EQ(replay.run_ids().size(), 1u);
+    const int32_t id = replay.run_ids()[0];
+    ASSERT_EQ(replay.step_count(id), live.step_count(5));
+    for (int s = 0; s < 4; ++s) {
+        EXPECT_EQ(replay.step(id, s)->tokens, live.step(5, s)->tokens);
+        EXPECT_EQ(replay.step(id, s)->actions, live.step(5, s)->actions);
+    }
+    EXPECT_FALSE(replay.is_live());
+}
+
+TEST(Sessions, MigratesAV1FixtureWrittenByTheV1Writer) {
+    const auto path = (test::temp_dir("s") / "v1.clsession").string();
+    WriterOptions v1;
+    v1.schema_version = 1;
+    write_session(path, 1, 3, v1);
+    {
+        Db db(path, SQLITE_OPEN_READONLY);
+        EXPECT_EQ(db.pragma_int("user_version"), 1);
+    }
+    auto r = SessionReader::open(path);
+    EXPECT_EQ(r->info().schema_version_found, 1);
+    EXPECT_EQ(r->info().schema_version, 2);
+    EXPECT_EQ(r->runs().at(0).note, "");  // the v2 column exists now
+    r->set_note(r->runs().at(0).run_id, "kept");
+    EXPECT_EQ(r->runs().at(0).note, "kept");
+    EXPECT_EQ(r->load_step(r->runs().at(0).run_id, 2)->tokens, make_step(0, 2)->tokens);
+    // Appending to an old file migrates it too.
+    auto reopened = SessionReader::open(path);
+    EXPECT_EQ(reopened->info().schema_version_found, 2);
+}
+
+TEST(Sessions, RefusesNewerForeignAndBrokenFiles) {
+    const auto dir = test::temp_dir("s");
+    const auto newer = (dir / "newer.clsession").string();
+    write_session(newer, 1, 1);
+    { Db db(newer, SQLITE_OPEN_READWRITE); db.exec("PRAGMA user_version = 99"); }
+    EXPECT_NE(open_error(newer).find("newer CacheLens"), std::string::npos) << open_error(newer);
+
+    const auto other = (dir / "other.db").string();
+    { Db db(other, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE); db.exec("CREATE TABLE t(x); INSERT INTO t VALUES (1);"); }
+    EXPECT_NE(open_error(other).find("another SQLite database"), std::string::npos) << open_error(other);
+
+    const auto noise = (dir / "noise.clsession").string();
+    std::string bytes(8192, '\0');
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 7);
+    test::write_file(noise, bytes);
+    EXPECT_NE(open_error(noise).find("not a CacheLens session"), std::string::npos) << open_error(noise);
+
+    const auto good = (dir / "good.clsession").string();
+    write_session(good, 1, 20);
+    { Db db(good, SQLITE_OPEN_READWRITE); db.exec("PRAGMA wal_checkpoint(TRUNCATE)"); }
+    const auto truncated = (dir / "truncated.clsession").string();
+    auto content = test::read_file(good);
+    test::write_file(truncated, content.substr(0, content.size() / 3));
+    std::string err = open_error(truncated);
+    if (err.empty()) {  // the header survived: the damage must show up when reading
+        auto r = SessionReader::open(truncated);
+        EXPECT_FALSE(r->check().empty());
+    }
+    test::write_file(dir / "tiny.clsession", "SQLite");
+    EXPECT_NE(open_error((dir / "tiny.clsession").string()).find("truncated"), std::string::npos);
+    EXPECT_NE(open_error((dir / "missing.clsession").string()).find("not found"), std::string::npos);
+    // The refused files are untouched.
+    EXPECT_EQ(test::read_file(noise), bytes);
+}
+
+TEST(Sessions, CorruptBlobGivesAClearErrorNotACrash) {
+    const auto path = (test::temp_dir("s") / "a.clsession").string();
+    write_session(path, 1, 3);
+    {
+        Db db(path, SQLITE_OPEN_READWRITE);
+        db.exec("UPDATE array SET data = x'28b52ffd0000deadbeef' WHERE name = 'tokens' AND step = 1");
+        db.exec("UPDATE array SET shape = '5' WHERE name = 'actions' AND step = 2");
+    }
+    auto r = SessionReader::open(path);
+    const auto run = r->runs().at(0).run_id;
+    EXPECT_NO_THROW(r->load_step(run, 0));
+    try {
+        r->load_step(run, 1);
+        FAIL();
+    } catch (const SessionError& e) {
+        EXPECT_NE(std::string(e.what()).find("step 1"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("tokens"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(r->load_step(run, 2), SessionError);
+    EXPECT_EQ(r->check().size(), 2u);
+}
+
+TEST(Sessions, KilledRecorderLeavesCommittedStepsAndAnAbortedRun) {
+    const auto path = (test::temp_dir("s") / "killed.clsession").string();
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        WriterOptions o;
+        o.batch_steps = 1;
+        o.batch_ms = 5;
+        auto w = SessionWriter::open(path, o);
+        w->on_run_start(make_info(0, "none"));
+        for (int s = 0;; ++s) {
+            w->publish(make_step(0, s));
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+    }
+    // Wait until some steps are committed, then kill without warning.
+    int64_t committed = 0;
+    for (int i = 0; i < 500 && committed < 20; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        try {
+            auto r = SessionReader::open(path, /*repair=*/false);
+            auto runs = r->runs();
+            if (!runs.empty()) committed = runs[0].step_count;
+        } catch (const SessionError&) {
+        }
+    }
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_GE(committed, 20);
+    auto r = SessionReader::open(path);
+    EXPECT_EQ(r->info().aborted_on_open, 1);
+    auto runs = r->runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, trace::RunStatus::Aborted);
+    EXPECT_GE(runs[0].step_count, committed);
+    for (int s = 0; s < runs[0].step_count; ++s) EXPECT_EQ(r->load_step(runs[0].run_id, s)->tokens, make_step(0, s)->tokens);
+    EXPECT_TRUE(r->check().empty());
+}
+
+TEST(Sessions, FullDiskReportsAnErrorAndKeepsTheRunInMemory) {
+    const auto path = (test::temp_dir("s") / "full.clsession").string();
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        signal(SIGXFSZ, SIG_IGN);  // writes past the limit fail with EFBIG instead of killing us
+        struct rlimit lim {300 * 1024, 300 * 1024};
+        setrlimit(RLIMIT_FSIZE, &lim);
+        WriterOptions o;
+        o.batch_steps = 4;
+        auto w = SessionWriter::open(path, o);
+        w->on_run_start(make_info(0, "none", 400, 6));
+        for (int s = 0; s < 3; ++s) w->publish(make_step(0, s, 400, 6));
+        if (!w->flush()) _exit(2);  // these fit: they must be committed
+        for (int s = 3; s < 400; ++s) w->publish(make_step(0, s, 400, 6));
+        const bool ok = w->flush();
+        const bool kept = w->unwritten_steps() > 0;
+        _exit(!ok && kept && w->error().find("kept in memory") != std::string::npos ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the writer reports the failure and keeps the records";
+    auto r = SessionReader::open(path);  // what was committed before the disk filled is intact
+    auto runs = r->runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_GT(runs[0].step_count, 0);
+    EXPECT_LT(runs[0].step_count, 400);
+    EXPECT_TRUE(r->check().empty());
+}
+
+TEST(Sessions, UnwritableLocationFailsWithTheFileName) {
+    const auto path = (test::temp_dir("s") / "no-such-dir" / "x.clsession").string();
+    try {
+        SessionWriter::open(path);
+        FAIL();
+    } catch (const SessionError& e) {
+        EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
+    }
+}
+
+TEST(Sessions, AppendsComparisonsAndDeletesRuns) {
+    const auto path = (test::temp_dir("s") / "a.clsession").string();
+    write_session(path, 2, 2);
+    auto w = SessionWriter::open(path);
+    EXPECT_EQ(w->comparison_id(), 1);
+    w->on_run_start(make_info(0, "third"));
+    w->on_run_end(0, trace::RunSummary{trace::RunStatus::Complete});
+    ASSERT_TRUE(w->flush());
+    w.reset();
+    auto r = SessionReader::open(path);
+    auto runs = r->runs();
+    ASSERT_EQ(runs.size(), 3u);
+    EXPECT_EQ(runs[2].comparison_id, 1);
+    r->delete_run(runs[0].run_id);
+    r->rename("workshop");
+    r->vacuum();
+    auto again = SessionReader::open(path);
+    EXPECT_EQ(again->runs().size(), 2u);
+    EXPECT_EQ(again->info().name, "workshop");
+}
+
+}  // namespace
+}  // namespace cl::sessions
