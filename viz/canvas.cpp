@@ -1,0 +1,62 @@
+// The canvas: one column per run, step-aligned (or by normalised progress), each with the panels
+// of UX.md in order, and the throughput chart and legend below.
+#include <algorithm>
+#include <cmath>
+
+#include "viz/palette.h"
+#include "viz/panels/panels.h"
+
+namespace cl::viz {
+
+int32_t column_step(const RunView& run, const ViewState& view, int32_t max_steps) {
+    const auto n = static_cast<int32_t>(run.steps.size());
+    if (n == 0) return -1;
+    if (view.step < 0) return n - 1;
+    if (view.align_by_progress && max_steps > 1)
+        return std::clamp(static_cast<int32_t>(std::lround(static_cast<double>(view.step) / (max_steps - 1) * (n - 1))), 0, n - 1);
+    return std::clamp(view.step, 0, n - 1);
+}
+
+void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& textures, const CanvasOptions& options) {
+    view.hovered_pos = -1;
+    int32_t max_steps = 0;
+    const RunView* baseline = nullptr;
+    for (const auto& r : runs) {
+        max_steps = std::max(max_steps, static_cast<int32_t>(r.steps.size()));
+        if (r.info.policy == "none" && !baseline) baseline = &r;
+    }
+    view.steps_available = max_steps;
+    if (runs.empty()) {
+        ImGui::TextDisabled("No runs. Pick policies and press Play, or open a session.");
+        return;
+    }
+    draw_legend(view);
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const int cols = static_cast<int>(runs.size());
+    const float col_w = std::max(options.column_min_width, avail / cols - ImGui::GetStyle().ItemSpacing.x);
+    const float height = std::max(ImGui::GetFontSize() * 10, ImGui::GetContentRegionAvail().y - ImGui::GetFontSize() * 8);
+    ImGui::BeginChild("##columns", {0, height}, false, ImGuiWindowFlags_HorizontalScrollbar);
+    for (int k = 0; k < cols; ++k) {
+        auto& run = runs[static_cast<size_t>(k)];
+        if (k > 0) ImGui::SameLine();
+        ImGui::PushID(k);
+        ImGui::BeginChild("##column", {col_w, 0}, true);
+        const float inner = ImGui::GetContentRegionAvail().x;
+        ColumnContext c{run, baseline, view, textures, column_step(run, view, max_steps), inner};
+        draw_header_metrics(c);
+        ImGui::Separator();
+        draw_token_strip(c);
+        draw_timeline(c);
+        draw_recompute_map(c);
+        if (ImGui::CollapsingHeader("attention", ImGuiTreeNodeFlags_DefaultOpen)) draw_attention_map(c);
+        if (ImGui::CollapsingHeader(view.oracle_view ? "staleness (oracle)" : "drift & triggers", ImGuiTreeNodeFlags_DefaultOpen))
+            draw_drift_plot(c);
+        draw_diff_strip(c);
+        ImGui::EndChild();
+        ImGui::PopID();
+    }
+    ImGui::EndChild();
+    draw_throughput_chart(runs, view);
+}
+
+}  // namespace cl::viz

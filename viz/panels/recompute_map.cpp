@@ -1,0 +1,73 @@
+// Panel 4: layer x token for the current step: what each layer did with each row (recomputed,
+// K/V reused, probed only, features reused), shaded by cache age (older = darker). Layers where a
+// trigger fired carry a marker on the left (e.g. Elastic-Cache's l*).
+#include <algorithm>
+
+#include "viz/palette.h"
+#include "viz/panels/panels.h"
+#include "viz/plot.h"
+
+namespace cl::viz {
+
+void draw_recompute_map(ColumnContext& c) {
+    if (c.step < 0) return;
+    const auto& s = *c.run.steps[static_cast<size_t>(c.step)];
+    const int32_t N = s.n_layers, L = s.seq_len;
+    if (N <= 0 || L <= 0) return;
+    std::vector<uint32_t> px(static_cast<size_t>(N) * static_cast<size_t>(L));
+    for (int32_t l = 0; l < N; ++l)
+        for (int32_t i = 0; i < L; ++i) {
+            const size_t k = static_cast<size_t>(l) * static_cast<size_t>(L) + static_cast<size_t>(i);
+            ImU32 col = action_color(s.actions[k], c.view.dark);
+            if (s.actions[k] != trace::RowAction::Recomputed && !s.cache_age.empty()) {
+                // Shade by age: a row reused for 32+ steps is drawn at 45% brightness.
+                const float f = 1.f - 0.55f * std::min(1.f, s.cache_age[k] / 32.f);
+                const auto r = static_cast<int>(((col >> IM_COL32_R_SHIFT) & 0xff) * f);
+                const auto g = static_cast<int>(((col >> IM_COL32_G_SHIFT) & 0xff) * f);
+                const auto b = static_cast<int>(((col >> IM_COL32_B_SHIFT) & 0xff) * f);
+                col = IM_COL32(r, g, b, 255);
+            }
+            px[k] = to_rgba8(col);
+        }
+    const std::string key = "recompute/" + std::to_string(c.run.info.run_id) + "/" + std::to_string(s.step) +
+                            (c.view.dark ? "d" : "l");
+    ImTextureID tex = c.textures.rgba_texture(key, L, N, px);
+    ImGui::TextDisabled("layers x positions at step %d", s.step);
+    const float marker = ImGui::GetFontSize() * 0.8f;
+    const ImVec2 pos = ImGui::GetCursorScreenPos();
+    const ImVec2 size{std::max(10.f, c.width - marker), std::clamp(N * 10.f, ImGui::GetFontSize() * 2, ImGui::GetFontSize() * 8)};
+    ImGui::InvisibleButton("##recompute", {size.x + marker, size.y});
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 img{pos.x + marker, pos.y};
+    dl->AddImage(tex, img, {img.x + size.x, img.y + size.y});
+    const float row_h = size.y / N;
+    for (const auto& t : s.triggers)
+        if (t.fired && t.layer >= 0 && t.layer < N) {
+            const float y = pos.y + (t.layer + 0.5f) * row_h;
+            dl->AddTriangleFilled({pos.x, y - 4}, {pos.x, y + 4}, {pos.x + marker - 2, y}, palette(c.view.dark).trigger);
+        }
+    if (ImGui::IsItemHovered()) {
+        const ImVec2 m = ImGui::GetIO().MousePos;
+        const int32_t layer = std::clamp(static_cast<int32_t>((m.y - img.y) / row_h), 0, N - 1);
+        const int32_t row = std::clamp(static_cast<int32_t>((m.x - img.x) / size.x * L), 0, L - 1);
+        c.view.hovered_pos = row;
+        const size_t k = static_cast<size_t>(layer) * static_cast<size_t>(L) + static_cast<size_t>(row);
+        ImGui::BeginTooltip();
+        ImGui::Text("layer %d, position %d: %s", layer, row, trace::to_string(s.actions[k]));
+        if (!s.cache_age.empty()) ImGui::Text("cache age %d steps", s.cache_age[k]);
+        for (const auto& t : s.triggers)
+            if (t.layer == layer || t.layer < 0)
+                ImGui::Text("%s%s: value %.3f, threshold %.3f -> %s", t.fired ? "* " : "", t.kind.c_str(), t.value,
+                            t.threshold, t.action.c_str());
+        ImGui::EndTooltip();
+        if (ImGui::IsMouseClicked(0)) c.view.layer = layer;
+    }
+    if (!c.view.figure_mode) {
+        for (auto a : {trace::RowAction::Recomputed, trace::RowAction::KvReused, trace::RowAction::ProbedOnly,
+                       trace::RowAction::FeatureReused})
+            plot::legend_item(trace::to_string(a), action_color(a, c.view.dark));
+        ImGui::NewLine();
+    }
+}
+
+}  // namespace cl::viz
