@@ -33,6 +33,7 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
     draw_legend(view);
     const float avail = ImGui::GetContentRegionAvail().x;
     const int cols = static_cast<int>(runs.size());
+    // Columns share the width; below the minimum they scroll horizontally instead of shrinking.
     const float col_w = std::max(options.column_min_width, avail / cols - ImGui::GetStyle().ItemSpacing.x);
     const float height = std::max(ImGui::GetFontSize() * 10, ImGui::GetContentRegionAvail().y - ImGui::GetFontSize() * 8);
     ImGui::BeginChild("##columns", {0, height}, false, ImGuiWindowFlags_HorizontalScrollbar);

@@ -71,7 +71,7 @@ public:
 
 // [SECTION] entry points
 struct CanvasOptions {
-    float column_min_width = 320.f;
+    float column_min_width = 240.f;
 };
 
 // The whole canvas: one column per run, step-aligned, every panel of UX.md.

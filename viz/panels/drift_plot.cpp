@@ -60,7 +60,8 @@ void draw_drift_plot(ColumnContext& c) {
     for (int32_t t = 0; t < n; ++t) {
         std::map<std::string, float> step_min;
         for (const auto& e : c.run.steps[static_cast<size_t>(t)]->triggers) {
-            if (!std::isfinite(e.value) || e.kind == "interval" || e.kind == "selection" || e.kind == "full") continue;
+            // Drift signals are the events tested against a threshold; scheduled refreshes are not.
+            if (!std::isfinite(e.value) || !std::isfinite(e.threshold)) continue;
             auto& sr = series[e.kind];
             if (std::isfinite(e.threshold)) sr.threshold = e.threshold;
             auto it = step_min.find(e.kind);

@@ -1,0 +1,207 @@
+#include "app/desktop/engine_bridge.h"
+
+#include <chrono>
+
+#include "engine/core/errors.h"
+
+namespace cl::app {
+
+// One column's live data; `view` is what the UI copies.
+struct EngineBridge::Column : public trace::TraceSink {
+    std::unique_ptr<Generator> gen;
+    viz::RunView view;      // guarded by the bridge's data mutex
+    std::mutex* mutex = nullptr;
+    std::atomic<uint64_t>* generation = nullptr;
+    bool want_oracle = false;
+    std::chrono::steady_clock::time_point run_start;
+
+    bool wants(const trace::ProbeRequest& r) const override {
+        if (r.kind == trace::ProbeKind::Oracle) return want_oracle;
+        if (r.kind == trace::ProbeKind::Attention) return r.head == -1;  // head means for every layer
+        return true;
+    }
+    void on_run_start(const trace::RunInfo& info) override {
+        std::lock_guard lock(*mutex);
+        auto throughput = std::move(view.throughput);
+        view = viz::RunView{};
+        view.info = info;
+        view.token_text = info.token_text;
+        view.throughput = std::move(throughput);
+        ++*generation;
+    }
+    void publish(std::shared_ptr<const trace::StepRecord> r) override {
+        std::lock_guard lock(*mutex);
+        for (const auto& [id, t] : r->new_token_text) view.token_text[id] = t;
+        view.steps.push_back(std::move(r));
+        ++*generation;
+    }
+    void on_run_end(int32_t, const trace::RunSummary& s) override {
+        std::lock_guard lock(*mutex);
+        view.summary = s;
+        view.throughput.push_back(static_cast<float>(s.tokens_per_s));
+        if (view.throughput.size() > 240) view.throughput.erase(view.throughput.begin());
+        ++*generation;
+    }
+};
+
+EngineBridge::EngineBridge(std::shared_ptr<Model> model, int threads) : m_model(std::move(model)), m_threads(threads) {
+    m_thread = std::thread([this] { thread_main(); });
+}
+
+EngineBridge::~EngineBridge() {
+    m_stop = true;
+    m_queue.post({"", [] {}});
+    if (m_thread.joinable()) m_thread.join();
+}
+
+void EngineBridge::configure(const RunSetup& setup) {
+    m_queue.post({"configure", [this, setup] {
+                      m_setup = setup;
+                      m_columns.clear();
+                      for (size_t i = 0; i < setup.columns.size(); ++i) {
+                          auto c = std::make_unique<Column>();
+                          c->mutex = &m_data_mutex;
+                          c->generation = &m_generation;
+                          m_columns.push_back(std::move(c));
+                      }
+                      {
+                          std::lock_guard lock(m_data_mutex);
+                          m_error.clear();
+                      }
+                      for (size_t i = 0; i < m_columns.size(); ++i) rebuild(i);
+                      m_max_step = 0;
+                      ++m_generation;
+                  }});
+}
+
+void EngineBridge::advance(int steps) {
+    m_queue.post({"", [this, steps] {
+                      const int target = m_max_step.load() + steps;
+                      for (size_t i = 0; i < m_columns.size(); ++i) sync_to(i, target);
+                  }});
+}
+
+void EngineBridge::advance_to(int step) {
+    m_queue.post({"advance-to", [this, step] {
+                      for (size_t i = 0; i < m_columns.size(); ++i) sync_to(i, step);
+                  }});
+}
+
+void EngineBridge::set_playing(bool playing) { m_playing = playing; m_queue.post({"wake", [] {}}); }
+void EngineBridge::set_loop(bool loop) { m_loop = loop; }
+void EngineBridge::set_speed(int sps) { m_speed = sps; }
+
+void EngineBridge::set_param(size_t column, const std::string& key, double value) {
+    m_queue.post({"param/" + std::to_string(column) + "/" + key, [this, column, key, value] {
+                      if (column >= m_setup.columns.size()) return;
+                      m_setup.columns[column].params[key] = value;
+                      const int target = m_max_step.load();
+                      rebuild(column);
+                      sync_to(column, target);  // re-run the column to where the others are
+                  }});
+}
+
+std::vector<viz::RunView> EngineBridge::snapshot() const {
+    std::lock_guard lock(m_data_mutex);
+    std::vector<viz::RunView> out;
+    for (const auto& c : m_columns) out.push_back(c->view);
+    return out;
+}
+
+std::string EngineBridge::last_error() const {
+    std::lock_guard lock(m_data_mutex);
+    return m_error;
+}
+
+void EngineBridge::rebuild(size_t i) {
+    auto& c = *m_columns[i];
+    GenerationRequest req;
+    req.prompt_text = m_setup.prompt;
+    req.chat_template = m_setup.chat_template;
+    req.config = m_setup.config;
+    req.policy = m_setup.columns[i].policy;
+    req.params = m_setup.columns[i].params;
+    req.run_id = m_next_run_id++;
+    req.threads = m_threads;
+    c.want_oracle = m_setup.oracle;
+    try {
+        c.gen = std::make_unique<Generator>(m_model, req, &c);
+        c.run_start = std::chrono::steady_clock::now();
+    } catch (const std::exception& e) {
+        c.gen.reset();
+        std::lock_guard lock(m_data_mutex);
+        m_error = e.what();
+        c.view.status = std::string("error: ") + e.what();
+    }
+}
+
+bool EngineBridge::step_column(size_t i) {
+    auto& c = *m_columns[i];
+    if (!c.gen || c.gen->done()) return false;
+    try {
+        c.gen->step();
+        if (c.gen->done()) c.gen->finish(false);
+    } catch (const std::exception& e) {
+        std::lock_guard lock(m_data_mutex);
+        m_error = e.what();
+        c.view.status = std::string("error: ") + e.what();
+        c.gen.reset();
+        return false;
+    }
+    return true;
+}
+
+void EngineBridge::sync_to(size_t i, int step) {
+    m_busy = true;
+    auto& c = *m_columns[i];
+    {
+        std::lock_guard lock(m_data_mutex);
+        c.view.status = "running to step " + std::to_string(step);
+    }
+    while (c.gen && !c.gen->done() && c.gen->steps_done() < step) {
+        if (!step_column(i)) break;
+    }
+    {
+        std::lock_guard lock(m_data_mutex);
+        c.view.status.clear();
+    }
+    int max_step = 0;
+    for (const auto& col : m_columns) max_step = std::max(max_step, col->gen ? col->gen->steps_done() : 0);
+    m_max_step = max_step;
+    m_busy = false;
+}
+
+void EngineBridge::thread_main() {
+    set_thread_count(m_threads);
+    while (!m_stop) {
+        auto cmd = m_queue.pop(std::chrono::milliseconds(m_playing ? 0 : 50));
+        if (cmd) {
+            cmd->run();
+            continue;
+        }
+        if (!m_playing || m_columns.empty()) continue;
+        // Play: one step for every column, then pace by speed.
+        const auto t0 = std::chrono::steady_clock::now();
+        bool any = false;
+        for (size_t i = 0; i < m_columns.size(); ++i) any |= step_column(i);
+        int max_step = 0;
+        for (const auto& col : m_columns) max_step = std::max(max_step, col->gen ? col->gen->steps_done() : 0);
+        m_max_step = max_step;
+        if (!any) {
+            if (m_loop) {
+                for (size_t i = 0; i < m_columns.size(); ++i) rebuild(i);  // next lap; throughput keeps its history
+                m_max_step = 0;
+            } else {
+                m_playing = false;
+            }
+        }
+        const int sps = m_speed.load();
+        if (sps > 0) {
+            const auto budget = std::chrono::milliseconds(1000 / sps);
+            const auto spent = std::chrono::steady_clock::now() - t0;
+            if (spent < budget) std::this_thread::sleep_for(budget - spent);
+        }
+    }
+}
+
+}  // namespace cl::app

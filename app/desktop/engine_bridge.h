@@ -1,0 +1,78 @@
+// EngineBridge: the single engine thread that owns the model and every column's Generator, fed
+// by a tag-coalescing CommandQueue. The UI never calls the engine: it posts commands and, once per
+// frame, takes a snapshot of the columns (a short lock, then drawing without any lock). Status
+// counters are atomics. Torch-free header.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "app/desktop/command_queue.h"
+#include "engine/core/generator.h"
+#include "viz/viz_context.h"
+
+namespace cl::app {
+
+struct ColumnSpec {
+    std::string policy;
+    std::map<std::string, double> params;
+};
+
+struct RunSetup {
+    std::string prompt;
+    bool chat_template = true;
+    GenerationConfig config;
+    std::vector<ColumnSpec> columns;
+    bool oracle = false;
+};
+
+class EngineBridge {
+public:
+    explicit EngineBridge(std::shared_ptr<Model> model, int threads = 1);
+    ~EngineBridge();
+
+    // All of these post a command and return at once.
+    void configure(const RunSetup& setup);              // new runs for every column (step 0)
+    void advance(int steps);                            // every column forward by `steps`
+    void advance_to(int step);                          // every column to `step` (or its end)
+    void set_playing(bool playing);
+    void set_loop(bool loop);                           // regenerate continuously (throughput chart)
+    void set_param(size_t column, const std::string& key, double value);  // re-runs that column
+    void set_speed(int steps_per_second);               // 0 = as fast as possible
+
+    // Thread-safe copy of every column for this frame.
+    std::vector<viz::RunView> snapshot() const;
+    std::shared_ptr<Model> model() const { return m_model; }
+    bool playing() const { return m_playing.load(); }
+    bool busy() const { return m_busy.load(); }
+    int max_step() const { return m_max_step.load(); }
+    uint64_t generation() const { return m_generation.load(); }
+    std::string last_error() const;
+
+private:
+    struct Column;
+    void thread_main();
+    void rebuild(size_t column);
+    bool step_column(size_t column);  // false when finished
+    void sync_to(size_t column, int step);
+
+    std::shared_ptr<Model> m_model;
+    int m_threads;
+    CommandQueue m_queue;
+    std::thread m_thread;
+    std::atomic<bool> m_stop{false}, m_playing{false}, m_loop{false}, m_busy{false};
+    std::atomic<int> m_max_step{0}, m_speed{0};
+    std::atomic<uint64_t> m_generation{0};
+    RunSetup m_setup;                          // engine thread only
+    std::vector<std::unique_ptr<Column>> m_columns;  // structure: engine thread; data: guarded
+    mutable std::mutex m_data_mutex;
+    std::string m_error;
+    int32_t m_next_run_id = 0;
+};
+
+}  // namespace cl::app

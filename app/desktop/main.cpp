@@ -1,0 +1,76 @@
+// cachelens: the desktop app. Opens on the embedded default model with an example prompt and three
+// policies (none, dkv-decode, elastic); Play generates. Headless figures:
+//   cachelens --prompt "..." --policies a,b,c --advance N --screenshot out.png
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QSurfaceFormat>
+#include <QTimer>
+#include <cstdio>
+
+#include "app/desktop/imgui_canvas.h"
+#include "app/desktop/main_window.h"
+#include "engine/core/model.h"
+
+int main(int argc, char** argv) {
+    QSurfaceFormat fmt;
+    fmt.setVersion(3, 3);
+    fmt.setProfile(QSurfaceFormat::CoreProfile);
+    QSurfaceFormat::setDefaultFormat(fmt);
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName("CacheLens");
+    QApplication::setApplicationName("cachelens");
+    QApplication::setApplicationVersion(CL_VERSION);
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription("CacheLens: KV/feature caching in diffusion LLMs, live and side by side");
+    parser.addHelpOption();
+    parser.addVersionOption();
+    QCommandLineOption model({"m", "model"}, "Model folder (default: the embedded model)", "DIR");
+    QCommandLineOption prompt("prompt", "Prompt text", "TEXT");
+    QCommandLineOption policies("policies", "Comma-separated policies to show", "LIST");
+    QCommandLineOption advance("advance", "Run N denoising steps before showing (headless figures)", "N");
+    QCommandLineOption screenshot("screenshot", "Render the window to a PNG and exit", "OUT.png");
+    QCommandLineOption threads("threads", "CPU threads for the engine", "N", "1");
+    QCommandLineOption light("light", "Light theme");
+    QCommandLineOption size("size", "Window size WxH", "WxH", "1600x1000");
+    parser.addOptions({model, prompt, policies, advance, screenshot, threads, light, size});
+    parser.process(app);
+
+    cl::app::LaunchOptions o;
+    o.model_dir = parser.value(model);
+    o.prompt = parser.value(prompt);
+    if (parser.isSet(policies)) o.policies = parser.value(policies).split(',', Qt::SkipEmptyParts);
+    o.threads = std::max(1, parser.value(threads).toInt());
+    o.light = parser.isSet(light);
+    cl::set_thread_count(o.threads);
+
+    cl::app::MainWindow window(o);
+    const auto wh = parser.value(size).split('x');
+    if (wh.size() == 2) window.resize(wh[0].toInt(), wh[1].toInt());
+    window.show();
+
+    if (parser.isSet(screenshot)) {
+        const int n = parser.value(advance).toInt();
+        const QString out = parser.value(screenshot);
+        if (n > 0) window.advance_to(n);
+        auto* timer = new QTimer(&window);
+        auto waited = std::make_shared<int>(0);
+        QObject::connect(timer, &QTimer::timeout, &window, [&, timer, n, out, waited] {
+            auto* bridge = window.bridge();
+            const bool ready = !bridge || (!bridge->busy() && bridge->max_step() >= std::min(n, 1 << 30) &&
+                                           static_cast<int>(window.view().steps_available) >= std::min(n, bridge->max_step()));
+            if (!ready && ++*waited < 1200) return;  // at most 60 s
+            timer->stop();
+            window.canvas()->update();
+            QTimer::singleShot(400, &window, [&, out] {
+                window.canvas()->update();
+                QApplication::processEvents();
+                const bool ok = window.grab().save(out);
+                std::fprintf(ok ? stdout : stderr, ok ? "wrote %s\n" : "cachelens: cannot write %s\n", qPrintable(out));
+                QApplication::exit(ok ? 0 : 1);
+            });
+        });
+        timer->start(50);
+    }
+    return app.exec();
+}

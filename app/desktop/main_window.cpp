@@ -1,0 +1,540 @@
+#include "app/desktop/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QShortcut>
+#include <QSlider>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QStatusBar>
+#include <QStyleFactory>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "app/desktop/imgui_canvas.h"
+#include "engine/core/errors.h"
+#include "engine/core/policy_registry.h"
+
+namespace cl::app {
+
+namespace {
+
+const char* kExamples[] = {
+    "What is 47 + 385?",
+    "Remember: kab=417, tup=902, zel=338, mor=561, quv=204, dax=719, pil=853, sen=126. What is tup?",
+    "Reverse the list: 12 7 93 40 5 61",
+    "Continue: In the beginning God created",
+};
+
+QString first_example() { return kExamples[0]; }
+
+}  // namespace
+
+MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent) : QMainWindow(parent), m_threads(options.threads) {
+    setWindowTitle("CacheLens");
+    QSettings settings;
+    m_canvas = new ImGuiCanvas(this);
+    setCentralWidget(m_canvas);
+
+    auto* setup_dock = new QDockWidget("Run setup", this);
+    setup_dock->setObjectName("setup");
+    setup_dock->setWidget(build_setup_dock());
+    addDockWidget(Qt::LeftDockWidgetArea, setup_dock);
+    auto* policies_dock = new QDockWidget("Policies", this);
+    policies_dock->setObjectName("policies");
+    policies_dock->setWidget(build_policies_dock());
+    addDockWidget(Qt::RightDockWidgetArea, policies_dock);
+    auto* transport_dock = new QDockWidget("Transport", this);
+    transport_dock->setObjectName("transport");
+    transport_dock->setWidget(build_transport());
+    transport_dock->setFeatures(QDockWidget::NoDockWidgetFeatures);
+    transport_dock->setTitleBarWidget(new QWidget());
+    addDockWidget(Qt::BottomDockWidgetArea, transport_dock);
+    build_menus();
+
+    // Settings (remembered between launches); command-line options win.
+    m_prompt->setPlainText(options.prompt.isEmpty() ? settings.value("prompt", first_example()).toString() : options.prompt);
+    QStringList policies = options.policies;
+    if (policies.isEmpty()) policies = settings.value("policies", QStringList{"none", "dkv-decode", "elastic"}).toStringList();
+    for (auto& [name, w] : m_policy_widgets) w.enabled->setChecked(policies.contains(QString::fromStdString(name)));
+    m_gen_length->setValue(settings.value("gen_length", m_gen_length->value()).toInt());
+    m_block_length->setValue(settings.value("block_length", m_block_length->value()).toInt());
+    m_steps->setValue(settings.value("steps", m_steps->value()).toInt());
+    restoreGeometry(settings.value("geometry").toByteArray());
+    set_theme(!options.light && settings.value("dark", true).toBool());
+
+    m_canvas->set_draw([this] {
+        auto runs = m_bridge ? m_bridge->snapshot() : std::vector<viz::RunView>{};
+        viz::draw_canvas(runs, m_view, *m_canvas);
+        if (m_view.seek_request >= 0) {
+            m_view.step = m_view.seek_request;
+            m_view.seek_request = -1;
+            QTimer::singleShot(0, this, [this] { refresh_transport(); });
+        }
+    });
+    QString dir = options.model_dir;
+    if (dir.isEmpty()) dir = QString::fromStdString(default_model_dir().string());
+    load_model(dir);
+
+    m_poll = new QTimer(this);
+    connect(m_poll, &QTimer::timeout, this, [this] {
+        if (!m_bridge) return;
+        const auto g = m_bridge->generation();
+        if (g != m_seen_generation) {
+            m_seen_generation = g;
+            m_canvas->update();
+            refresh_transport();
+        }
+    });
+    m_poll->start(33);
+}
+
+MainWindow::~MainWindow() { m_bridge.reset(); }
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+    save_settings();
+    QMainWindow::closeEvent(e);
+}
+
+void MainWindow::save_settings() const {
+    QSettings s;
+    s.setValue("prompt", m_prompt->toPlainText());
+    QStringList policies;
+    for (const auto& [name, w] : m_policy_widgets)
+        if (w.enabled->isChecked()) policies << QString::fromStdString(name);
+    s.setValue("policies", policies);
+    s.setValue("gen_length", m_gen_length->value());
+    s.setValue("block_length", m_block_length->value());
+    s.setValue("steps", m_steps->value());
+    s.setValue("dark", m_view.dark);
+    s.setValue("geometry", saveGeometry());
+}
+
+void MainWindow::build_menus() {
+    auto* file = menuBar()->addMenu("&File");
+    auto* open_model = file->addAction("Open &model folder...");
+    connect(open_model, &QAction::triggered, this, [this] {
+        const auto dir = QFileDialog::getExistingDirectory(this, "Model folder (config.json, safetensors, tokenizer.json)");
+        if (!dir.isEmpty()) load_model(dir);
+    });
+    file->addSeparator();
+    auto* quit = file->addAction("&Quit");
+    quit->setShortcut(QKeySequence::Quit);
+    connect(quit, &QAction::triggered, this, &QWidget::close);
+
+    auto* run = menuBar()->addMenu("&Run");
+    auto* apply = run->addAction("&Restart with these settings");
+    apply->setShortcut(QKeySequence("Ctrl+R"));
+    connect(apply, &QAction::triggered, this, &MainWindow::apply_setup);
+    auto* play = run->addAction("&Play / pause");
+    play->setShortcut(QKeySequence(Qt::Key_Space));
+    connect(play, &QAction::triggered, this, &MainWindow::toggle_play);
+    auto* fwd = run->addAction("Step &forward");
+    fwd->setShortcut(QKeySequence(Qt::Key_Right));
+    connect(fwd, &QAction::triggered, this, &MainWindow::step_forward);
+    auto* back = run->addAction("Step &back");
+    back->setShortcut(QKeySequence(Qt::Key_Left));
+    connect(back, &QAction::triggered, this, &MainWindow::step_back);
+    auto* nblock = run->addAction("Next &block");
+    nblock->setShortcut(QKeySequence("Shift+Right"));
+    connect(nblock, &QAction::triggered, this, [this] { jump_block(1); });
+    auto* pblock = run->addAction("Previous b&lock");
+    pblock->setShortcut(QKeySequence("Shift+Left"));
+    connect(pblock, &QAction::triggered, this, [this] { jump_block(-1); });
+    auto* home = run->addAction("First step");
+    home->setShortcut(QKeySequence(Qt::Key_Home));
+    connect(home, &QAction::triggered, this, &MainWindow::go_home);
+    auto* end = run->addAction("Latest step");
+    end->setShortcut(QKeySequence(Qt::Key_End));
+    connect(end, &QAction::triggered, this, &MainWindow::go_end);
+    for (auto* a : {play, fwd, back, nblock, pblock, home, end}) addAction(a);
+
+    auto* view = menuBar()->addMenu("&View");
+    auto* dark = view->addAction("&Dark theme");
+    dark->setCheckable(true);
+    dark->setChecked(true);
+    connect(dark, &QAction::toggled, this, [this](bool on) { set_theme(on); });
+    auto* magma = view->addAction("&Magma colormap");
+    magma->setCheckable(true);
+    connect(magma, &QAction::toggled, this, [this](bool on) {
+        m_view.colormap = on ? viz::Colormap::Magma : viz::Colormap::Viridis;
+        m_canvas->update();
+    });
+    auto* progress = view->addAction("Align columns by &progress");
+    progress->setCheckable(true);
+    connect(progress, &QAction::toggled, this, [this](bool on) {
+        m_view.align_by_progress = on;
+        m_canvas->update();
+    });
+    auto* help = menuBar()->addMenu("&Help");
+    connect(help->addAction("&About CacheLens"), &QAction::triggered, this, [this] {
+        QMessageBox::about(this, "CacheLens",
+                           "CacheLens " CL_VERSION "\nA visualizer and playground for KV/feature caching in diffusion LLMs.");
+    });
+}
+
+QWidget* MainWindow::build_setup_dock() {
+    auto* w = new QWidget();
+    auto* layout = new QFormLayout(w);
+    m_model_label = new QLabel("(no model)");
+    m_model_label->setWordWrap(true);
+    layout->addRow("Model", m_model_label);
+    m_examples = new QComboBox();
+    for (const char* e : kExamples) m_examples->addItem(QString(e).left(48), QString(e));
+    layout->addRow("Examples", m_examples);
+    m_prompt = new QPlainTextEdit();
+    m_prompt->setObjectName("prompt");
+    m_prompt->setMinimumHeight(90);
+    layout->addRow("Prompt", m_prompt);
+    connect(m_examples, QOverload<int>::of(&QComboBox::activated), this,
+            [this](int i) { m_prompt->setPlainText(m_examples->itemData(i).toString()); });
+    m_chat_template = new QCheckBox("LLaDA chat template");
+    m_chat_template->setChecked(true);
+    layout->addRow("", m_chat_template);
+    auto spin = [](int lo, int hi, int v) {
+        auto* s = new QSpinBox();
+        s->setRange(lo, hi);
+        s->setValue(v);
+        return s;
+    };
+    m_gen_length = spin(1, 4096, 64);
+    m_block_length = spin(1, 4096, 32);
+    m_steps = spin(1, 65536, 64);
+    m_seed = spin(0, 1 << 30, 0);
+    layout->addRow("Gen length", m_gen_length);
+    layout->addRow("Block length", m_block_length);
+    layout->addRow("Steps", m_steps);
+    m_remasking = new QComboBox();
+    m_remasking->addItems({"low_confidence", "random"});
+    layout->addRow("Remasking", m_remasking);
+    auto dspin = [](double lo, double hi, double v, double step) {
+        auto* s = new QDoubleSpinBox();
+        s->setRange(lo, hi);
+        s->setDecimals(3);
+        s->setSingleStep(step);
+        s->setValue(v);
+        return s;
+    };
+    m_threshold = dspin(0, 1, 0, 0.05);
+    m_threshold->setToolTip("Parallel decoding: commit every in-block mask with confidence >= threshold (0 = off)");
+    m_temperature = dspin(0, 10, 0, 0.1);
+    m_cfg = dspin(0, 10, 0, 0.5);
+    layout->addRow("Threshold", m_threshold);
+    layout->addRow("Temperature", m_temperature);
+    layout->addRow("CFG scale", m_cfg);
+    layout->addRow("Seed", m_seed);
+    m_device = new QComboBox();
+    m_device->addItem("cpu");
+    m_device->addItem("cuda");
+    const auto why = cuda_unavailable_reason();
+    if (!why.empty()) {
+        auto* item = qobject_cast<QStandardItemModel*>(m_device->model());
+        if (item) item->item(1)->setEnabled(false);
+        m_device->setItemData(1, QString::fromStdString(why), Qt::ToolTipRole);
+    }
+    layout->addRow("Device", m_device);
+    m_oracle = new QCheckBox("Oracle mode (full forward beside the cached one)");
+    layout->addRow("", m_oracle);
+    connect(m_oracle, &QCheckBox::toggled, this, [this](bool on) {
+        m_view.oracle_view = on;
+        apply_setup();
+    });
+    auto* apply = new QPushButton("Restart");
+    apply->setToolTip("Start new runs with these settings (Ctrl+R)");
+    connect(apply, &QPushButton::clicked, this, &MainWindow::apply_setup);
+    layout->addRow("", apply);
+    return w;
+}
+
+QWidget* MainWindow::build_policies_dock() {
+    auto* scroll = new QScrollArea();
+    scroll->setWidgetResizable(true);
+    auto* inner = new QWidget();
+    auto* v = new QVBoxLayout(inner);
+    for (const auto& info : list_policies()) {
+        auto* box = new QGroupBox();
+        auto* bl = new QFormLayout(box);
+        PolicyWidgets pw;
+        pw.enabled = new QCheckBox(QString::fromStdString(info.name));
+        pw.enabled->setObjectName(QString::fromStdString("policy/" + info.name));
+        pw.enabled->setToolTip(QString::fromStdString(info.summary));
+        bl->addRow(pw.enabled);
+        connect(pw.enabled, &QCheckBox::toggled, this, [this] { apply_setup(); });
+        for (const auto& spec : info.params) {
+            auto* s = new QDoubleSpinBox();
+            s->setObjectName(policy_param_widget_name(QString::fromStdString(info.name), QString::fromStdString(spec.name)));
+            s->setRange(spec.min, spec.max);
+            s->setDecimals(spec.integer ? 0 : 3);
+            s->setSingleStep(spec.integer ? 1 : (spec.max - spec.min) / 50.0);
+            s->setValue(spec.default_value);
+            s->setToolTip(QString::fromStdString(spec.help + " (paper default " + std::to_string(spec.default_value) + ")"));
+            s->setKeyboardTracking(false);
+            auto* label = new QLabel(QString::fromStdString(spec.name) + QString(" [%1]").arg(spec.default_value));
+            label->setToolTip("the value in brackets is the paper default");
+            bl->addRow(label, s);
+            const std::string name = info.name, key = spec.name;
+            connect(s, QOverload<double>::of(&QDoubleSpinBox::valueChanged), this, [this, name, key](double value) {
+                // A parameter change re-runs that column to the current step, in the background.
+                for (size_t c = 0; c < m_column_policies.size(); ++c)
+                    if (m_column_policies[c] == name && m_bridge) m_bridge->set_param(c, key, value);
+            });
+            pw.params[spec.name] = s;
+        }
+        if (!info.params.empty()) {
+            auto* reset = new QPushButton("Reset to paper defaults");
+            connect(reset, &QPushButton::clicked, this, [this, info] {
+                for (const auto& spec : info.params) m_policy_widgets[info.name].params[spec.name]->setValue(spec.default_value);
+            });
+            bl->addRow(reset);
+        }
+        m_policy_widgets[info.name] = pw;
+        v->addWidget(box);
+    }
+    v->addStretch();
+    scroll->setWidget(inner);
+    scroll->setMinimumWidth(250);
+    return scroll;
+}
+
+QWidget* MainWindow::build_transport() {
+    auto* w = new QWidget();
+    auto* h = new QHBoxLayout(w);
+    auto button = [&](const QString& text, const QString& tip, auto slot) {
+        auto* b = new QPushButton(text);
+        b->setToolTip(tip);
+        connect(b, &QPushButton::clicked, this, slot);
+        h->addWidget(b);
+        return b;
+    };
+    button("|<", "First step (Home)", [this] { go_home(); });
+    button("<<", "Previous block (Shift+Left)", [this] { jump_block(-1); });
+    button("<", "Step back (Left)", [this] { step_back(); });
+    m_play = button("Play", "Play / pause (Space)", [this] { toggle_play(); });
+    m_play->setObjectName("play");
+    button(">", "Step forward (Right)", [this] { step_forward(); });
+    button(">>", "Next block (Shift+Right)", [this] { jump_block(1); });
+    button(">|", "Latest step (End)", [this] { go_end(); });
+    m_scrubber = new QSlider(Qt::Horizontal);
+    m_scrubber->setObjectName("scrubber");
+    m_scrubber->setRange(0, 0);
+    connect(m_scrubber, &QSlider::sliderMoved, this, [this](int v) {
+        m_view.step = v;
+        m_canvas->update();
+    });
+    h->addWidget(m_scrubber, 1);
+    h->addWidget(new QLabel("speed"));
+    m_speed = new QSpinBox();
+    m_speed->setRange(0, 1000);
+    m_speed->setValue(0);
+    m_speed->setSuffix(" steps/s");
+    m_speed->setSpecialValueText("max");
+    connect(m_speed, QOverload<int>::of(&QSpinBox::valueChanged), this, [this](int v) {
+        if (m_bridge) m_bridge->set_speed(v);
+    });
+    h->addWidget(m_speed);
+    m_loop = new QCheckBox("loop");
+    m_loop->setToolTip("Regenerate continuously so the throughput chart follows every slider move");
+    connect(m_loop, &QCheckBox::toggled, this, [this](bool on) {
+        if (!m_bridge) return;
+        m_bridge->set_loop(on);
+        if (on) m_bridge->set_playing(true);
+        refresh_transport();
+    });
+    h->addWidget(m_loop);
+    m_status = new QLabel();
+    m_status->setMinimumWidth(260);
+    h->addWidget(m_status);
+    return w;
+}
+
+QString MainWindow::policy_param_widget_name(const QString& policy, const QString& key) const {
+    return "param/" + policy + "/" + key;
+}
+
+void MainWindow::load_model(const QString& dir) {
+    if (dir.isEmpty()) {
+        m_model_label->setText("No model: the embedded default model is missing (assets/models/). Use File > Open model folder.");
+        return;
+    }
+    QApplication::setOverrideCursor(Qt::WaitCursor);
+    try {
+        auto model = Model::load(dir.toStdString());
+        m_bridge.reset();
+        m_model = model;
+        m_bridge = std::make_unique<EngineBridge>(m_model, m_threads);
+        const auto& d = m_model->generation_defaults();
+        m_gen_length->setValue(static_cast<int>(d.gen_length));
+        m_block_length->setValue(static_cast<int>(d.block_length));
+        m_steps->setValue(static_cast<int>(d.steps));
+        m_model_label->setText(QString("%1 (%2 M parameters, %3 layers)")
+                                   .arg(QString::fromStdString(m_model->name()))
+                                   .arg(m_model->parameter_count() / 1e6, 0, 'f', 2)
+                                   .arg(m_model->config().n_layers));
+        m_model_label->setToolTip(dir);
+        QApplication::restoreOverrideCursor();
+        apply_setup();
+    } catch (const std::exception& e) {
+        QApplication::restoreOverrideCursor();
+        m_model_label->setText(QString("Could not load: %1").arg(e.what()));
+        statusBar()->showMessage(QString("Model not loaded: %1").arg(e.what()));
+    }
+}
+
+std::vector<ColumnSpec> MainWindow::selected_columns() const {
+    std::vector<ColumnSpec> cols;
+    for (const auto& info : list_policies()) {
+        const auto& w = m_policy_widgets.at(info.name);
+        if (!w.enabled->isChecked()) continue;
+        ColumnSpec c;
+        c.policy = info.name;
+        for (const auto& [k, s] : w.params) c.params[k] = s->value();
+        cols.push_back(c);
+    }
+    return cols;
+}
+
+void MainWindow::apply_setup() {
+    if (!m_bridge) return;
+    RunSetup setup;
+    setup.prompt = m_prompt->toPlainText().toStdString();
+    setup.chat_template = m_chat_template->isChecked();
+    setup.config.gen_length = m_gen_length->value();
+    setup.config.block_length = m_block_length->value();
+    setup.config.steps = m_steps->value();
+    setup.config.remasking = m_remasking->currentIndex() == 1 ? Remasking::Random : Remasking::LowConfidence;
+    setup.config.threshold = m_threshold->value();
+    setup.config.temperature = m_temperature->value();
+    setup.config.cfg_scale = m_cfg->value();
+    setup.config.seed = static_cast<uint64_t>(m_seed->value());
+    setup.oracle = m_oracle->isChecked();
+    setup.columns = selected_columns();
+    try {
+        setup.config.validate(m_model->config().max_sequence_length, 0);
+    } catch (const InputError& e) {
+        statusBar()->showMessage(QString("Not started: %1").arg(e.what()), 8000);
+        return;
+    }
+    m_column_policies.clear();
+    for (const auto& c : setup.columns) m_column_policies.push_back(c.policy);
+    m_view.step = -1;
+    m_bridge->configure(setup);
+    statusBar()->showMessage("Ready: press Play (Space) or step (Right).", 4000);
+    refresh_transport();
+}
+
+void MainWindow::advance_to(int step) {
+    if (m_bridge) m_bridge->advance_to(step);
+}
+
+void MainWindow::toggle_play() {
+    if (!m_bridge) return;
+    m_bridge->set_playing(!m_bridge->playing());
+    if (m_bridge->playing()) m_view.step = -1;  // follow the newest step while playing
+    refresh_transport();
+}
+
+void MainWindow::step_forward() {
+    if (!m_bridge) return;
+    const int latest = m_view.steps_available - 1;
+    if (m_view.step >= 0 && m_view.step < latest) {
+        ++m_view.step;
+    } else {
+        m_view.step = -1;
+        m_bridge->advance(1);
+    }
+    m_canvas->update();
+    refresh_transport();
+}
+
+void MainWindow::step_back() {
+    const int latest = m_view.steps_available - 1;
+    if (latest < 0) return;
+    m_view.step = std::max(0, (m_view.step < 0 ? latest : m_view.step) - 1);
+    m_canvas->update();
+    refresh_transport();
+}
+
+void MainWindow::jump_block(int direction) {
+    const int per_block = std::max(1, m_steps->value() / std::max(1, m_gen_length->value() / std::max(1, m_block_length->value())));
+    const int latest = m_view.steps_available - 1;
+    int cur = m_view.step < 0 ? latest : m_view.step;
+    int target = direction > 0 ? (cur / per_block + 1) * per_block : std::max(0, (cur - 1) / per_block * per_block);
+    if (direction > 0 && target > latest) {
+        m_bridge->advance_to(target + 1);
+        m_view.step = -1;
+    } else {
+        m_view.step = std::max(0, target);
+    }
+    m_canvas->update();
+    refresh_transport();
+}
+
+void MainWindow::go_home() {
+    m_view.step = 0;
+    m_canvas->update();
+    refresh_transport();
+}
+
+void MainWindow::go_end() {
+    m_view.step = -1;
+    m_canvas->update();
+    refresh_transport();
+}
+
+void MainWindow::set_theme(bool dark) {
+    m_view.dark = dark;
+    qApp->setStyle(QStyleFactory::create("Fusion"));
+    QPalette p;
+    if (dark) {
+        p.setColor(QPalette::Window, QColor(37, 37, 42));
+        p.setColor(QPalette::WindowText, QColor(230, 230, 235));
+        p.setColor(QPalette::Base, QColor(25, 25, 30));
+        p.setColor(QPalette::AlternateBase, QColor(45, 45, 50));
+        p.setColor(QPalette::Text, QColor(230, 230, 235));
+        p.setColor(QPalette::Button, QColor(50, 50, 56));
+        p.setColor(QPalette::ButtonText, QColor(230, 230, 235));
+        p.setColor(QPalette::Highlight, QColor(0, 114, 178));
+        p.setColor(QPalette::HighlightedText, Qt::white);
+        p.setColor(QPalette::ToolTipBase, QColor(50, 50, 56));
+        p.setColor(QPalette::ToolTipText, QColor(230, 230, 235));
+        p.setColor(QPalette::Disabled, QPalette::Text, QColor(120, 120, 125));
+        p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(120, 120, 125));
+    } else {
+        p = qApp->style()->standardPalette();
+    }
+    qApp->setPalette(p);
+    m_canvas->set_dark(dark);
+}
+
+void MainWindow::refresh_transport() {
+    if (!m_bridge) return;
+    const int available = m_view.steps_available;
+    m_scrubber->setRange(0, std::max(0, available - 1));
+    if (!m_scrubber->isSliderDown()) m_scrubber->setValue(m_view.step < 0 ? std::max(0, available - 1) : m_view.step);
+    m_play->setText(m_bridge->playing() ? "Pause" : "Play");
+    const QString err = QString::fromStdString(m_bridge->last_error());
+    m_status->setText(err.isEmpty() ? QString("step %1 / %2%3   frame %4 ms")
+                                          .arg(m_view.step < 0 ? available : m_view.step + 1)
+                                          .arg(available)
+                                          .arg(m_bridge->busy() ? "  (re-running)" : "")
+                                          .arg(m_canvas->last_frame_build_ms(), 0, 'f', 1)
+                                    : "error: " + err);
+}
+
+}  // namespace cl::app

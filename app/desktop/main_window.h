@@ -1,0 +1,102 @@
+// MainWindow: the Qt shell. Left dock: run setup; right dock: policies with their parameters;
+// bottom dock: transport; centre: the ImGui canvas with one column per selected policy.
+#pragma once
+
+#include <QMainWindow>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "app/desktop/engine_bridge.h"
+#include "viz/viz_context.h"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QPlainTextEdit;
+class QPushButton;
+class QSlider;
+class QSpinBox;
+class QTimer;
+
+namespace cl::app {
+
+class ImGuiCanvas;
+
+struct LaunchOptions {
+    QString model_dir;
+    QString prompt;
+    QStringList policies;  // empty = remembered or none,dkv-decode,elastic
+    int threads = 1;
+    bool light = false;
+};
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(const LaunchOptions& options, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    EngineBridge* bridge() { return m_bridge.get(); }
+    ImGuiCanvas* canvas() { return m_canvas; }
+    viz::ViewState& view() { return m_view; }
+    void apply_setup();         // (re)configure the engine from the docks
+    void advance_to(int step);  // headless figures and tests
+    QString policy_param_widget_name(const QString& policy, const QString& key) const;
+
+public slots:
+    void toggle_play();
+    void step_forward();
+    void step_back();
+    void jump_block(int direction);
+    void go_home();
+    void go_end();
+
+protected:
+    void closeEvent(QCloseEvent* e) override;
+
+private:
+    void build_menus();
+    QWidget* build_setup_dock();
+    QWidget* build_policies_dock();
+    QWidget* build_transport();
+    void load_model(const QString& dir);
+    void set_theme(bool dark);
+    void refresh_transport();
+    std::vector<ColumnSpec> selected_columns() const;
+    void save_settings() const;
+
+    std::shared_ptr<Model> m_model;
+    std::unique_ptr<EngineBridge> m_bridge;
+    ImGuiCanvas* m_canvas = nullptr;
+    viz::ViewState m_view;
+    int m_threads = 1;
+    QTimer* m_poll = nullptr;
+    uint64_t m_seen_generation = 0;
+
+    // Run setup
+    QLabel* m_model_label = nullptr;
+    QPlainTextEdit* m_prompt = nullptr;
+    QComboBox* m_examples = nullptr;
+    QCheckBox* m_chat_template = nullptr;
+    QSpinBox *m_gen_length = nullptr, *m_block_length = nullptr, *m_steps = nullptr, *m_seed = nullptr;
+    QComboBox *m_remasking = nullptr, *m_device = nullptr;
+    QDoubleSpinBox *m_threshold = nullptr, *m_temperature = nullptr, *m_cfg = nullptr;
+    QCheckBox* m_oracle = nullptr;
+    // Policies
+    struct PolicyWidgets {
+        QCheckBox* enabled = nullptr;
+        std::map<std::string, QDoubleSpinBox*> params;
+    };
+    std::map<std::string, PolicyWidgets> m_policy_widgets;
+    std::vector<std::string> m_column_policies;  // policies of the configured columns, in order
+    // Transport
+    QPushButton* m_play = nullptr;
+    QSlider* m_scrubber = nullptr;
+    QLabel* m_status = nullptr;
+    QCheckBox* m_loop = nullptr;
+    QSpinBox* m_speed = nullptr;
+};
+
+}  // namespace cl::app
