@@ -58,6 +58,8 @@ public:
                                        float lo, float hi, Colormap cmap) = 0;
     // Pre-coloured RGBA8 pixels (categorical maps: token states, actions).
     virtual ImTextureID rgba_texture(const std::string& key, int w, int h, const std::vector<uint32_t>& rgba) = 0;
+    // The cached texture for `key`, or nullptr: lets panels skip building pixels they already sent.
+    virtual ImTextureID cached(const std::string& key) { return nullptr; }
 };
 
 // A provider that uploads nothing (null backend tests, figure measurements).

@@ -202,6 +202,13 @@ bool ImGuiCanvas::event(QEvent* e) {
     return QOpenGLWidget::event(e);
 }
 
+ImTextureID ImGuiCanvas::cached(const std::string& key) {
+    auto it = m_textures.find(key);
+    if (it == m_textures.end()) return nullptr;
+    it->second.last_used = m_frame;
+    return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(it->second.id));
+}
+
 ImTextureID ImGuiCanvas::rgba_texture(const std::string& key, int w, int h, const std::vector<uint32_t>& rgba) {
     auto it = m_textures.find(key);
     if (it != m_textures.end()) {

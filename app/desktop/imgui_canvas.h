@@ -34,6 +34,7 @@ public:
     ImTextureID scalar_texture(const std::string& key, int w, int h, const std::vector<float>& values, float lo,
                                float hi, viz::Colormap cmap) override;
     ImTextureID rgba_texture(const std::string& key, int w, int h, const std::vector<uint32_t>& rgba) override;
+    ImTextureID cached(const std::string& key) override;
 
 protected:
     void initializeGL() override;

@@ -163,7 +163,12 @@ void MainWindow::build_menus() {
     auto* end = run->addAction("Latest step");
     end->setShortcut(QKeySequence(Qt::Key_End));
     connect(end, &QAction::triggered, this, &MainWindow::go_end);
-    for (auto* a : {play, fwd, back, nblock, pblock, home, end}) addAction(a);
+    // Application-wide, so they work from every dock; a focused text field still takes its keys
+    // first (Qt's ShortcutOverride), so typing a space into the prompt never toggles Play.
+    for (auto* a : {play, fwd, back, nblock, pblock, home, end}) {
+        a->setShortcutContext(Qt::ApplicationShortcut);
+        addAction(a);
+    }
 
     auto* view = menuBar()->addMenu("&View");
     auto* dark = view->addAction("&Dark theme");

@@ -26,25 +26,28 @@ void draw_attention_map(ColumnContext& c) {
         ImGui::TextDisabled("no attention recorded for layer %d head %d at this step", c.view.layer, c.view.head);
         return;
     }
-    // Expand to a full L x L image: rows that were not computed this step stay empty (NaN -> grey).
     const int32_t L = map->cols;
-    std::vector<float> img(static_cast<size_t>(L) * static_cast<size_t>(L), NAN);
     float hi = 0.f;
-    for (int32_t r = 0; r < map->rows; ++r) {
-        const int32_t q = map->row_index[static_cast<size_t>(r)];
-        if (q < 0 || q >= L) continue;
-        for (int32_t k = 0; k < L; ++k) {
-            const float v = map->data[static_cast<size_t>(r) * static_cast<size_t>(L) + static_cast<size_t>(k)];
-            img[static_cast<size_t>(q) * static_cast<size_t>(L) + static_cast<size_t>(k)] = v;
-            if (std::isfinite(v)) hi = std::max(hi, v);
-        }
-    }
-    // Show sqrt(p) so weak but real attention stays visible; the legend says so.
-    for (auto& v : img) v = std::isfinite(v) ? std::sqrt(v) : v;
+    for (float v : map->data)
+        if (std::isfinite(v)) hi = std::max(hi, v);
     const std::string key = "attn/" + std::to_string(c.run.info.run_id) + "/" + std::to_string(s.step) + "/" +
                             std::to_string(c.view.layer) + "/" + std::to_string(c.view.head) + "/" +
                             std::to_string(static_cast<int>(c.view.colormap));
-    ImTextureID tex = c.textures.scalar_texture(key, L, L, img, 0.f, std::sqrt(std::max(hi, 1e-6f)), c.view.colormap);
+    ImTextureID tex = c.textures.cached(key);
+    if (!tex) {
+        // Expand to a full L x L image: rows not computed this step stay NaN (drawn grey). The
+        // texture holds sqrt(p) so weak but real attention stays visible; the legend says so.
+        std::vector<float> img(static_cast<size_t>(L) * static_cast<size_t>(L), NAN);
+        for (int32_t r = 0; r < map->rows; ++r) {
+            const int32_t q = map->row_index[static_cast<size_t>(r)];
+            if (q < 0 || q >= L) continue;
+            for (int32_t k = 0; k < L; ++k) {
+                const float v = map->data[static_cast<size_t>(r) * static_cast<size_t>(L) + static_cast<size_t>(k)];
+                img[static_cast<size_t>(q) * static_cast<size_t>(L) + static_cast<size_t>(k)] = std::isfinite(v) ? std::sqrt(std::max(0.f, v)) : NAN;
+            }
+        }
+        tex = c.textures.scalar_texture(key, L, L, img, 0.f, std::sqrt(std::max(hi, 1e-6f)), c.view.colormap);
+    }
     const float side = std::min(c.width, ImGui::GetFontSize() * 18);
     const ImVec2 pos = ImGui::GetCursorScreenPos();
     ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -62,9 +65,10 @@ void draw_attention_map(ColumnContext& c) {
         const ImVec2 m = ImGui::GetIO().MousePos;
         const int32_t q = std::clamp(static_cast<int32_t>((m.y - ip.y) / side * L), 0, L - 1);
         const int32_t k = std::clamp(static_cast<int32_t>((m.x - ip.x) / side * L), 0, L - 1);
-        const float v = img[static_cast<size_t>(q) * static_cast<size_t>(L) + static_cast<size_t>(k)];
-        ImGui::SetTooltip("query %d -> key %d: p = %.4f (key %s at layer %d)", q, k, std::isfinite(v) ? v * v : NAN,
-                          trace::to_string(s.action(layer, k)), layer);
+        float p = NAN;
+        for (int32_t r = 0; r < map->rows; ++r)
+            if (map->row_index[static_cast<size_t>(r)] == q) p = map->data[static_cast<size_t>(r) * static_cast<size_t>(L) + static_cast<size_t>(k)];
+        ImGui::SetTooltip("query %d -> key %d: p = %.4f (key %s at layer %d)", q, k, p, trace::to_string(s.action(layer, k)), layer);
         c.view.hovered_pos = k;
     }
     ImGui::TextDisabled("sqrt(p), 0 .. %.3f; grey rows: not computed this step", hi);

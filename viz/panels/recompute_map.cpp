@@ -14,24 +14,27 @@ void draw_recompute_map(ColumnContext& c) {
     const auto& s = *c.run.steps[static_cast<size_t>(c.step)];
     const int32_t N = s.n_layers, L = s.seq_len;
     if (N <= 0 || L <= 0) return;
-    std::vector<uint32_t> px(static_cast<size_t>(N) * static_cast<size_t>(L));
-    for (int32_t l = 0; l < N; ++l)
-        for (int32_t i = 0; i < L; ++i) {
-            const size_t k = static_cast<size_t>(l) * static_cast<size_t>(L) + static_cast<size_t>(i);
-            ImU32 col = action_color(s.actions[k], c.view.dark);
-            if (s.actions[k] != trace::RowAction::Recomputed && !s.cache_age.empty()) {
-                // Shade by age: a row reused for 32+ steps is drawn at 45% brightness.
-                const float f = 1.f - 0.55f * std::min(1.f, s.cache_age[k] / 32.f);
-                const auto r = static_cast<int>(((col >> IM_COL32_R_SHIFT) & 0xff) * f);
-                const auto g = static_cast<int>(((col >> IM_COL32_G_SHIFT) & 0xff) * f);
-                const auto b = static_cast<int>(((col >> IM_COL32_B_SHIFT) & 0xff) * f);
-                col = IM_COL32(r, g, b, 255);
-            }
-            px[k] = to_rgba8(col);
-        }
     const std::string key = "recompute/" + std::to_string(c.run.info.run_id) + "/" + std::to_string(s.step) +
                             (c.view.dark ? "d" : "l");
-    ImTextureID tex = c.textures.rgba_texture(key, L, N, px);
+    ImTextureID tex = c.textures.cached(key);
+    if (!tex) {
+        std::vector<uint32_t> px(static_cast<size_t>(N) * static_cast<size_t>(L));
+        for (int32_t l = 0; l < N; ++l)
+            for (int32_t i = 0; i < L; ++i) {
+                const size_t k = static_cast<size_t>(l) * static_cast<size_t>(L) + static_cast<size_t>(i);
+                ImU32 col = action_color(s.actions[k], c.view.dark);
+                if (s.actions[k] != trace::RowAction::Recomputed && !s.cache_age.empty()) {
+                    // Shade by age: a row reused for 32+ steps is drawn at 45% brightness.
+                    const float f = 1.f - 0.55f * std::min(1.f, s.cache_age[k] / 32.f);
+                    const auto r = static_cast<int>(((col >> IM_COL32_R_SHIFT) & 0xff) * f);
+                    const auto g = static_cast<int>(((col >> IM_COL32_G_SHIFT) & 0xff) * f);
+                    const auto b = static_cast<int>(((col >> IM_COL32_B_SHIFT) & 0xff) * f);
+                    col = IM_COL32(r, g, b, 255);
+                }
+                px[k] = to_rgba8(col);
+            }
+        tex = c.textures.rgba_texture(key, L, N, px);
+    }
     ImGui::TextDisabled("layers x positions at step %d", s.step);
     const float marker = ImGui::GetFontSize() * 0.8f;
     const ImVec2 pos = ImGui::GetCursorScreenPos();

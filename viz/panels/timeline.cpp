@@ -14,19 +14,22 @@ void draw_timeline(ColumnContext& c) {
     const int32_t L = c.run.steps.front()->seq_len;
     const int32_t P = std::max(0, c.run.info.prompt_len - 4);
     const int32_t W = std::max(1, L - P);
-    std::vector<uint32_t> px(static_cast<size_t>(W) * static_cast<size_t>(n_steps));
-    for (int32_t t = 0; t < n_steps; ++t) {
-        const auto& s = *c.run.steps[static_cast<size_t>(t)];
-        for (int32_t i = P; i < L && i < s.seq_len; ++i) {
-            ImU32 col = state_color(s.states[static_cast<size_t>(i)], c.view.dark);
-            bool recomputed = s.n_layers > 0 && s.action(s.n_layers - 1, i) == trace::RowAction::Recomputed;
-            if (recomputed && s.states[static_cast<size_t>(i)] == trace::TokenState::Masked) col = palette(c.view.dark).recomputed;
-            px[static_cast<size_t>(t) * static_cast<size_t>(W) + static_cast<size_t>(i - P)] = to_rgba8(col);
-        }
-    }
     const std::string key = "timeline/" + std::to_string(c.run.info.run_id) + "/" + std::to_string(n_steps) + "/" +
                             (c.view.dark ? "d" : "l");
-    ImTextureID tex = c.textures.rgba_texture(key, W, n_steps, px);
+    ImTextureID tex = c.textures.cached(key);
+    if (!tex) {
+        std::vector<uint32_t> px(static_cast<size_t>(W) * static_cast<size_t>(n_steps));
+        for (int32_t t = 0; t < n_steps; ++t) {
+            const auto& s = *c.run.steps[static_cast<size_t>(t)];
+            for (int32_t i = P; i < L && i < s.seq_len; ++i) {
+                ImU32 col = state_color(s.states[static_cast<size_t>(i)], c.view.dark);
+                const bool recomputed = s.n_layers > 0 && s.action(s.n_layers - 1, i) == trace::RowAction::Recomputed;
+                if (recomputed && s.states[static_cast<size_t>(i)] == trace::TokenState::Masked) col = palette(c.view.dark).recomputed;
+                px[static_cast<size_t>(t) * static_cast<size_t>(W) + static_cast<size_t>(i - P)] = to_rgba8(col);
+            }
+        }
+        tex = c.textures.rgba_texture(key, W, n_steps, px);
+    }
     const float height = std::clamp(static_cast<float>(n_steps) * 2.f, ImGui::GetFontSize() * 3, ImGui::GetFontSize() * 10);
     ImGui::TextDisabled("steps x positions (masked rows recomputed: orange)");
     const ImVec2 pos = ImGui::GetCursorScreenPos();
