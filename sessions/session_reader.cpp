@@ -360,6 +360,12 @@ void SessionReader::set_note(int64_t run_id, const std::string& note) {
     s.bind(1, note).bind(2, run_id).run();
 }
 
+void SessionReader::copy_to(const std::string& destination) {
+    if (std::filesystem::exists(destination)) std::filesystem::remove(destination);
+    Stmt s(m_db, "VACUUM INTO ?");
+    s.bind(1, destination).run();
+}
+
 void SessionReader::vacuum() {
     if (!m_writable) throw SessionError(m_info.path + ": read-only, cannot vacuum");
     m_db.exec("PRAGMA wal_checkpoint(TRUNCATE)");

@@ -61,6 +61,8 @@ public:
     void rename(const std::string& name);
     void set_note(int64_t run_id, const std::string& note);
     void vacuum();
+    // A consistent, compacted copy of the whole session at `destination` (SQLite VACUUM INTO).
+    void copy_to(const std::string& destination);
 
 private:
     explicit SessionReader(const std::string& path, bool repair);

@@ -1,6 +1,7 @@
 #include "app/desktop/engine_bridge.h"
 
 #include <chrono>
+#include <future>
 
 #include "engine/core/errors.h"
 
@@ -13,14 +14,16 @@ struct EngineBridge::Column : public trace::TraceSink {
     std::mutex* mutex = nullptr;
     std::atomic<uint64_t>* generation = nullptr;
     bool want_oracle = false;
+    trace::TraceSink* recorder = nullptr;  // the session writer, when recording
     std::chrono::steady_clock::time_point run_start;
 
     bool wants(const trace::ProbeRequest& r) const override {
         if (r.kind == trace::ProbeKind::Oracle) return want_oracle;
-        if (r.kind == trace::ProbeKind::Attention) return r.head == -1;  // head means for every layer
+        if (r.kind == trace::ProbeKind::Attention) return r.head == -1 || (recorder && recorder->wants(r));
         return true;
     }
     void on_run_start(const trace::RunInfo& info) override {
+        if (recorder) recorder->on_run_start(info);
         std::lock_guard lock(*mutex);
         auto throughput = std::move(view.throughput);
         view = viz::RunView{};
@@ -30,12 +33,14 @@ struct EngineBridge::Column : public trace::TraceSink {
         ++*generation;
     }
     void publish(std::shared_ptr<const trace::StepRecord> r) override {
+        if (recorder) recorder->publish(r);
         std::lock_guard lock(*mutex);
         for (const auto& [id, t] : r->new_token_text) view.token_text[id] = t;
         view.steps.push_back(std::move(r));
         ++*generation;
     }
-    void on_run_end(int32_t, const trace::RunSummary& s) override {
+    void on_run_end(int32_t id, const trace::RunSummary& s) override {
+        if (recorder) recorder->on_run_end(id, s);
         std::lock_guard lock(*mutex);
         view.summary = s;
         view.throughput.push_back(static_cast<float>(s.tokens_per_s));
@@ -52,6 +57,10 @@ EngineBridge::~EngineBridge() {
     m_stop = true;
     m_queue.post({"", [] {}});
     if (m_thread.joinable()) m_thread.join();
+    // Unfinished runs are recorded as aborted; everything else is already committed.
+    for (auto& c : m_columns)
+        if (c->gen && !c->gen->done()) c->gen->finish(true);
+    if (m_writer) m_writer->flush();
 }
 
 void EngineBridge::configure(const RunSetup& setup) {
@@ -85,6 +94,38 @@ void EngineBridge::advance_to(int step) {
     m_queue.post({"advance-to", [this, step] {
                       for (size_t i = 0; i < m_columns.size(); ++i) sync_to(i, step);
                   }});
+}
+
+void EngineBridge::set_recording(const std::string& path) {
+    m_queue.post({"recording", [this, path] {
+                      if (m_writer) m_writer->flush();
+                      m_writer.reset();
+                      for (auto& c : m_columns) c->recorder = nullptr;
+                      std::string error;
+                      if (!path.empty()) {
+                          try {
+                              m_writer = sessions::SessionWriter::open(path);
+                          } catch (const std::exception& e) {
+                              error = std::string("recording off: ") + e.what();
+                          }
+                      }
+                      std::lock_guard lock(m_data_mutex);
+                      m_recording_path = m_writer ? path : "";
+                      if (!error.empty()) m_error = error;
+                  }});
+}
+
+std::string EngineBridge::recording_path() const {
+    std::lock_guard lock(m_data_mutex);
+    return m_recording_path;
+}
+
+std::string EngineBridge::flush_recording() {
+    // Runs on the engine thread so the writer is not replaced underneath us; we wait for it.
+    auto done = std::make_shared<std::promise<std::string>>();
+    auto result = done->get_future();
+    m_queue.post({"", [this, done] { done->set_value(m_writer ? (m_writer->flush() ? "" : m_writer->error()) : ""); }});
+    return result.get();
 }
 
 void EngineBridge::set_playing(bool playing) { m_playing = playing; m_queue.post({"wake", [] {}}); }
@@ -124,6 +165,9 @@ void EngineBridge::rebuild(size_t i) {
     req.run_id = m_next_run_id++;
     req.threads = m_threads;
     c.want_oracle = m_setup.oracle;
+    // A run replaced before it finished (new setup, slider move) is recorded as aborted.
+    if (c.gen && !c.gen->done()) c.gen->finish(true);
+    c.recorder = m_writer.get();
     try {
         c.gen = std::make_unique<Generator>(m_model, req, &c);
         c.run_start = std::chrono::steady_clock::now();

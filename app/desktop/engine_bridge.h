@@ -14,6 +14,7 @@
 
 #include "app/desktop/command_queue.h"
 #include "engine/core/generator.h"
+#include "sessions/session_writer.h"
 #include "viz/viz_context.h"
 
 namespace cl::app {
@@ -44,6 +45,11 @@ public:
     void set_loop(bool loop);                           // regenerate continuously (throughput chart)
     void set_param(size_t column, const std::string& key, double value);  // re-runs that column
     void set_speed(int steps_per_second);               // 0 = as fast as possible
+    // Record every run into `path` (a session file; appended to). Empty = stop recording.
+    void set_recording(const std::string& path);
+    std::string recording_path() const;
+    // Waits until everything recorded so far is committed; returns the writer's error ("" = fine).
+    std::string flush_recording();
 
     // Thread-safe copy of every column for this frame.
     std::vector<viz::RunView> snapshot() const;
@@ -73,6 +79,8 @@ private:
     mutable std::mutex m_data_mutex;
     std::string m_error;
     int32_t m_next_run_id = 0;
+    std::unique_ptr<sessions::SessionWriter> m_writer;  // engine thread creates/uses; flush from any thread
+    std::string m_recording_path;
 };
 
 }  // namespace cl::app

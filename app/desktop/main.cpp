@@ -16,6 +16,10 @@ int main(int argc, char** argv) {
     fmt.setVersion(3, 3);
     fmt.setProfile(QSurfaceFormat::CoreProfile);
     QSurfaceFormat::setDefaultFormat(fmt);
+    // QApplication consumes X11 session-management arguments ("-session ID"), which would swallow our
+    // --session FILE: keep the command line as given and parse that copy.
+    QStringList arguments;
+    for (int i = 0; i < argc; ++i) arguments << QString::fromLocal8Bit(argv[i]);
     QApplication app(argc, argv);
     QApplication::setOrganizationName("CacheLens");
     QApplication::setApplicationName("cachelens");
@@ -33,8 +37,11 @@ int main(int argc, char** argv) {
     QCommandLineOption threads("threads", "CPU threads for the engine", "N", "1");
     QCommandLineOption light("light", "Light theme");
     QCommandLineOption size("size", "Window size WxH", "WxH", "1600x1000");
-    parser.addOptions({model, prompt, policies, advance, screenshot, threads, light, size});
-    parser.process(app);
+    QCommandLineOption session("session", "Replay a saved session (no model needed)", "FILE");
+    QCommandLineOption step("step", "With --session: show this step", "N");
+    QCommandLineOption no_record("no-record", "Do not record live runs into the session folder");
+    parser.addOptions({model, prompt, policies, advance, screenshot, threads, light, size, session, step, no_record});
+    parser.process(arguments);
 
     cl::app::LaunchOptions o;
     o.model_dir = parser.value(model);
@@ -42,9 +49,19 @@ int main(int argc, char** argv) {
     if (parser.isSet(policies)) o.policies = parser.value(policies).split(',', Qt::SkipEmptyParts);
     o.threads = std::max(1, parser.value(threads).toInt());
     o.light = parser.isSet(light);
+    o.session = parser.value(session);
+    o.record = !parser.isSet(no_record) && !parser.isSet(screenshot);
     cl::set_thread_count(o.threads);
 
     cl::app::MainWindow window(o);
+    if (!o.session.isEmpty() && !window.replaying()) {
+        // The window stays usable, but a headless figure of a bad file is an error.
+        if (parser.isSet(screenshot)) {
+            std::fprintf(stderr, "cachelens: cannot open session %s\n", qPrintable(o.session));
+            return 2;
+        }
+    }
+    if (window.replaying() && parser.isSet(step)) window.view().step = parser.value(step).toInt();
     const auto wh = parser.value(size).split('x');
     if (wh.size() == 2) window.resize(wh[0].toInt(), wh[1].toInt());
     window.show();
@@ -52,12 +69,12 @@ int main(int argc, char** argv) {
     if (parser.isSet(screenshot)) {
         const int n = parser.value(advance).toInt();
         const QString out = parser.value(screenshot);
-        if (n > 0) window.advance_to(n);
+        if (n > 0 && !window.replaying()) window.advance_to(n);
         auto* timer = new QTimer(&window);
         auto waited = std::make_shared<int>(0);
         QObject::connect(timer, &QTimer::timeout, &window, [&, timer, n, out, waited] {
             auto* bridge = window.bridge();
-            const bool ready = !bridge || (!bridge->busy() && bridge->max_step() >= std::min(n, 1 << 30) &&
+            const bool ready = window.replaying() || !bridge || (!bridge->busy() && bridge->max_step() >= std::min(n, 1 << 30) &&
                                            static_cast<int>(window.view().steps_available) >= std::min(n, bridge->max_step()));
             if (!ready && ++*waited < 1200) return;  // at most 60 s
             timer->stop();

@@ -21,7 +21,11 @@
 #include <QShortcut>
 #include <QSlider>
 #include <QSpinBox>
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
 #include <QStandardItemModel>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyleFactory>
 #include <QTimer>
@@ -30,6 +34,7 @@
 #include "app/desktop/imgui_canvas.h"
 #include "engine/core/errors.h"
 #include "engine/core/policy_registry.h"
+#include "sessions/session_reader.h"
 
 namespace cl::app {
 
@@ -80,7 +85,7 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent) : QMainWin
     set_theme(!options.light && settings.value("dark", true).toBool());
 
     m_canvas->set_draw([this] {
-        auto runs = m_bridge ? m_bridge->snapshot() : std::vector<viz::RunView>{};
+        auto runs = current_runs();
         viz::draw_canvas(runs, m_view, *m_canvas);
         if (m_view.seek_request >= 0) {
             m_view.step = m_view.seek_request;
@@ -88,9 +93,19 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent) : QMainWin
             QTimer::singleShot(0, this, [this] { refresh_transport(); });
         }
     });
-    QString dir = options.model_dir;
-    if (dir.isEmpty()) dir = QString::fromStdString(default_model_dir().string());
-    load_model(dir);
+    if (!options.session.isEmpty()) {
+        const QString err = open_session(options.session);
+        if (!err.isEmpty()) statusBar()->showMessage(err);
+    } else {
+        QString dir = options.model_dir;
+        if (dir.isEmpty()) dir = QString::fromStdString(default_model_dir().string());
+        if (options.record) {
+            QDir().mkpath(default_session_dir());
+            m_record_path = default_session_dir() + "/session-" +
+                            QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss") + ".clsession";
+        }
+        load_model(dir);
+    }
 
     m_poll = new QTimer(this);
     connect(m_poll, &QTimer::timeout, this, [this] {
@@ -132,6 +147,33 @@ void MainWindow::build_menus() {
     connect(open_model, &QAction::triggered, this, [this] {
         const auto dir = QFileDialog::getExistingDirectory(this, "Model folder (config.json, safetensors, tokenizer.json)");
         if (!dir.isEmpty()) load_model(dir);
+    });
+    auto* open = file->addAction("&Open session...");
+    open->setShortcut(QKeySequence::Open);
+    connect(open, &QAction::triggered, this, [this] {
+        const auto path = QFileDialog::getOpenFileName(this, "Open session", default_session_dir(),
+                                                       "CacheLens sessions (*.clsession *.db);;All files (*)");
+        if (path.isEmpty()) return;
+        const QString err = open_session(path);
+        if (!err.isEmpty()) QMessageBox::warning(this, "Cannot open session", err);
+    });
+    auto* save = file->addAction("&Save session as...");
+    save->setShortcut(QKeySequence::Save);
+    connect(save, &QAction::triggered, this, [this] {
+        const auto path = QFileDialog::getSaveFileName(this, "Save session", default_session_dir() + "/untitled.clsession",
+                                                       "CacheLens sessions (*.clsession)");
+        if (path.isEmpty()) return;
+        const QString err = save_session(path);
+        if (!err.isEmpty()) QMessageBox::warning(this, "Cannot save session", err);
+        else statusBar()->showMessage("Saved " + path, 5000);
+    });
+    auto* live = file->addAction("Back to &live engine");
+    connect(live, &QAction::triggered, this, [this] {
+        m_replaying = false;
+        m_replay_runs.clear();
+        set_engine_controls_enabled(true);
+        setWindowTitle("CacheLens");
+        m_canvas->update();
     });
     file->addSeparator();
     auto* quit = file->addAction("&Quit");
@@ -262,6 +304,7 @@ QWidget* MainWindow::build_setup_dock() {
     });
     auto* apply = new QPushButton("Restart");
     apply->setToolTip("Start new runs with these settings (Ctrl+R)");
+    m_engine_controls.push_back(apply);
     connect(apply, &QPushButton::clicked, this, &MainWindow::apply_setup);
     layout->addRow("", apply);
     return w;
@@ -314,6 +357,7 @@ QWidget* MainWindow::build_policies_dock() {
     v->addStretch();
     scroll->setWidget(inner);
     scroll->setMinimumWidth(250);
+    m_engine_controls.push_back(inner);
     return scroll;
 }
 
@@ -332,6 +376,7 @@ QWidget* MainWindow::build_transport() {
     button("<", "Step back (Left)", [this] { step_back(); });
     m_play = button("Play", "Play / pause (Space)", [this] { toggle_play(); });
     m_play->setObjectName("play");
+    m_engine_controls.push_back(m_play);
     button(">", "Step forward (Right)", [this] { step_forward(); });
     button(">>", "Next block (Shift+Right)", [this] { jump_block(1); });
     button(">|", "Latest step (End)", [this] { go_end(); });
@@ -362,6 +407,7 @@ QWidget* MainWindow::build_transport() {
         refresh_transport();
     });
     h->addWidget(m_loop);
+    m_engine_controls.push_back(m_loop);
     m_status = new QLabel();
     m_status->setMinimumWidth(260);
     h->addWidget(m_status);
@@ -383,6 +429,8 @@ void MainWindow::load_model(const QString& dir) {
         m_bridge.reset();
         m_model = model;
         m_bridge = std::make_unique<EngineBridge>(m_model, m_threads);
+        // Recording starts before the first runs, so every run of this window is in the session.
+        if (!m_record_path.isEmpty()) m_bridge->set_recording(m_record_path.toStdString());
         const auto& d = m_model->generation_defaults();
         m_gen_length->setValue(static_cast<int>(d.gen_length));
         m_block_length->setValue(static_cast<int>(d.block_length));
@@ -398,6 +446,89 @@ void MainWindow::load_model(const QString& dir) {
         QApplication::restoreOverrideCursor();
         m_model_label->setText(QString("Could not load: %1").arg(e.what()));
         statusBar()->showMessage(QString("Model not loaded: %1").arg(e.what()));
+    }
+}
+
+QString MainWindow::default_session_dir() {
+    return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + "/sessions";
+}
+
+int MainWindow::available_steps() const {
+    int n = m_view.steps_available;
+    if (m_replaying)
+        for (const auto& r : m_replay_runs) n = std::max(n, static_cast<int>(r.steps.size()));
+    else if (m_bridge)
+        n = std::max(n, m_bridge->max_step());
+    return n;
+}
+
+std::vector<viz::RunView> MainWindow::current_runs() {
+    if (m_replaying) return m_replay_runs;
+    return m_bridge ? m_bridge->snapshot() : std::vector<viz::RunView>{};
+}
+
+void MainWindow::set_engine_controls_enabled(bool on) {
+    for (auto* w : m_engine_controls) {
+        w->setEnabled(on);
+        w->setToolTip(on ? w->toolTip().section(" \u2014 replay", 0, 0)
+                         : w->toolTip() + " \u2014 replay of a saved session: the engine is not running");
+    }
+}
+
+QString MainWindow::open_session(const QString& path) {
+    try {
+        auto reader = sessions::SessionReader::open(path.toStdString());
+        auto runs = reader->runs();
+        if (runs.empty()) return path + ": the session holds no runs";
+        // Show the latest comparison: the runs recorded together, side by side.
+        const int64_t comparison = runs.back().comparison_id;
+        std::vector<int64_t> ids;
+        for (const auto& r : runs)
+            if (r.comparison_id == comparison) ids.push_back(r.run_id);
+        trace::TraceStore store(false);
+        reader->load_into(store, ids);
+        std::vector<viz::RunView> views;
+        for (int32_t id : store.run_ids()) {
+            viz::RunView v;
+            v.info = *store.run_info(id);
+            v.steps = store.steps(id);
+            v.summary = store.run_summary(id);
+            v.token_text = v.info.token_text;
+            for (const auto& s : v.steps)
+                for (const auto& [tid, t] : s->new_token_text) v.token_text[tid] = t;
+            v.live = false;
+            if (v.summary && v.summary->status != trace::RunStatus::Complete) v.status = trace::to_string(v.summary->status);
+            views.push_back(std::move(v));
+        }
+        if (m_bridge) m_bridge->set_playing(false);
+        m_replay_runs = std::move(views);
+        m_replaying = true;
+        m_replay_path = path;
+        m_view.step = -1;
+        set_engine_controls_enabled(false);
+        setWindowTitle("CacheLens \u2014 replay: " + QFileInfo(path).fileName());
+        statusBar()->showMessage(QString("Replaying %1 (%2 runs); File > Back to live engine returns.")
+                                     .arg(path).arg(m_replay_runs.size()));
+        m_canvas->update();
+        refresh_transport();
+        return "";
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+}
+
+QString MainWindow::save_session(const QString& path) {
+    const QString source = m_replaying ? m_replay_path : QString::fromStdString(m_bridge ? m_bridge->recording_path() : "");
+    if (source.isEmpty()) return "Nothing to save: recording is off.";
+    if (!m_replaying && m_bridge) {
+        const auto err = m_bridge->flush_recording();
+        if (!err.empty()) return QString::fromStdString(err);
+    }
+    try {
+        sessions::SessionReader::open(source.toStdString())->copy_to(path.toStdString());
+        return "";
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
     }
 }
 
@@ -448,17 +579,19 @@ void MainWindow::advance_to(int step) {
 }
 
 void MainWindow::toggle_play() {
-    if (!m_bridge) return;
+    if (!m_bridge || m_replaying) return;
     m_bridge->set_playing(!m_bridge->playing());
     if (m_bridge->playing()) m_view.step = -1;  // follow the newest step while playing
     refresh_transport();
 }
 
 void MainWindow::step_forward() {
-    if (!m_bridge) return;
-    const int latest = m_view.steps_available - 1;
+    if (!m_bridge && !m_replaying) return;
+    const int latest = available_steps() - 1;
     if (m_view.step >= 0 && m_view.step < latest) {
         ++m_view.step;
+    } else if (m_replaying) {
+        m_view.step = -1;
     } else {
         m_view.step = -1;
         m_bridge->advance(1);
@@ -468,7 +601,7 @@ void MainWindow::step_forward() {
 }
 
 void MainWindow::step_back() {
-    const int latest = m_view.steps_available - 1;
+    const int latest = available_steps() - 1;
     if (latest < 0) return;
     m_view.step = std::max(0, (m_view.step < 0 ? latest : m_view.step) - 1);
     m_canvas->update();
@@ -477,11 +610,12 @@ void MainWindow::step_back() {
 
 void MainWindow::jump_block(int direction) {
     const int per_block = std::max(1, m_steps->value() / std::max(1, m_gen_length->value() / std::max(1, m_block_length->value())));
-    const int latest = m_view.steps_available - 1;
+    const int latest = available_steps() - 1;
     int cur = m_view.step < 0 ? latest : m_view.step;
     int target = direction > 0 ? (cur / per_block + 1) * per_block : std::max(0, (cur - 1) / per_block * per_block);
     if (direction > 0 && target > latest) {
-        m_bridge->advance_to(target + 1);
+        if (m_replaying) target = latest;
+        else m_bridge->advance_to(target + 1);
         m_view.step = -1;
     } else {
         m_view.step = std::max(0, target);
@@ -528,16 +662,16 @@ void MainWindow::set_theme(bool dark) {
 }
 
 void MainWindow::refresh_transport() {
-    if (!m_bridge) return;
-    const int available = m_view.steps_available;
+    if (!m_bridge && !m_replaying) return;
+    const int available = available_steps();
     m_scrubber->setRange(0, std::max(0, available - 1));
     if (!m_scrubber->isSliderDown()) m_scrubber->setValue(m_view.step < 0 ? std::max(0, available - 1) : m_view.step);
-    m_play->setText(m_bridge->playing() ? "Pause" : "Play");
-    const QString err = QString::fromStdString(m_bridge->last_error());
+    m_play->setText(m_bridge && m_bridge->playing() ? "Pause" : "Play");
+    const QString err = m_bridge ? QString::fromStdString(m_bridge->last_error()) : QString();
     m_status->setText(err.isEmpty() ? QString("step %1 / %2%3   frame %4 ms")
                                           .arg(m_view.step < 0 ? available : m_view.step + 1)
                                           .arg(available)
-                                          .arg(m_bridge->busy() ? "  (re-running)" : "")
+                                          .arg(m_replaying ? "  (replay)" : m_bridge && m_bridge->busy() ? "  (re-running)" : "")
                                           .arg(m_canvas->last_frame_build_ms(), 0, 'f', 1)
                                     : "error: " + err);
 }

@@ -30,6 +30,8 @@ struct LaunchOptions {
     QStringList policies;  // empty = remembered or none,dkv-decode,elastic
     int threads = 1;
     bool light = false;
+    bool record = true;       // record live runs into the per-user session folder (XDG data dir)
+    QString session;          // open this session file for replay instead of running live
 };
 
 class MainWindow : public QMainWindow {
@@ -44,6 +46,12 @@ public:
     void apply_setup();         // (re)configure the engine from the docks
     void advance_to(int step);  // headless figures and tests
     QString policy_param_widget_name(const QString& policy, const QString& key) const;
+    // Replay: opens a session (the latest comparison in it) without the engine. Returns an error
+    // message ("" on success); nothing is changed when it fails.
+    QString open_session(const QString& path);
+    QString save_session(const QString& path);  // a copy of the current recording
+    bool replaying() const { return m_replaying; }
+    static QString default_session_dir();
 
 public slots:
     void toggle_play();
@@ -66,6 +74,9 @@ private:
     void refresh_transport();
     std::vector<ColumnSpec> selected_columns() const;
     void save_settings() const;
+    void set_engine_controls_enabled(bool on);
+    std::vector<viz::RunView> current_runs();
+    int available_steps() const;
 
     std::shared_ptr<Model> m_model;
     std::unique_ptr<EngineBridge> m_bridge;
@@ -74,6 +85,11 @@ private:
     int m_threads = 1;
     QTimer* m_poll = nullptr;
     uint64_t m_seen_generation = 0;
+    bool m_replaying = false;
+    std::vector<viz::RunView> m_replay_runs;
+    QString m_replay_path;
+    QString m_record_path;  // where live runs are recorded ("" = off)
+    std::vector<QWidget*> m_engine_controls;
 
     // Run setup
     QLabel* m_model_label = nullptr;
