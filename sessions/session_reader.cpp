@@ -228,6 +228,10 @@ std::shared_ptr<trace::StepRecord> SessionReader::load_step(int64_t run_id, int3
             else if (name == "actions") actions = decode_array<uint8_t>(dtype, shape, enc, d, n);
             else if (name == "cache_age") r->cache_age = decode_array<uint16_t>(dtype, shape, enc, d, n);
             else if (name == "layer_ms") r->layer_ms = decode_array<float>(dtype, shape, enc, d, n);
+            else if (name == "topk_ids") r->topk_ids = decode_array<int32_t>(dtype, shape, enc, d, n);
+            else if (name == "topk_probs") r->topk_probs = decode_array<float>(dtype, shape, enc, d, n);
+            else if (name == "entropy") r->entropy = decode_array<float>(dtype, shape, enc, d, n);
+            else if (name == "margin") r->margin = decode_array<float>(dtype, shape, enc, d, n);
             else if (name == "oracle_k_cos") r->oracle.k_cos = decode_array<float>(dtype, shape, enc, d, n);
             else if (name == "oracle_v_cos") r->oracle.v_cos = decode_array<float>(dtype, shape, enc, d, n);
             else if (name == "oracle_k_rel_l2") r->oracle.k_rel_l2 = decode_array<float>(dtype, shape, enc, d, n);
@@ -259,6 +263,12 @@ std::shared_ptr<trace::StepRecord> SessionReader::load_step(int64_t run_id, int3
     }
     for (int32_t c : r->committed)
         if (c < 0 || static_cast<size_t>(c) >= L) throw SessionError(where + ": committed position out of range");
+    if (!r->topk_ids.empty()) {
+        expect(r->topk_ids.size(), L * trace::StepRecord::kTopK, "topk_ids");
+        expect(r->topk_probs.size(), L * trace::StepRecord::kTopK, "topk_probs");
+        expect(r->entropy.size(), L, "entropy");
+        expect(r->margin.size(), L, "margin");
+    }
     if (r->has_oracle) {
         expect(r->oracle.k_cos.size(), NL, "oracle_k_cos");
         expect(r->oracle.v_cos.size(), NL, "oracle_v_cos");

@@ -223,6 +223,13 @@ void SessionWriter::write_item(const Item& item) {
     put("actions", encode_array(actions, {N, L}, true));
     put("cache_age", encode_array(r.cache_age, {N, L}, true));
     put("layer_ms", encode_array(r.layer_ms, {static_cast<int64_t>(r.layer_ms.size())}, false));
+    if (!r.topk_ids.empty()) {
+        const int64_t K = trace::StepRecord::kTopK;
+        put("topk_ids", encode_array(r.topk_ids, {L, K}, true));
+        put("topk_probs", encode_array(r.topk_probs, {L, K}, true));
+        put("entropy", encode_array(r.entropy, {L}, true));
+        put("margin", encode_array(r.margin, {L}, true));
+    }
     if (r.has_oracle) {
         put("oracle_k_cos", encode_array(r.oracle.k_cos, {N, L}, true));
         put("oracle_v_cos", encode_array(r.oracle.v_cos, {N, L}, true));

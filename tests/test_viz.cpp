@@ -167,6 +167,26 @@ TEST(Viz, NanValuesAreSkippedNotDrawn) {
     EXPECT_TRUE(std::isnan(m.tokens_per_s) || m.tokens_per_s >= 0);
 }
 
+TEST(Viz, InspectorFollowsAPinnedPositionAcrossColumns) {
+    std::vector<RunView> runs{make_run("none", 16, 6, 3), make_run("elastic", 16, 6, 3, true)};
+    for (auto& r : runs)
+        for (auto& s : r.steps) {
+            auto copy = std::make_shared<trace::StepRecord>(*s);
+            copy->topk_ids.assign(16 * trace::StepRecord::kTopK, 1);
+            copy->topk_probs.assign(16 * trace::StepRecord::kTopK, 0.2f);
+            copy->entropy.assign(16, 1.5f);
+            copy->margin.assign(16, 0.1f);
+            s = copy;
+        }
+    ViewState view;
+    view.pinned_pos = 6;
+    RecordingTextures tex;
+    draw_all(runs, view, tex);
+    view.pinned_pos = 4095;  // beyond the sequence: "no data", no crash
+    draw_all(runs, view, tex);
+    EXPECT_EQ(view.pinned_pos, 4095);
+}
+
 TEST(Viz, TimelineColoursFollowStates) {
     std::vector<RunView> runs{make_run("none", 12, 4, 2)};
     ViewState view;

@@ -18,6 +18,7 @@ int32_t column_step(const RunView& run, const ViewState& view, int32_t max_steps
 }
 
 void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& textures, const CanvasOptions& options) {
+    const int32_t hovered_last_frame = view.hovered_pos;
     view.hovered_pos = -1;
     int32_t max_steps = 0;
     const RunView* baseline = nullptr;
@@ -35,7 +36,9 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
     const int cols = static_cast<int>(runs.size());
     // Columns share the width; below the minimum they scroll horizontally instead of shrinking.
     const float col_w = std::max(options.column_min_width, avail / cols - ImGui::GetStyle().ItemSpacing.x);
-    const float height = std::max(ImGui::GetFontSize() * 10, ImGui::GetContentRegionAvail().y - ImGui::GetFontSize() * 8);
+    const bool inspecting = view.pinned_pos >= 0;
+    const float reserve = ImGui::GetFontSize() * (inspecting ? 24 : 8);
+    const float height = std::max(ImGui::GetFontSize() * 10, ImGui::GetContentRegionAvail().y - reserve);
     ImGui::BeginChild("##columns", {0, height}, false, ImGuiWindowFlags_HorizontalScrollbar);
     for (int k = 0; k < cols; ++k) {
         auto& run = runs[static_cast<size_t>(k)];
@@ -57,6 +60,13 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         ImGui::PopID();
     }
     ImGui::EndChild();
+    if (inspecting) {
+        ImGui::BeginChild("##inspector", {0, ImGui::GetFontSize() * 16}, true);
+        draw_inspector(runs, view);
+        ImGui::EndChild();
+    } else if (hovered_last_frame >= 0 && !view.figure_mode) {
+        ImGui::TextDisabled("position %d - click a token to pin it in the inspector", hovered_last_frame);
+    }
     draw_throughput_chart(runs, view);
 }
 

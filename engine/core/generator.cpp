@@ -336,7 +336,28 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
             if (info.eos_id >= 0) conf_logits.select(1, info.eos_id).fill_(neg_inf);
             if (model->eot_id() >= 0) conf_logits.select(1, model->eot_id()).fill_(neg_inf);
         }
-        auto probs = torch::softmax(conf_logits, 1).gather(1, x0.unsqueeze(1)).squeeze(1).contiguous();  // (M)
+        auto full_probs = torch::softmax(conf_logits, 1);                                     // (M, V)
+        auto probs = full_probs.gather(1, x0.unsqueeze(1)).squeeze(1).contiguous();             // (M)
+        // Inspector data: top-k candidates, entropy and margin of each predicted row.
+        const int64_t K = std::min<int64_t>(trace::StepRecord::kTopK, full_probs.size(1));
+        auto [top_p, top_i] = torch::softmax(lg, 1).topk(K, 1);                                 // (M, K)
+        auto ent = -(torch::softmax(lg, 1) * torch::log_softmax(lg, 1)).nan_to_num(0.0).sum(1);  // (M)
+        top_p = top_p.contiguous();
+        top_i = top_i.contiguous();
+        ent = ent.contiguous();
+        rec->topk_ids.assign(static_cast<size_t>(L * trace::StepRecord::kTopK), -1);
+        rec->topk_probs.assign(static_cast<size_t>(L * trace::StepRecord::kTopK), std::numeric_limits<float>::quiet_NaN());
+        rec->entropy.assign(static_cast<size_t>(L), std::numeric_limits<float>::quiet_NaN());
+        rec->margin.assign(static_cast<size_t>(L), std::numeric_limits<float>::quiet_NaN());
+        for (int64_t i = 0; i < M; ++i) {
+            const auto pos = static_cast<size_t>(head_positions[static_cast<size_t>(i)]);
+            for (int64_t k2 = 0; k2 < K; ++k2) {
+                rec->topk_ids[pos * trace::StepRecord::kTopK + static_cast<size_t>(k2)] = static_cast<int32_t>(top_i[i][k2].item<int64_t>());
+                rec->topk_probs[pos * trace::StepRecord::kTopK + static_cast<size_t>(k2)] = static_cast<float>(top_p[i][k2].item<double>());
+            }
+            rec->entropy[pos] = static_cast<float>(ent[i].item<double>());
+            rec->margin[pos] = K > 1 ? static_cast<float>(top_p[i][0].item<double>() - top_p[i][1].item<double>()) : 1.f;
+        }
         for (int64_t i = 0; i < M; ++i) {
             fresh_pred[static_cast<size_t>(i)] = static_cast<int32_t>(x0[i].item<int64_t>());
             double c = probs[i].item<double>();
@@ -468,6 +489,7 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
     }
     note_ids(rec->tokens, rec->new_token_text);
     note_ids(rec->predicted, rec->new_token_text);
+    note_ids(rec->topk_ids, rec->new_token_text);
 
     rec->actions.assign(static_cast<size_t>(N * L), trace::RowAction::KvReused);
     rec->cache_age.assign(static_cast<size_t>(N * L), 0);

@@ -129,6 +129,13 @@ struct StepRecord {
     std::vector<TokenState> states;     // (L) after this step
     std::vector<int32_t> predicted;     // (L) argmax candidate at rows that were masked, else -1
     std::vector<float> confidence;      // (L) confidence of that candidate, NaN if none
+    // Inspector data for rows predicted this step: the top kTopK candidates with probabilities,
+    // the entropy of the prediction and the margin p1 - p2 (empty/NaN/-1 where not predicted).
+    static constexpr int kTopK = 5;
+    std::vector<int32_t> topk_ids;      // (L, kTopK)
+    std::vector<float> topk_probs;      // (L, kTopK)
+    std::vector<float> entropy;         // (L) nats
+    std::vector<float> margin;          // (L)
     std::vector<int32_t> committed;     // positions committed this step, in commit order
     // Display text of ids that appear in this run for the first time at this step (tokens or
     // predictions), so a replay can show text without the tokenizer.

@@ -25,6 +25,7 @@ void draw_drift_plot(ColumnContext& c);
 void draw_diff_strip(ColumnContext& c);
 void draw_throughput_chart(const std::vector<RunView>& runs, const ViewState& view);
 void draw_legend(const ViewState& view);
+void draw_inspector(std::vector<RunView>& runs, ViewState& view);
 
 // Shared metrics, defined once (POLICIES.md section 4) and shown with their formulas.
 struct ColumnMetrics {
