@@ -17,3 +17,38 @@ file(SIZE ${OUT}/shot.png size)
 if(size LESS 20000)
   message(FATAL_ERROR "screenshot suspiciously small (${size} bytes)")
 endif()
+
+# Replay of a session recorded by the CLI, with exports: a figure PNG, per-step CSV and JSON.
+execute_process(COMMAND ${CLI} compare --model ${OUT}/model --prompt hi --gen-length 8 --block-length 4 --steps 8
+                --policies dkv-decode --record ${OUT}/cmp.clsession RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cachelens-cli compare --record failed")
+endif()
+foreach(ext png csv json)
+  execute_process(COMMAND ${APP} --session ${OUT}/cmp.clsession --step 3 --screenshot ${OUT}/replay.png
+                  --export ${OUT}/export.${ext} --size 1200x800 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "replay export .${ext} failed: ${out} ${err}")
+  endif()
+endforeach()
+file(READ ${OUT}/export.png header LIMIT 8 HEX)
+if(NOT header STREQUAL "89504e470d0a1a0a")
+  message(FATAL_ERROR "export.png is not a PNG")
+endif()
+file(STRINGS ${OUT}/export.csv lines)
+list(LENGTH lines n)
+if(NOT n EQUAL 17)  # header + 2 runs x 8 steps
+  message(FATAL_ERROR "export.csv has ${n} lines, expected 17")
+endif()
+file(READ ${OUT}/export.json json)
+string(JSON runs LENGTH "${json}" runs)
+if(NOT runs EQUAL 2)
+  message(FATAL_ERROR "export.json has ${runs} runs, expected 2")
+endif()
+# A corrupt session: a clear error and exit code 2, no crash.
+file(WRITE ${OUT}/junk.clsession "this is not a session file, just some text that is long enough ......")
+execute_process(COMMAND ${APP} --session ${OUT}/junk.clsession --screenshot ${OUT}/junk.png RESULT_VARIABLE rc
+                OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT rc EQUAL 2)
+  message(FATAL_ERROR "a corrupt session should exit 2, got ${rc}: ${err}")
+endif()

@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QSurfaceFormat>
+#include <QStatusBar>
 #include <QTimer>
 #include <cstdio>
 
@@ -40,7 +41,8 @@ int main(int argc, char** argv) {
     QCommandLineOption session("session", "Replay a saved session (no model needed)", "FILE");
     QCommandLineOption step("step", "With --session: show this step", "N");
     QCommandLineOption no_record("no-record", "Do not record live runs into the session folder");
-    parser.addOptions({model, prompt, policies, advance, screenshot, threads, light, size, session, step, no_record});
+    QCommandLineOption export_file("export", "With --screenshot: also export the canvas figure (.png) or per-step metrics (.csv, .json)", "FILE");
+    parser.addOptions({model, prompt, policies, advance, screenshot, threads, light, size, session, step, no_record, export_file});
     parser.process(arguments);
 
     cl::app::LaunchOptions o;
@@ -57,7 +59,8 @@ int main(int argc, char** argv) {
     if (!o.session.isEmpty() && !window.replaying()) {
         // The window stays usable, but a headless figure of a bad file is an error.
         if (parser.isSet(screenshot)) {
-            std::fprintf(stderr, "cachelens: cannot open session %s\n", qPrintable(o.session));
+            std::fprintf(stderr, "cachelens: cannot open session %s: %s\n", qPrintable(o.session),
+                         qPrintable(window.statusBar()->currentMessage()));
             return 2;
         }
     }
@@ -82,7 +85,12 @@ int main(int argc, char** argv) {
             QTimer::singleShot(400, &window, [&, out] {
                 window.canvas()->update();
                 QApplication::processEvents();
-                const bool ok = window.grab().save(out);
+                bool ok = window.grab().save(out);
+                if (ok && parser.isSet(export_file)) {
+                    const QString err = window.export_to(parser.value(export_file));
+                    if (!err.isEmpty()) std::fprintf(stderr, "cachelens: %s\n", qPrintable(err));
+                    ok = err.isEmpty();
+                }
                 std::fprintf(ok ? stdout : stderr, ok ? "wrote %s\n" : "cachelens: cannot write %s\n", qPrintable(out));
                 QApplication::exit(ok ? 0 : 1);
             });

@@ -31,6 +31,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "app/desktop/export.h"
 #include "app/desktop/imgui_canvas.h"
 #include "engine/core/errors.h"
 #include "engine/core/policy_registry.h"
@@ -166,6 +167,16 @@ void MainWindow::build_menus() {
         const QString err = save_session(path);
         if (!err.isEmpty()) QMessageBox::warning(this, "Cannot save session", err);
         else statusBar()->showMessage("Saved " + path, 5000);
+    });
+    auto* exp = file->addAction("&Export...");
+    exp->setShortcut(QKeySequence("Ctrl+E"));
+    connect(exp, &QAction::triggered, this, [this] {
+        const auto path = QFileDialog::getSaveFileName(this, "Export", QDir::homePath() + "/cachelens.png",
+                                                       "Canvas figure (*.png);;Per-step metrics (*.csv);;Per-step metrics (*.json)");
+        if (path.isEmpty()) return;
+        const QString err = export_to(path);
+        if (!err.isEmpty()) QMessageBox::warning(this, "Export failed", err);
+        else statusBar()->showMessage("Exported " + path, 5000);
     });
     auto* live = file->addAction("Back to &live engine");
     connect(live, &QAction::triggered, this, [this] {
@@ -515,6 +526,19 @@ QString MainWindow::open_session(const QString& path) {
     } catch (const std::exception& e) {
         return QString::fromUtf8(e.what());
     }
+}
+
+QString MainWindow::export_to(const QString& path) {
+    const auto runs = current_runs();
+    if (path.endsWith(".csv", Qt::CaseInsensitive)) return QString::fromStdString(export_metrics_csv(runs, path.toStdString()));
+    if (path.endsWith(".json", Qt::CaseInsensitive)) return QString::fromStdString(export_metrics_json(runs, path.toStdString()));
+    if (!path.endsWith(".png", Qt::CaseInsensitive)) return path + ": choose a .png, .csv or .json file";
+    // Figure mode: the canvas without its controls, at the widget's full device resolution.
+    m_view.figure_mode = true;
+    const QImage img = m_canvas->grabFramebuffer();
+    m_view.figure_mode = false;
+    m_canvas->update();
+    return img.save(path) ? "" : path + ": cannot write the PNG";
 }
 
 QString MainWindow::save_session(const QString& path) {

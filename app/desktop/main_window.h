@@ -52,6 +52,8 @@ public:
     QString save_session(const QString& path);  // a copy of the current recording
     bool replaying() const { return m_replaying; }
     static QString default_session_dir();
+    // Export: canvas PNG in figure mode (no controls), or per-step metrics as CSV / JSON.
+    QString export_to(const QString& path);
 
 public slots:
     void toggle_play();
