@@ -17,8 +17,8 @@ vec3 ramp(float t, vec3 c0, vec3 c1, vec3 c2, vec3 c3, vec3 c4) {
 }
 
 void main() {
-    // Texture rows are stored top row first: flip so row 0 is at the top of the image.
-    float v = texture(field, vec2(uv.x, 1.0 - uv.y)).r;
+    // Row 0 of the field lands in row 0 of the target texture, which ImGui draws at the top.
+    float v = texture(field, uv).r;
     if (isnan(v) || isinf(v)) { color = vec4(0.5, 0.5, 0.5, 1.0); return; }
     float t = hi > lo ? (v - lo) / (hi - lo) : 0.0;
     if (cmap == 1)

@@ -191,6 +191,42 @@ TEST(Gui, BadSessionFilesGiveAMessageNotACrash) {
     EXPECT_FALSE(w.replaying());
 }
 
+TEST(Gui, EveryBundledLessonStepsThroughToTheEndWithSpace) {
+    const auto lessons = MainWindow::bundled_lessons();
+    ASSERT_GE(lessons.size(), 3);
+    LaunchOptions o;
+    o.record = false;
+    o.session = "-";  // start without a model: lessons replay their sessions
+    MainWindow w(o);
+    w.show();
+    for (const auto& path : lessons) {
+        SCOPED_TRACE(path.toStdString());
+        ASSERT_EQ(w.start_lesson(path).toStdString(), "");
+        ASSERT_TRUE(w.in_lesson());
+        const auto lesson = viz::load_lesson(path.toStdString());
+        int steps = 1;
+        // Space (the Play action) advances a running lesson.
+        QAction* space = nullptr;
+        for (auto* a : w.actions())
+            if (a->shortcut() == QKeySequence(Qt::Key_Space)) space = a;
+        ASSERT_NE(space, nullptr);
+        while (true) {
+            const auto& st = lesson.steps[static_cast<size_t>(w.lesson_index())];
+            EXPECT_EQ(w.view().step, st.step);
+            EXPECT_EQ(w.view().highlight, st.panels);
+            w.canvas()->update();
+            QTest::qWait(30);
+            const int before = w.lesson_index();
+            space->trigger();
+            if (w.lesson_index() == before) break;
+            ++steps;
+        }
+        EXPECT_EQ(steps, static_cast<int>(lesson.steps.size()));
+        w.end_lesson();
+        EXPECT_FALSE(w.in_lesson());
+    }
+}
+
 }  // namespace
 }  // namespace cl::app
 

@@ -6,6 +6,10 @@
 
 #include <cmath>
 
+#include <filesystem>
+#include <fstream>
+
+#include "viz/lesson.h"
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
 #include "viz/viz_context.h"
@@ -185,6 +189,33 @@ TEST(Viz, InspectorFollowsAPinnedPositionAcrossColumns) {
     view.pinned_pos = 4095;  // beyond the sequence: "no data", no crash
     draw_all(runs, view, tex);
     EXPECT_EQ(view.pinned_pos, 4095);
+}
+
+TEST(Viz, LessonFilesAreValidatedWithClearErrors) {
+    const auto dir = std::filesystem::temp_directory_path() / "cachelens-lesson-test";
+    std::filesystem::create_directories(dir);
+    auto write = [&](const std::string& name, const std::string& text) {
+        std::ofstream(dir / name) << text;
+        return (dir / name).string();
+    };
+    auto ok = load_lesson(write("ok.lesson.json", R"({"title": "T", "session": "s.clsession", "steps": [
+        {"title": "a", "text": "b", "step": 3, "panels": ["recompute"], "annotations": [{"step": 3, "position": 9, "text": "x"}]}]})"));
+    EXPECT_EQ(ok.steps.size(), 1u);
+    EXPECT_EQ(ok.session, (dir / "s.clsession").string());
+    EXPECT_EQ(ok.steps[0].annotations[0].position, 9);
+    for (const auto& [name, text, fragment] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"bad.json", "{", "invalid JSON"},
+             {"nosteps.json", R"({"title": "T", "session": "s", "steps": []})", "at least one step"},
+             {"panel.json", R"({"title": "T", "session": "s", "steps": [{"title": "a", "text": "b", "panels": ["nope"]}]})", "unknown panel"},
+             {"missing.json", R"({"session": "s", "steps": []})", "malformed"}}) {
+        try {
+            load_lesson(write(name, text));
+            FAIL() << name;
+        } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+        }
+    }
 }
 
 TEST(Viz, TimelineColoursFollowStates) {

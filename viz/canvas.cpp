@@ -17,7 +17,32 @@ int32_t column_step(const RunView& run, const ViewState& view, int32_t max_steps
     return std::clamp(view.step, 0, n - 1);
 }
 
+namespace {
+
+// Draws `body` and, when the lesson highlights `name`, a thick frame around what it drew.
+template <typename F>
+void panel(const char* name, ViewState& view, F&& body) {
+    const bool lit = view.highlight.count(name) > 0;
+    if (lit && view.scroll_to_highlight) ImGui::SetScrollHereY(0.05f);
+    const ImVec2 start = ImGui::GetCursorScreenPos();
+    body();
+    if (!lit) return;
+    const ImVec2 end{start.x + ImGui::GetContentRegionAvail().x, ImGui::GetCursorScreenPos().y};
+    ImGui::GetWindowDrawList()->AddRect({start.x - 2, start.y - 2}, {end.x + 2, end.y}, palette(view.dark).trigger, 3.f, 0, 3.f);
+}
+
+}  // namespace
+
 void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& textures, const CanvasOptions& options) {
+    if (!view.lesson_banner.empty()) {
+        ImGui::PushStyleColor(ImGuiCol_ChildBg, ImGui::ColorConvertU32ToFloat4(palette(view.dark).grid));
+        ImGui::BeginChild("##lesson", {0, ImGui::GetFontSize() * 6.5f}, true);
+        ImGui::PushTextWrapPos(0.f);
+        ImGui::TextUnformatted(view.lesson_banner.c_str());
+        ImGui::PopTextWrapPos();
+        ImGui::EndChild();
+        ImGui::PopStyleColor();
+    }
     const int32_t hovered_last_frame = view.hovered_pos;
     view.hovered_pos = -1;
     int32_t max_steps = 0;
@@ -47,22 +72,27 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         ImGui::BeginChild("##column", {col_w, 0}, true);
         const float inner = ImGui::GetContentRegionAvail().x;
         ColumnContext c{run, baseline, view, textures, column_step(run, view, max_steps), inner};
-        draw_header_metrics(c);
+        panel("header", view, [&] { draw_header_metrics(c); });
         ImGui::Separator();
-        draw_token_strip(c);
-        draw_timeline(c);
-        draw_recompute_map(c);
-        if (ImGui::CollapsingHeader("attention", ImGuiTreeNodeFlags_DefaultOpen)) draw_attention_map(c);
-        if (ImGui::CollapsingHeader(view.oracle_view ? "staleness (oracle)" : "drift & triggers", ImGuiTreeNodeFlags_DefaultOpen))
-            draw_drift_plot(c);
-        draw_diff_strip(c);
+        panel("tokens", view, [&] { draw_token_strip(c); });
+        panel("timeline", view, [&] { draw_timeline(c); });
+        panel("recompute", view, [&] { draw_recompute_map(c); });
+        panel("attention", view, [&] {
+            if (ImGui::CollapsingHeader("attention", ImGuiTreeNodeFlags_DefaultOpen)) draw_attention_map(c);
+        });
+        panel("drift", view, [&] {
+            if (ImGui::CollapsingHeader(view.oracle_view ? "staleness (oracle)" : "drift & triggers", ImGuiTreeNodeFlags_DefaultOpen))
+                draw_drift_plot(c);
+        });
+        panel("diff", view, [&] { draw_diff_strip(c); });
         ImGui::EndChild();
         ImGui::PopID();
     }
     ImGui::EndChild();
+    view.scroll_to_highlight = false;
     if (inspecting) {
         ImGui::BeginChild("##inspector", {0, ImGui::GetFontSize() * 16}, true);
-        draw_inspector(runs, view);
+        panel("inspector", view, [&] { draw_inspector(runs, view); });
         ImGui::EndChild();
     } else if (hovered_last_frame >= 0 && !view.figure_mode) {
         ImGui::TextDisabled("position %d - click a token to pin it in the inspector", hovered_last_frame);

@@ -22,7 +22,7 @@ bool begin_plot(const char* title, ImVec2 size, Plot& p) {
     p.hovered = ImGui::IsItemHovered();
     p.dl = ImGui::GetWindowDrawList();
     const float pad = ImGui::GetFontSize() * 0.3f;
-    p.min = {pos.x + pad * 6, pos.y + ImGui::GetFontSize() + pad};
+    p.min = {pos.x + ImGui::CalcTextSize("0.0000").x + pad, pos.y + ImGui::GetFontSize() + pad};
     p.max = {pos.x + size.x - pad, pos.y + size.y - pad};
     if (!ImGui::IsItemVisible()) return false;
     const bool dark = ImGui::GetStyle().Colors[ImGuiCol_WindowBg].x < 0.5f;

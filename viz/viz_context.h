@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ struct ViewState {
     int32_t steps_available = 0;  // filled by draw_canvas for the transport
     // Requests from panels to the host (consumed by the host after the frame).
     int32_t seek_request = -1;
+    // Lesson player: panels to highlight and the text to show (empty when no lesson runs).
+    std::set<std::string> highlight;
+    std::string lesson_banner;
+    bool scroll_to_highlight = false;  // one-shot: scroll the columns to the highlighted panel
 };
 
 // [SECTION] TextureProvider: the host uploads textures (GL in the app, nothing in tests).

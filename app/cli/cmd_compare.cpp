@@ -2,6 +2,7 @@
 // the baseline `none` run first (added when not listed) so speedup and agreement are measured in
 // the same process on the same prompt.
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli_common.h"
@@ -23,14 +24,33 @@ struct CompareOptions {
     bool own_decoding = false;
     std::string json_file;
     std::string record_file;
+    bool oracle = false;
 };
+
+// "policy" or "policy:key=value+key=value" (the same policy twice with other parameters).
+std::pair<std::string, std::map<std::string, double>> parse_column(const std::string& spec) {
+    const auto colon = spec.find(':');
+    if (colon == std::string::npos) return {spec, {}};
+    std::map<std::string, double> params;
+    std::stringstream ss(spec.substr(colon + 1));
+    for (std::string kv; std::getline(ss, kv, '+');) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos) throw InputError("--policies: expected key=value in '" + spec + "'");
+        try {
+            params[kv.substr(0, eq)] = std::stod(kv.substr(eq + 1));
+        } catch (const std::exception&) {
+            throw InputError("--policies: value of '" + kv.substr(0, eq) + "' is not a number in '" + spec + "'");
+        }
+    }
+    return {spec.substr(0, colon), params};
+}
 
 int run_compare(const CompareOptions& o) {
     auto model = o.model.load();
     const std::string text = o.prompt.text();
     auto names = split_list(o.policies);
     if (names.empty()) throw InputError("--policies: no policy given");
-    for (const auto& n : names) resolve_policy_params(n, {});  // validate names before running anything
+    for (const auto& n : names) resolve_policy_params(parse_column(n).first, parse_column(n).second);  // validate first
     if (std::find(names.begin(), names.end(), "none") == names.end()) names.insert(names.begin(), "none");
     const GenerationConfig base_cfg = o.sampler.resolve(*model);
     std::vector<PolicyRun> runs;
@@ -38,12 +58,15 @@ int run_compare(const CompareOptions& o) {
     std::unique_ptr<sessions::SessionWriter> recorder;
     if (!o.record_file.empty()) {
         try {
-            recorder = sessions::SessionWriter::open(o.record_file);
+            sessions::WriterOptions wo;
+            wo.want_oracle = o.oracle;
+            recorder = sessions::SessionWriter::open(o.record_file, wo);
         } catch (const sessions::SessionError& e) {
             throw InputError(e.what());
         }
     }
-    for (const auto& n : names) {
+    for (const auto& spec : names) {
+        const auto [n, column_params] = parse_column(spec);
         // A bare --param key applies to every policy that has it; policy.key to that policy only.
         std::map<std::string, double> params;
         const auto* info = find_policy(n);
@@ -51,6 +74,7 @@ int run_compare(const CompareOptions& o) {
             for (const auto& spec : info->params)
                 if (spec.name == k) params[k] = v;
         for (const auto& [k, v] : o.params.for_policy(n, false)) params[k] = v;  // qualified: validated
+        for (const auto& [k, v] : column_params) params[k] = v;
         auto cfg = o.own_decoding ? with_own_decoding(base_cfg, n) : base_cfg;
         runs.push_back(run_policy(model, text, cfg, n, params, run_id++, o.model.threads, recorder.get()));
     }
@@ -89,10 +113,11 @@ void add_compare_command(CLI::App& root, Runner& run) {
     o->prompt.add_to(*cmd);
     o->sampler.add_to(*cmd);
     o->params.add_to(*cmd);
-    cmd->add_option("--policies", o->policies, "Comma-separated policies (none is added as the baseline)")->capture_default_str();
+    cmd->add_option("--policies", o->policies, "Comma-separated policies (none is added as the baseline); policy:key=value+key=value sets parameters of one column")->capture_default_str();
     cmd->add_flag("--own-decoding", o->own_decoding, "Use each policy's own decoding defaults (e.g. threshold 0.9)");
     cmd->add_option("--json", o->json_file, "Write the comparison as JSON");
     cmd->add_option("--record", o->record_file, "Record every run into a session file (one comparison)");
+    cmd->add_flag("--oracle", o->oracle, "With --record: record the oracle staleness (a full forward beside each step)");
     cmd->callback([o, &run] { run = [o] { return run_compare(*o); }; });
 }
 

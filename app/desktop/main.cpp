@@ -41,8 +41,10 @@ int main(int argc, char** argv) {
     QCommandLineOption session("session", "Replay a saved session (no model needed)", "FILE");
     QCommandLineOption step("step", "With --session: show this step", "N");
     QCommandLineOption no_record("no-record", "Do not record live runs into the session folder");
+    QCommandLineOption lesson("lesson", "Start a lesson (a .lesson.json file)", "FILE");
+    QCommandLineOption lesson_step("lesson-step", "With --lesson: go to this lesson step (0-based)", "K");
     QCommandLineOption export_file("export", "With --screenshot: also export the canvas figure (.png) or per-step metrics (.csv, .json)", "FILE");
-    parser.addOptions({model, prompt, policies, advance, screenshot, threads, light, size, session, step, no_record, export_file});
+    parser.addOptions({model, prompt, policies, advance, screenshot, threads, light, size, session, step, no_record, export_file, lesson, lesson_step});
     parser.process(arguments);
 
     cl::app::LaunchOptions o;
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
     o.threads = std::max(1, parser.value(threads).toInt());
     o.light = parser.isSet(light);
     o.session = parser.value(session);
+    o.lesson = parser.value(lesson);
     o.record = !parser.isSet(no_record) && !parser.isSet(screenshot);
     cl::set_thread_count(o.threads);
 
@@ -65,6 +68,13 @@ int main(int argc, char** argv) {
         }
     }
     if (window.replaying() && parser.isSet(step)) window.view().step = parser.value(step).toInt();
+    if (window.in_lesson())
+        for (int k = parser.value(lesson_step).toInt(); k > 0; --k) window.lesson_next();
+    if (!o.lesson.isEmpty() && !window.in_lesson() && parser.isSet(screenshot)) {
+        std::fprintf(stderr, "cachelens: cannot start lesson %s: %s\n", qPrintable(o.lesson),
+                     qPrintable(window.statusBar()->currentMessage()));
+        return 2;
+    }
     const auto wh = parser.value(size).split('x');
     if (wh.size() == 2) window.resize(wh[0].toInt(), wh[1].toInt());
     window.show();

@@ -94,7 +94,10 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent) : QMainWin
             QTimer::singleShot(0, this, [this] { refresh_transport(); });
         }
     });
-    if (!options.session.isEmpty()) {
+    if (!options.lesson.isEmpty()) {
+        const QString err = start_lesson(options.lesson);
+        if (!err.isEmpty()) statusBar()->showMessage(err);
+    } else if (!options.session.isEmpty()) {
         const QString err = open_session(options.session);
         if (!err.isEmpty()) statusBar()->showMessage(err);
     } else {
@@ -240,6 +243,29 @@ void MainWindow::build_menus() {
         m_view.align_by_progress = on;
         m_canvas->update();
     });
+    auto* lessons = menuBar()->addMenu("&Lessons");
+    for (const QString& path : bundled_lessons()) {
+        QString title = QFileInfo(path).baseName();
+        try {
+            title = QString::fromStdString(viz::load_lesson(path.toStdString()).title);
+        } catch (const std::exception&) {
+        }
+        connect(lessons->addAction(title), &QAction::triggered, this, [this, path] {
+            const QString err = start_lesson(path);
+            if (!err.isEmpty()) QMessageBox::warning(this, "Cannot start lesson", err);
+        });
+    }
+    lessons->addSeparator();
+    auto* end_l = lessons->addAction("End lesson");
+    end_l->setShortcut(QKeySequence(Qt::Key_Escape));
+    end_l->setShortcutContext(Qt::ApplicationShortcut);
+    connect(end_l, &QAction::triggered, this, [this] { end_lesson(); });
+    addAction(end_l);
+    auto* back_l = lessons->addAction("Previous lesson step");
+    back_l->setShortcut(QKeySequence("Shift+Space"));
+    back_l->setShortcutContext(Qt::ApplicationShortcut);
+    connect(back_l, &QAction::triggered, this, [this] { lesson_prev(); });
+    addAction(back_l);
     auto* help = menuBar()->addMenu("&Help");
     connect(help->addAction("&About CacheLens"), &QAction::triggered, this, [this] {
         QMessageBox::about(this, "CacheLens",
@@ -528,6 +554,69 @@ QString MainWindow::open_session(const QString& path) {
     }
 }
 
+QStringList MainWindow::bundled_lessons() {
+    QDir dir(QString(CL_SOURCE_DIR) + "/assets/lessons");
+    QStringList out;
+    for (const auto& f : dir.entryList({"*.lesson.json"}, QDir::Files, QDir::Name)) out << dir.filePath(f);
+    return out;
+}
+
+QString MainWindow::start_lesson(const QString& path) {
+    viz::Lesson lesson;
+    try {
+        lesson = viz::load_lesson(path.toStdString());
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+    const QString err = open_session(QString::fromStdString(lesson.session));
+    if (!err.isEmpty()) return err;
+    m_lesson = std::move(lesson);
+    m_lesson_index = 0;
+    apply_lesson_step();
+    return "";
+}
+
+bool MainWindow::lesson_next() {
+    if (!in_lesson() || m_lesson_index + 1 >= static_cast<int>(m_lesson.steps.size())) return false;
+    ++m_lesson_index;
+    apply_lesson_step();
+    return true;
+}
+
+bool MainWindow::lesson_prev() {
+    if (!in_lesson() || m_lesson_index == 0) return false;
+    --m_lesson_index;
+    apply_lesson_step();
+    return true;
+}
+
+void MainWindow::end_lesson() {
+    m_lesson_index = -1;
+    m_view.highlight.clear();
+    m_view.lesson_banner.clear();
+    m_canvas->update();
+}
+
+void MainWindow::apply_lesson_step() {
+    const auto& st = m_lesson.steps[static_cast<size_t>(m_lesson_index)];
+    m_view.step = st.step;
+    if (st.layer >= 0) m_view.layer = st.layer;
+    m_view.oracle_view = st.oracle;
+    m_view.highlight = st.panels;
+    m_view.scroll_to_highlight = true;
+    m_view.pinned_pos = st.annotations.empty() ? -1 : st.annotations.front().position;
+    std::string banner = m_lesson.title + "  (" + std::to_string(m_lesson_index + 1) + "/" +
+                         std::to_string(m_lesson.steps.size()) + ")  " + st.title + "\n" + st.text;
+    for (const auto& a : st.annotations)
+        banner += "\n\u2022 step " + std::to_string(a.step) + ", position " + std::to_string(a.position) +
+                  (a.layer >= 0 ? ", layer " + std::to_string(a.layer) : "") + ": " + a.text;
+    banner += m_lesson_index + 1 < static_cast<int>(m_lesson.steps.size()) ? "\n[Space: next   Shift+Space: back   Esc: end]"
+                                                                             : "\n[End of the lesson. Esc: end]";
+    m_view.lesson_banner = banner;
+    m_canvas->update();
+    refresh_transport();
+}
+
 QString MainWindow::export_to(const QString& path) {
     const auto runs = current_runs();
     if (path.endsWith(".csv", Qt::CaseInsensitive)) return QString::fromStdString(export_metrics_csv(runs, path.toStdString()));
@@ -603,6 +692,10 @@ void MainWindow::advance_to(int step) {
 }
 
 void MainWindow::toggle_play() {
+    if (in_lesson()) {  // in a lesson, Space advances it
+        lesson_next();
+        return;
+    }
     if (!m_bridge || m_replaying) return;
     m_bridge->set_playing(!m_bridge->playing());
     if (m_bridge->playing()) m_view.step = -1;  // follow the newest step while playing

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "app/desktop/engine_bridge.h"
+#include "viz/lesson.h"
 #include "viz/viz_context.h"
 
 class QCheckBox;
@@ -31,6 +32,7 @@ struct LaunchOptions {
     int threads = 1;
     bool light = false;
     bool record = true;       // record live runs into the per-user session folder (XDG data dir)
+    QString lesson;           // start this lesson (replays its session)
     QString session;          // open this session file for replay instead of running live
 };
 
@@ -54,6 +56,14 @@ public:
     static QString default_session_dir();
     // Export: canvas PNG in figure mode (no controls), or per-step metrics as CSV / JSON.
     QString export_to(const QString& path);
+    // Lessons: start one (opens its session), step with Space; "" on success.
+    QString start_lesson(const QString& path);
+    bool lesson_next();   // false at the end
+    bool lesson_prev();
+    void end_lesson();
+    bool in_lesson() const { return m_lesson_index >= 0; }
+    int lesson_index() const { return m_lesson_index; }
+    static QStringList bundled_lessons();
 
 public slots:
     void toggle_play();
@@ -91,6 +101,9 @@ private:
     std::vector<viz::RunView> m_replay_runs;
     QString m_replay_path;
     QString m_record_path;  // where live runs are recorded ("" = off)
+    viz::Lesson m_lesson;
+    int m_lesson_index = -1;
+    void apply_lesson_step();
     std::vector<QWidget*> m_engine_controls;
 
     // Run setup

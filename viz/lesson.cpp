@@ -1,0 +1,50 @@
+#include "viz/lesson.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace cl::viz {
+
+Lesson load_lesson(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error(path + ": cannot open lesson");
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(path + ": invalid JSON: " + e.what());
+    }
+    static const std::set<std::string> known{"header", "tokens", "timeline", "recompute", "attention", "drift", "diff", "inspector"};
+    Lesson l;
+    l.path = path;
+    try {
+        l.title = j.at("title").get<std::string>();
+        const auto session = j.at("session").get<std::string>();
+        l.session = (std::filesystem::path(path).parent_path() / session).string();
+        for (const auto& s : j.at("steps")) {
+            LessonStep st;
+            st.title = s.at("title").get<std::string>();
+            st.text = s.at("text").get<std::string>();
+            st.step = s.value("step", -1);
+            st.layer = s.value("layer", -1);
+            st.oracle = s.value("oracle", false);
+            for (const auto& p : s.value("panels", nlohmann::json::array())) {
+                const auto name = p.get<std::string>();
+                if (!known.count(name)) throw std::runtime_error("unknown panel '" + name + "'");
+                st.panels.insert(name);
+            }
+            for (const auto& a : s.value("annotations", nlohmann::json::array()))
+                st.annotations.push_back({a.value("step", -1), a.value("position", -1), a.value("layer", -1), a.value("text", "")});
+            l.steps.push_back(std::move(st));
+        }
+    } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error(path + ": malformed lesson: " + e.what());
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(path + ": " + e.what());
+    }
+    if (l.steps.empty()) throw std::runtime_error(path + ": a lesson needs at least one step");
+    return l;
+}
+
+}  // namespace cl::viz
