@@ -18,22 +18,29 @@ int main(int argc, char** argv) {
     int repeats = 7;
     std::vector<int> threads{1, 2};
     app.add_option("--model", model_dir, "Model folder (default: the embedded model)");
-    app.add_option("--lengths", lengths_csv, "Comma-separated sequence lengths")->capture_default_str();
-    app.add_option("--repeats", repeats, "Timed repeats per point (median reported)")->capture_default_str();
+    app.add_option("--lengths", lengths_csv, "Comma-separated sequence lengths")
+        ->capture_default_str();
+    app.add_option("--repeats", repeats, "Timed repeats per point (median reported)")
+        ->capture_default_str();
     app.add_option("--threads", threads, "Thread counts to measure")->capture_default_str();
     app.add_option("--json", json_file, "Write the results as JSON");
     CLI11_PARSE(app, argc, argv);
     try {
-        std::filesystem::path dir = model_dir.empty() ? cl::default_model_dir() : std::filesystem::path(model_dir);
-        if (dir.empty()) throw std::runtime_error("--model: no model given and no embedded default model");
+        std::filesystem::path dir =
+            model_dir.empty() ? cl::default_model_dir() : std::filesystem::path(model_dir);
+        if (dir.empty())
+            throw std::runtime_error("--model: no model given and no embedded default model");
         auto model = cl::Model::load(dir);
         auto& net = model->net();
         std::vector<int64_t> lengths;
         std::stringstream ss(lengths_csv);
         for (std::string x; std::getline(ss, x, ',');) lengths.push_back(std::stoll(x));
-        nlohmann::json out = {{"model", model->name()}, {"parameters", model->parameter_count()}, {"points", nlohmann::json::array()}};
+        nlohmann::json out = {{"model", model->name()},
+                              {"parameters", model->parameter_count()},
+                              {"points", nlohmann::json::array()}};
         std::printf("model %s (%.2fM parameters)\n%8s %8s %12s %12s %12s\n", model->name().c_str(),
-                    model->parameter_count() / 1e6, "threads", "length", "median_ms", "min_ms", "GFLOP/s");
+                    model->parameter_count() / 1e6, "threads", "length", "median_ms", "min_ms",
+                    "GFLOP/s");
         torch::InferenceMode guard;
         for (int t : threads) {
             cl::set_thread_count(t);
@@ -45,15 +52,23 @@ int main(int argc, char** argv) {
                 for (int r = 0; r < repeats; ++r) {
                     const auto t0 = std::chrono::steady_clock::now();
                     net.forward_full(ids);
-                    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+                    ms.push_back(std::chrono::duration<double, std::milli>(
+                                     std::chrono::steady_clock::now() - t0)
+                                     .count());
                 }
                 std::sort(ms.begin(), ms.end());
                 const double median = ms[ms.size() / 2];
-                const double flops = model->config().n_layers * cl::detail::layer_flops(model->config(), L, L) +
-                                     cl::detail::head_flops(model->config(), L);
-                std::printf("%8d %8lld %12.2f %12.2f %12.1f\n", t, (long long)L, median, ms.front(), flops / median / 1e6);
-                out["points"].push_back({{"threads", t}, {"length", L}, {"median_ms", median}, {"min_ms", ms.front()},
-                                         {"repeats", repeats}, {"gflops", flops / median / 1e6}});
+                const double flops =
+                    model->config().n_layers * cl::detail::layer_flops(model->config(), L, L) +
+                    cl::detail::head_flops(model->config(), L);
+                std::printf("%8d %8lld %12.2f %12.2f %12.1f\n", t, (long long)L, median, ms.front(),
+                            flops / median / 1e6);
+                out["points"].push_back({{"threads", t},
+                                         {"length", L},
+                                         {"median_ms", median},
+                                         {"min_ms", ms.front()},
+                                         {"repeats", repeats},
+                                         {"gflops", flops / median / 1e6}});
             }
         }
         if (!json_file.empty()) std::ofstream(json_file) << out.dump(2) << '\n';

@@ -16,7 +16,9 @@
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -25,7 +27,8 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
     CLI::App app{"Session recording overhead and read speed"};
-    std::string model_dir, policies_csv = "none,dkv-decode,elastic", json_file, out = "/tmp/cachelens-bench.clsession";
+    std::string model_dir, policies_csv = "none,dkv-decode,elastic", json_file,
+                           out = "/tmp/cachelens-bench.clsession";
     int64_t gen = 256;
     int repeats = 3;
     app.add_option("--model", model_dir, "Model folder (default: the embedded model)");
@@ -42,7 +45,8 @@ int main(int argc, char** argv) {
         std::vector<std::string> policies;
         std::stringstream ss(policies_csv);
         for (std::string p; std::getline(ss, p, ',');) policies.push_back(p);
-        cl::tasks::TaskGenerator tg(7, cl::tasks::Split::Eval, cl::tasks::Difficulty{3, 10, 16, 3, 8});
+        cl::tasks::TaskGenerator tg(7, cl::tasks::Split::Eval,
+                                    cl::tasks::Difficulty{3, 10, 16, 3, 8});
         cl::GenerationRequest req;
         req.prompt_text = tg.next("kv").prompt;
         req.config.gen_length = gen;
@@ -73,10 +77,12 @@ int main(int argc, char** argv) {
             }
             const double a = median(plain), b = median(rec);
             std::printf("%-12s %14.1f %14.1f %9.1f%%\n", p.c_str(), a, b, 100 * (b - a) / a);
-            j["policies"].push_back({{"policy", p}, {"plain_ms", a}, {"recorded_ms", b}, {"overhead", (b - a) / a}});
+            j["policies"].push_back(
+                {{"policy", p}, {"plain_ms", a}, {"recorded_ms", b}, {"overhead", (b - a) / a}});
         }
         std::filesystem::remove(out + ".tmp");
-        // Read side: open + every step's metadata, then one step's full data with one attention layer.
+        // Read side: open + every step's metadata, then one step's full data with one attention
+        // layer.
         std::vector<double> open_ms, fetch_ms;
         for (int r = 0; r < std::max(3, repeats); ++r) {
             auto t0 = Clock::now();
@@ -87,13 +93,16 @@ int main(int argc, char** argv) {
             open_ms.push_back(ms_since(t0));
             for (int k = 0; k < 10; ++k) {
                 t0 = Clock::now();
-                auto s = reader->load_step(runs[0].run_id, static_cast<int32_t>((k * 37) % steps / runs.size()), {2});
+                auto s = reader->load_step(
+                    runs[0].run_id, static_cast<int32_t>((k * 37) % steps / runs.size()), {2});
                 fetch_ms.push_back(ms_since(t0));
             }
         }
         const auto size = std::filesystem::file_size(out);
-        std::printf("\nsession %s: %.1f MB\nopen + all step metadata: median %.1f ms\none step (masks + attention layer 2): median %.2f ms\n",
-                    out.c_str(), size / 1e6, median(open_ms), median(fetch_ms));
+        std::printf(
+            "\nsession %s: %.1f MB\nopen + all step metadata: median %.1f ms\none step (masks + "
+            "attention layer 2): median %.2f ms\n",
+            out.c_str(), size / 1e6, median(open_ms), median(fetch_ms));
         j["file_mb"] = size / 1e6;
         j["open_ms"] = median(open_ms);
         j["fetch_step_ms"] = median(fetch_ms);

@@ -16,10 +16,17 @@ namespace {
 
 class CachingProvider final : public cl::viz::TextureProvider {
 public:
-    ImTextureID scalar_texture(const std::string& key, int, int, const std::vector<float>&, float, float,
-                               cl::viz::Colormap) override { return add(key); }
-    ImTextureID rgba_texture(const std::string& key, int, int, const std::vector<uint32_t>&) override { return add(key); }
-    ImTextureID cached(const std::string& key) override { return m_keys.count(key) ? reinterpret_cast<ImTextureID>(1) : nullptr; }
+    ImTextureID scalar_texture(const std::string& key, int, int, const std::vector<float>&, float,
+                               float, cl::viz::Colormap) override {
+        return add(key);
+    }
+    ImTextureID rgba_texture(const std::string& key, int, int,
+                             const std::vector<uint32_t>&) override {
+        return add(key);
+    }
+    ImTextureID cached(const std::string& key) override {
+        return m_keys.count(key) ? reinterpret_cast<ImTextureID>(1) : nullptr;
+    }
 
 private:
     ImTextureID add(const std::string& key) {
@@ -42,7 +49,8 @@ cl::viz::RunView synthetic_run(int id, const std::string& policy, int P, int G, 
     const int L = P + G;
     std::vector<int> order(static_cast<size_t>(G));
     for (int i = 0; i < G; ++i) order[static_cast<size_t>(i)] = P + i;
-    std::vector<cl::trace::TokenState> states(static_cast<size_t>(L), cl::trace::TokenState::Masked);
+    std::vector<cl::trace::TokenState> states(static_cast<size_t>(L),
+                                              cl::trace::TokenState::Masked);
     for (int i = 0; i < P; ++i) states[static_cast<size_t>(i)] = cl::trace::TokenState::Prompt;
     for (int t = 0; t < steps; ++t) {
         auto s = std::make_shared<cl::trace::StepRecord>();
@@ -52,7 +60,8 @@ cl::viz::RunView synthetic_run(int id, const std::string& policy, int P, int G, 
         s->n_layers = N;
         for (auto& st : states)
             if (st == cl::trace::TokenState::DecodedNow) st = cl::trace::TokenState::DecodedEarlier;
-        states[static_cast<size_t>(order[static_cast<size_t>(t % G)])] = cl::trace::TokenState::DecodedNow;
+        states[static_cast<size_t>(order[static_cast<size_t>(t % G)])] =
+            cl::trace::TokenState::DecodedNow;
         s->states = states;
         s->tokens.assign(static_cast<size_t>(L), 5);
         s->predicted.assign(static_cast<size_t>(L), 5);
@@ -61,7 +70,8 @@ cl::viz::RunView synthetic_run(int id, const std::string& policy, int P, int G, 
         s->actions.resize(static_cast<size_t>(N * L));
         s->cache_age.resize(static_cast<size_t>(N * L));
         for (int k = 0; k < N * L; ++k) {
-            s->actions[static_cast<size_t>(k)] = rng() % 3 ? cl::trace::RowAction::KvReused : cl::trace::RowAction::Recomputed;
+            s->actions[static_cast<size_t>(k)] =
+                rng() % 3 ? cl::trace::RowAction::KvReused : cl::trace::RowAction::Recomputed;
             s->cache_age[static_cast<size_t>(k)] = static_cast<uint16_t>(rng() % 64);
         }
         s->wall_ms = 10;
@@ -106,7 +116,8 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     const char* names[] = {"none", "dkv-decode", "elastic", "fast-dual", "d2cache", "dllm-cache"};
     std::vector<cl::viz::RunView> runs;
-    for (int c = 0; c < columns; ++c) runs.push_back(synthetic_run(c, names[c % 6], prompt, gen, steps, layers));
+    for (int c = 0; c < columns; ++c)
+        runs.push_back(synthetic_run(c, names[c % 6], prompt, gen, steps, layers));
     ImGui::CreateContext();
     ImGuiIO& io = ImGui::GetIO();
     io.DisplaySize = {1920, 1080};
@@ -126,7 +137,8 @@ int main(int argc, char** argv) {
         cl::viz::draw_canvas(runs, view, tex);
         ImGui::End();
         ImGui::Render();
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+            .count();
     };
     frame();  // first frame builds every texture
     std::vector<double> still, scrub;
@@ -137,13 +149,18 @@ int main(int argc, char** argv) {
         view.step = (i * 7) % steps;
         scrub.push_back(frame());
     }
-    std::printf("canvas: %d columns, G=%d, %d steps, %d layers\n%-10s %10s %10s\n", columns, gen, steps, layers, "case",
-                "median_ms", "max_ms");
-    std::printf("%-10s %10.2f %10.2f\n", "static", median(still), *std::max_element(still.begin(), still.end()));
-    std::printf("%-10s %10.2f %10.2f\n", "scrubbing", median(scrub), *std::max_element(scrub.begin(), scrub.end()));
+    std::printf("canvas: %d columns, G=%d, %d steps, %d layers\n%-10s %10s %10s\n", columns, gen,
+                steps, layers, "case", "median_ms", "max_ms");
+    std::printf("%-10s %10.2f %10.2f\n", "static", median(still),
+                *std::max_element(still.begin(), still.end()));
+    std::printf("%-10s %10.2f %10.2f\n", "scrubbing", median(scrub),
+                *std::max_element(scrub.begin(), scrub.end()));
     if (!json_file.empty())
-        std::ofstream(json_file) << nlohmann::json{{"columns", columns}, {"gen_length", gen}, {"steps", steps},
-                                                   {"static_median_ms", median(still)}, {"scrub_median_ms", median(scrub)}}
+        std::ofstream(json_file) << nlohmann::json{{"columns", columns},
+                                                   {"gen_length", gen},
+                                                   {"steps", steps},
+                                                   {"static_median_ms", median(still)},
+                                                   {"scrub_median_ms", median(scrub)}}
                                         .dump(2)
                                  << '\n';
     ImGui::DestroyContext();

@@ -9,11 +9,26 @@ namespace {
 
 template <typename T>
 const char* dtype_of();
-template <> const char* dtype_of<int32_t>() { return "i32"; }
-template <> const char* dtype_of<uint8_t>() { return "u8"; }
-template <> const char* dtype_of<uint16_t>() { return "u16"; }
-template <> const char* dtype_of<float>() { return "f32"; }
-template <> const char* dtype_of<double>() { return "f64"; }
+template <>
+const char* dtype_of<int32_t>() {
+    return "i32";
+}
+template <>
+const char* dtype_of<uint8_t>() {
+    return "u8";
+}
+template <>
+const char* dtype_of<uint16_t>() {
+    return "u16";
+}
+template <>
+const char* dtype_of<float>() {
+    return "f32";
+}
+template <>
+const char* dtype_of<double>() {
+    return "f64";
+}
 
 }  // namespace
 
@@ -23,8 +38,10 @@ std::vector<int64_t> parse_shape(const std::string& shape) {
     size_t i = 0;
     while (i <= shape.size()) {
         const size_t j = shape.find(',', i);
-        const std::string part = shape.substr(i, j == std::string::npos ? std::string::npos : j - i);
-        if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos)
+        const std::string part =
+            shape.substr(i, j == std::string::npos ? std::string::npos : j - i);
+        if (part.empty() || part.size() > 12 ||
+            part.find_first_not_of("0123456789") != std::string::npos)
             throw SessionError("bad array shape '" + shape + "'");
         dims.push_back(std::stoll(part));
         if (j == std::string::npos) break;
@@ -43,7 +60,8 @@ std::string shape_string(const std::vector<int64_t>& shape) {
 std::vector<uint8_t> zstd_compress(const uint8_t* data, size_t size, int level) {
     std::vector<uint8_t> out(ZSTD_compressBound(size));
     const size_t n = ZSTD_compress(out.data(), out.size(), data, size, level);
-    if (ZSTD_isError(n)) throw SessionError(std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
+    if (ZSTD_isError(n))
+        throw SessionError(std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
     out.resize(n);
     return out;
 }
@@ -53,8 +71,8 @@ std::vector<uint8_t> zstd_decompress(const uint8_t* data, size_t size, size_t ex
     const unsigned long long frame = ZSTD_getFrameContentSize(data, size);
     if (frame == ZSTD_CONTENTSIZE_ERROR) throw SessionError("corrupt blob: not a zstd frame");
     if (frame != ZSTD_CONTENTSIZE_UNKNOWN && frame != expected_size)
-        throw SessionError("corrupt blob: zstd frame holds " + std::to_string(frame) + " bytes, expected " +
-                           std::to_string(expected_size));
+        throw SessionError("corrupt blob: zstd frame holds " + std::to_string(frame) +
+                           " bytes, expected " + std::to_string(expected_size));
     std::vector<uint8_t> out(expected_size);
     const size_t n = ZSTD_decompress(out.data(), out.size(), data, size);
     if (ZSTD_isError(n)) throw SessionError(std::string("corrupt blob: ") + ZSTD_getErrorName(n));
@@ -63,7 +81,8 @@ std::vector<uint8_t> zstd_decompress(const uint8_t* data, size_t size, size_t ex
 }
 
 template <typename T>
-EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_t>& shape, bool compress) {
+EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_t>& shape,
+                          bool compress) {
     EncodedArray a;
     a.dtype = dtype_of<T>();
     a.shape = shape_string(shape);
@@ -80,12 +99,14 @@ EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_
 }
 
 template <typename T>
-std::vector<T> decode_array(const std::string& dtype, const std::string& shape, const std::string& encoding,
-                            const uint8_t* data, size_t size) {
-    if (dtype != dtype_of<T>()) throw SessionError("array dtype '" + dtype + "', expected '" + dtype_of<T>() + "'");
+std::vector<T> decode_array(const std::string& dtype, const std::string& shape,
+                            const std::string& encoding, const uint8_t* data, size_t size) {
+    if (dtype != dtype_of<T>())
+        throw SessionError("array dtype '" + dtype + "', expected '" + dtype_of<T>() + "'");
     uint64_t count = 1;
     for (int64_t d : parse_shape(shape)) {
-        if (d != 0 && count > kMaxDecodedBytes / static_cast<uint64_t>(d)) throw SessionError("array shape overflows");
+        if (d != 0 && count > kMaxDecodedBytes / static_cast<uint64_t>(d))
+            throw SessionError("array shape overflows");
         count *= static_cast<uint64_t>(d);
     }
     const uint64_t bytes = count * sizeof(T);
@@ -93,7 +114,8 @@ std::vector<T> decode_array(const std::string& dtype, const std::string& shape, 
     std::vector<T> out(static_cast<size_t>(count));
     if (encoding == "raw") {
         if (size != bytes)
-            throw SessionError("corrupt blob: " + std::to_string(size) + " bytes for shape [" + shape + "] of " + dtype);
+            throw SessionError("corrupt blob: " + std::to_string(size) + " bytes for shape [" +
+                               shape + "] of " + dtype);
         if (bytes) std::memcpy(out.data(), data, bytes);
     } else if (encoding == "zstd") {
         auto raw = zstd_decompress(data, size, static_cast<size_t>(bytes));
@@ -104,10 +126,11 @@ std::vector<T> decode_array(const std::string& dtype, const std::string& shape, 
     return out;
 }
 
-#define CL_INSTANTIATE(T)                                                                                        \
-    template EncodedArray encode_array<T>(const std::vector<T>&, const std::vector<int64_t>&, bool);             \
-    template std::vector<T> decode_array<T>(const std::string&, const std::string&, const std::string&,         \
-                                            const uint8_t*, size_t);
+#define CL_INSTANTIATE(T)                                                                     \
+    template EncodedArray encode_array<T>(const std::vector<T>&, const std::vector<int64_t>&, \
+                                          bool);                                              \
+    template std::vector<T> decode_array<T>(const std::string&, const std::string&,           \
+                                            const std::string&, const uint8_t*, size_t);
 CL_INSTANTIATE(int32_t)
 CL_INSTANTIATE(uint8_t)
 CL_INSTANTIATE(uint16_t)

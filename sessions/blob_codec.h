@@ -30,12 +30,13 @@ struct EncodedArray {
 constexpr size_t kMaxDecodedBytes = 512ull << 20;
 
 template <typename T>
-EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_t>& shape, bool compress);
+EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_t>& shape,
+                          bool compress);
 
 // Decodes into T, checking that `dtype` matches T exactly.
 template <typename T>
-std::vector<T> decode_array(const std::string& dtype, const std::string& shape, const std::string& encoding,
-                            const uint8_t* data, size_t size);
+std::vector<T> decode_array(const std::string& dtype, const std::string& shape,
+                            const std::string& encoding, const uint8_t* data, size_t size);
 
 std::vector<int64_t> parse_shape(const std::string& shape);  // throws SessionError
 std::string shape_string(const std::vector<int64_t>& shape);

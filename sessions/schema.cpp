@@ -40,7 +40,8 @@ void migrate_v1_to_v2(Db& db) {
 }
 
 const std::vector<std::function<void(Db&)>>& migrations() {
-    static const std::vector<std::function<void(Db&)>> m{migrate_v1_to_v2};  // index i: v(i+1) -> v(i+2)
+    static const std::vector<std::function<void(Db&)>> m{
+        migrate_v1_to_v2};  // index i: v(i+1) -> v(i+2)
     return m;
 }
 
@@ -55,7 +56,9 @@ void create_schema(Db& db, int version) {
     db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
     db.exec("BEGIN");
     db.exec(kSchemaV1);
-    db.exec("INSERT INTO meta(key, value) VALUES ('created_utc', strftime('%Y-%m-%dT%H:%M:%SZ','now'))");
+    db.exec(
+        "INSERT INTO meta(key, value) VALUES ('created_utc', "
+        "strftime('%Y-%m-%dT%H:%M:%SZ','now'))");
     db.exec("INSERT INTO meta(key, value) VALUES ('app_version', '" CL_VERSION "')");
     for (int v = 1; v < version; ++v) migrations()[static_cast<size_t>(v - 1)](db);
     db.exec("PRAGMA user_version = " + std::to_string(version));
@@ -67,15 +70,19 @@ int check_version(Db& db) {
     const int64_t app = db.pragma_int("application_id");
     const int64_t version = db.pragma_int("user_version");
     if (app != kApplicationId) {
-        if (app == 0 && !has_tables(db)) throw SessionError(db.path() + ": empty file, not a CacheLens session");
-        throw SessionError(db.path() + ": not a CacheLens session (another SQLite database, application_id " +
+        if (app == 0 && !has_tables(db))
+            throw SessionError(db.path() + ": empty file, not a CacheLens session");
+        throw SessionError(db.path() +
+                           ": not a CacheLens session (another SQLite database, application_id " +
                            std::to_string(app) + ")");
     }
     if (version > kCurrentSchema)
-        throw SessionError(db.path() + ": written by a newer CacheLens (session format v" + std::to_string(version) +
-                           "; this version reads up to v" + std::to_string(kCurrentSchema) + ")");
+        throw SessionError(db.path() + ": written by a newer CacheLens (session format v" +
+                           std::to_string(version) + "; this version reads up to v" +
+                           std::to_string(kCurrentSchema) + ")");
     if (version < kOldestSupportedSchema)
-        throw SessionError(db.path() + ": session format v" + std::to_string(version) + " is too old to read");
+        throw SessionError(db.path() + ": session format v" + std::to_string(version) +
+                           " is too old to read");
     return static_cast<int>(version);
 }
 

@@ -23,7 +23,8 @@ std::map<int32_t, std::string> parse_token_text(const std::string& text, const s
     if (text.empty()) return out;
     try {
         auto j = json::parse(text);
-        for (auto it = j.begin(); it != j.end(); ++it) out[std::stoi(it.key())] = it->get<std::string>();
+        for (auto it = j.begin(); it != j.end(); ++it)
+            out[std::stoi(it.key())] = it->get<std::string>();
     } catch (const std::exception& e) {
         throw SessionError(where + ": corrupt token text: " + e.what());
     }
@@ -46,10 +47,12 @@ std::unique_ptr<SessionReader> SessionReader::open(const std::string& path, bool
 
 SessionReader::SessionReader(const std::string& path, bool repair) {
     if (!std::filesystem::exists(path)) throw SessionError(path + ": session file not found");
-    if (std::filesystem::is_directory(path)) throw SessionError(path + ": is a folder, not a session file");
+    if (std::filesystem::is_directory(path))
+        throw SessionError(path + ": is a folder, not a session file");
     m_info.path = path;
     m_info.file_bytes = static_cast<int64_t>(std::filesystem::file_size(path));
-    if (m_info.file_bytes < 512) throw SessionError(path + ": truncated or empty file, not a CacheLens session");
+    if (m_info.file_bytes < 512)
+        throw SessionError(path + ": truncated or empty file, not a CacheLens session");
     if (repair) {
         try {
             m_db = Db(path, SQLITE_OPEN_READWRITE);
@@ -61,16 +64,20 @@ SessionReader::SessionReader(const std::string& path, bool repair) {
     if (!m_writable) m_db = Db(path, SQLITE_OPEN_READONLY);
     m_info.schema_version_found = m_writable ? check_and_migrate(m_db, true) : check_version(m_db);
     if (!m_writable && m_info.schema_version_found != kCurrentSchema)
-        throw SessionError(path + ": session format v" + std::to_string(m_info.schema_version_found) +
+        throw SessionError(path + ": session format v" +
+                           std::to_string(m_info.schema_version_found) +
                            " needs a migration, but the file is read-only");
     m_info.schema_version = kCurrentSchema;
     {
         Stmt s(m_db, "SELECT key, value FROM meta");
         while (s.step()) {
             const auto k = s.col_text(0);
-            if (k == "name") m_info.name = s.col_text(1);
-            else if (k == "created_utc") m_info.created_utc = s.col_text(1);
-            else if (k == "app_version") m_info.app_version = s.col_text(1);
+            if (k == "name")
+                m_info.name = s.col_text(1);
+            else if (k == "created_utc")
+                m_info.created_utc = s.col_text(1);
+            else if (k == "app_version")
+                m_info.app_version = s.col_text(1);
         }
     }
     // A recorder that died mid-run leaves 'running' rows: they are aborted now.
@@ -84,8 +91,10 @@ SessionReader::SessionReader(const std::string& path, bool repair) {
 std::vector<RunRecord> SessionReader::runs() {
     std::vector<RunRecord> out;
     Stmt s(m_db,
-           "SELECT run_id, comparison_id, policy, params_json, sampler_json, model_name, model_hash, device, threads, seed,"
-           " prompt, prompt_len, gen_len, block_len, steps_planned, n_layers, n_heads, mask_id, eos_id, app_version,"
+           "SELECT run_id, comparison_id, policy, params_json, sampler_json, model_name, "
+           "model_hash, device, threads, seed,"
+           " prompt, prompt_len, gen_len, block_len, steps_planned, n_layers, n_heads, mask_id, "
+           "eos_id, app_version,"
            " token_text_json, status, started_utc, ended_utc, summary_json, note,"
            " (SELECT count(*) FROM step WHERE step.run_id = run.run_id) FROM run ORDER BY run_id");
     while (s.step()) {
@@ -96,9 +105,12 @@ std::vector<RunRecord> SessionReader::runs() {
         auto& i = r.info;
         i.run_id = static_cast<int32_t>(r.run_id);
         i.policy = s.col_text(2);
-        const json params = parse_json(s.col_text(3), where), sampler = parse_json(s.col_text(4), where);
-        for (const auto& [k, v] : params.items()) i.policy_params[k] = v.is_string() ? v.get<std::string>() : v.dump();
-        for (const auto& [k, v] : sampler.items()) i.sampler[k] = v.is_string() ? v.get<std::string>() : v.dump();
+        const json params = parse_json(s.col_text(3), where),
+                   sampler = parse_json(s.col_text(4), where);
+        for (const auto& [k, v] : params.items())
+            i.policy_params[k] = v.is_string() ? v.get<std::string>() : v.dump();
+        for (const auto& [k, v] : sampler.items())
+            i.sampler[k] = v.is_string() ? v.get<std::string>() : v.dump();
         i.model_name = s.col_text(5);
         i.model_hash = s.col_text(6);
         i.device = s.col_text(7);
@@ -136,11 +148,14 @@ std::vector<RunRecord> SessionReader::runs() {
         r.note = s.col_text(25);
         r.step_count = s.col_int(26);
         // Initial tokens are stored as an array at step -1.
-        Stmt a(m_db, "SELECT dtype, shape, encoding, data FROM array WHERE run_id = ? AND step = -1 AND name = 'initial_tokens'");
+        Stmt a(m_db,
+               "SELECT dtype, shape, encoding, data FROM array WHERE run_id = ? AND step = -1 AND "
+               "name = 'initial_tokens'");
         a.bind(1, r.run_id);
         if (a.step()) {
             try {
-                i.initial_tokens = decode_array<int32_t>(a.col_text(0), a.col_text(1), a.col_text(2), a.col_blob(3), a.col_bytes(3));
+                i.initial_tokens = decode_array<int32_t>(
+                    a.col_text(0), a.col_text(1), a.col_text(2), a.col_blob(3), a.col_bytes(3));
             } catch (const SessionError& e) {
                 throw SessionError(where + ": initial tokens: " + e.what());
             }
@@ -153,7 +168,8 @@ std::vector<RunRecord> SessionReader::runs() {
 std::vector<StepMeta> SessionReader::step_meta(int64_t run_id) {
     std::vector<StepMeta> out;
     Stmt s(m_db,
-           "SELECT step, block, step_in_block, seq_len, n_layers, n_committed, wall_ms, flops, flops_full,"
+           "SELECT step, block, step_in_block, seq_len, n_layers, n_committed, wall_ms, flops, "
+           "flops_full,"
            " recompute_fraction, has_oracle FROM step WHERE run_id = ? ORDER BY step");
     s.bind(1, run_id);
     while (s.step()) {
@@ -174,13 +190,17 @@ std::vector<StepMeta> SessionReader::step_meta(int64_t run_id) {
     return out;
 }
 
-std::shared_ptr<trace::StepRecord> SessionReader::load_step(int64_t run_id, int32_t step, const std::vector<int32_t>& layers) {
-    const std::string where = m_info.path + ": run " + std::to_string(run_id) + " step " + std::to_string(step);
+std::shared_ptr<trace::StepRecord> SessionReader::load_step(int64_t run_id, int32_t step,
+                                                            const std::vector<int32_t>& layers) {
+    const std::string where =
+        m_info.path + ": run " + std::to_string(run_id) + " step " + std::to_string(step);
     auto r = std::make_shared<trace::StepRecord>();
     {
         Stmt s(m_db,
-               "SELECT block, step_in_block, seq_len, n_layers, wall_ms, flops, flops_full, triggers_json,"
-               " token_text_json, has_oracle, oracle_logits_kl, oracle_commit_differs FROM step WHERE run_id = ? AND step = ?");
+               "SELECT block, step_in_block, seq_len, n_layers, wall_ms, flops, flops_full, "
+               "triggers_json,"
+               " token_text_json, has_oracle, oracle_logits_kl, oracle_commit_differs FROM step "
+               "WHERE run_id = ? AND step = ?");
         s.bind(1, run_id).bind(2, int64_t{step});
         if (!s.step()) throw SessionError(where + ": no such step");
         r->run_id = static_cast<int32_t>(run_id);
@@ -209,41 +229,61 @@ std::shared_ptr<trace::StepRecord> SessionReader::load_step(int64_t run_id, int3
         r->oracle.logits_kl = s.col_double(10);
         r->oracle.commit_differs = s.col_int(11) != 0;
     }
-    if (r->seq_len < 0 || r->n_layers < 0 || static_cast<int64_t>(r->seq_len) * r->n_layers > (1 << 28))
+    if (r->seq_len < 0 || r->n_layers < 0 ||
+        static_cast<int64_t>(r->seq_len) * r->n_layers > (1 << 28))
         throw SessionError(where + ": implausible sizes");
     const size_t L = static_cast<size_t>(r->seq_len), NL = L * static_cast<size_t>(r->n_layers);
-    Stmt a(m_db, "SELECT name, dtype, shape, encoding, data FROM array WHERE run_id = ? AND step = ?");
+    Stmt a(m_db,
+           "SELECT name, dtype, shape, encoding, data FROM array WHERE run_id = ? AND step = ?");
     a.bind(1, run_id).bind(2, int64_t{step});
     std::vector<uint8_t> states, actions;
     while (a.step()) {
-        const auto name = a.col_text(0), dtype = a.col_text(1), shape = a.col_text(2), enc = a.col_text(3);
+        const auto name = a.col_text(0), dtype = a.col_text(1), shape = a.col_text(2),
+                   enc = a.col_text(3);
         const uint8_t* d = a.col_blob(4);
         const size_t n = a.col_bytes(4);
         try {
-            if (name == "tokens") r->tokens = decode_array<int32_t>(dtype, shape, enc, d, n);
-            else if (name == "states") states = decode_array<uint8_t>(dtype, shape, enc, d, n);
-            else if (name == "predicted") r->predicted = decode_array<int32_t>(dtype, shape, enc, d, n);
-            else if (name == "confidence") r->confidence = decode_array<float>(dtype, shape, enc, d, n);
-            else if (name == "committed") r->committed = decode_array<int32_t>(dtype, shape, enc, d, n);
-            else if (name == "actions") actions = decode_array<uint8_t>(dtype, shape, enc, d, n);
-            else if (name == "cache_age") r->cache_age = decode_array<uint16_t>(dtype, shape, enc, d, n);
-            else if (name == "layer_ms") r->layer_ms = decode_array<float>(dtype, shape, enc, d, n);
-            else if (name == "topk_ids") r->topk_ids = decode_array<int32_t>(dtype, shape, enc, d, n);
-            else if (name == "topk_probs") r->topk_probs = decode_array<float>(dtype, shape, enc, d, n);
-            else if (name == "entropy") r->entropy = decode_array<float>(dtype, shape, enc, d, n);
-            else if (name == "margin") r->margin = decode_array<float>(dtype, shape, enc, d, n);
-            else if (name == "oracle_k_cos") r->oracle.k_cos = decode_array<float>(dtype, shape, enc, d, n);
-            else if (name == "oracle_v_cos") r->oracle.v_cos = decode_array<float>(dtype, shape, enc, d, n);
-            else if (name == "oracle_k_rel_l2") r->oracle.k_rel_l2 = decode_array<float>(dtype, shape, enc, d, n);
-            else if (name == "oracle_v_rel_l2") r->oracle.v_rel_l2 = decode_array<float>(dtype, shape, enc, d, n);
+            if (name == "tokens")
+                r->tokens = decode_array<int32_t>(dtype, shape, enc, d, n);
+            else if (name == "states")
+                states = decode_array<uint8_t>(dtype, shape, enc, d, n);
+            else if (name == "predicted")
+                r->predicted = decode_array<int32_t>(dtype, shape, enc, d, n);
+            else if (name == "confidence")
+                r->confidence = decode_array<float>(dtype, shape, enc, d, n);
+            else if (name == "committed")
+                r->committed = decode_array<int32_t>(dtype, shape, enc, d, n);
+            else if (name == "actions")
+                actions = decode_array<uint8_t>(dtype, shape, enc, d, n);
+            else if (name == "cache_age")
+                r->cache_age = decode_array<uint16_t>(dtype, shape, enc, d, n);
+            else if (name == "layer_ms")
+                r->layer_ms = decode_array<float>(dtype, shape, enc, d, n);
+            else if (name == "topk_ids")
+                r->topk_ids = decode_array<int32_t>(dtype, shape, enc, d, n);
+            else if (name == "topk_probs")
+                r->topk_probs = decode_array<float>(dtype, shape, enc, d, n);
+            else if (name == "entropy")
+                r->entropy = decode_array<float>(dtype, shape, enc, d, n);
+            else if (name == "margin")
+                r->margin = decode_array<float>(dtype, shape, enc, d, n);
+            else if (name == "oracle_k_cos")
+                r->oracle.k_cos = decode_array<float>(dtype, shape, enc, d, n);
+            else if (name == "oracle_v_cos")
+                r->oracle.v_cos = decode_array<float>(dtype, shape, enc, d, n);
+            else if (name == "oracle_k_rel_l2")
+                r->oracle.k_rel_l2 = decode_array<float>(dtype, shape, enc, d, n);
+            else if (name == "oracle_v_rel_l2")
+                r->oracle.v_rel_l2 = decode_array<float>(dtype, shape, enc, d, n);
         } catch (const SessionError& e) {
             throw SessionError(where + ": array '" + name + "': " + e.what());
         }
     }
     // Every per-row array must match the step's sizes, whatever the blob claimed.
     auto expect = [&](size_t got, size_t want, const char* what) {
-        if (got != want) throw SessionError(where + ": array '" + std::string(what) + "' has " + std::to_string(got) +
-                                            " values, expected " + std::to_string(want));
+        if (got != want)
+            throw SessionError(where + ": array '" + std::string(what) + "' has " +
+                               std::to_string(got) + " values, expected " + std::to_string(want));
     };
     expect(r->tokens.size(), L, "tokens");
     expect(states.size(), L, "states");
@@ -253,16 +293,19 @@ std::shared_ptr<trace::StepRecord> SessionReader::load_step(int64_t run_id, int3
     expect(r->cache_age.size(), NL, "cache_age");
     r->states.resize(L);
     for (size_t i = 0; i < L; ++i) {
-        if (states[i] > 3) throw SessionError(where + ": invalid token state " + std::to_string(states[i]));
+        if (states[i] > 3)
+            throw SessionError(where + ": invalid token state " + std::to_string(states[i]));
         r->states[i] = static_cast<trace::TokenState>(states[i]);
     }
     r->actions.resize(NL);
     for (size_t i = 0; i < NL; ++i) {
-        if (actions[i] > 4) throw SessionError(where + ": invalid row action " + std::to_string(actions[i]));
+        if (actions[i] > 4)
+            throw SessionError(where + ": invalid row action " + std::to_string(actions[i]));
         r->actions[i] = static_cast<trace::RowAction>(actions[i]);
     }
     for (int32_t c : r->committed)
-        if (c < 0 || static_cast<size_t>(c) >= L) throw SessionError(where + ": committed position out of range");
+        if (c < 0 || static_cast<size_t>(c) >= L)
+            throw SessionError(where + ": committed position out of range");
     if (!r->topk_ids.empty()) {
         expect(r->topk_ids.size(), L * trace::StepRecord::kTopK, "topk_ids");
         expect(r->topk_probs.size(), L * trace::StepRecord::kTopK, "topk_probs");
@@ -275,10 +318,13 @@ std::shared_ptr<trace::StepRecord> SessionReader::load_step(int64_t run_id, int3
     }
 
     if (layers.size() == 1 && layers[0] == -2) return r;
-    std::string sql = "SELECT layer, head, rows, cols, row_index, quant, encoding, data, row_scale FROM attention WHERE run_id = ? AND step = ?";
+    std::string sql =
+        "SELECT layer, head, rows, cols, row_index, quant, encoding, data, row_scale FROM "
+        "attention WHERE run_id = ? AND step = ?";
     if (!layers.empty()) {
         sql += " AND layer IN (";
-        for (size_t i = 0; i < layers.size(); ++i) sql += (i ? "," : "") + std::to_string(layers[i]);
+        for (size_t i = 0; i < layers.size(); ++i)
+            sql += (i ? "," : "") + std::to_string(layers[i]);
         sql += ")";
     }
     Stmt at(m_db, sql + " ORDER BY layer, head");
@@ -290,14 +336,18 @@ std::shared_ptr<trace::StepRecord> SessionReader::load_step(int64_t run_id, int3
         m.rows = static_cast<int32_t>(at.col_int(2));
         m.cols = static_cast<int32_t>(at.col_int(3));
         const std::string aw = where + ": attention layer " + std::to_string(m.layer);
-        if (m.rows < 0 || m.cols < 0 || m.cols > r->seq_len || m.rows > r->seq_len) throw SessionError(aw + ": bad size");
+        if (m.rows < 0 || m.cols < 0 || m.cols > r->seq_len || m.rows > r->seq_len)
+            throw SessionError(aw + ": bad size");
         const std::string quant = at.col_text(5);
         if (quant != "rowmax-u8") throw SessionError(aw + ": unknown quantisation '" + quant + "'");
         try {
-            m.row_index = decode_array<int32_t>("i32", std::to_string(m.rows), "raw", at.col_blob(4), at.col_bytes(4));
-            const auto scale = decode_array<float>("f32", std::to_string(m.rows), "raw", at.col_blob(8), at.col_bytes(8));
-            auto q = decode_array<uint8_t>("u8", std::to_string(m.rows) + "," + std::to_string(m.cols), at.col_text(6),
-                                           at.col_blob(7), at.col_bytes(7));
+            m.row_index = decode_array<int32_t>("i32", std::to_string(m.rows), "raw",
+                                                at.col_blob(4), at.col_bytes(4));
+            const auto scale = decode_array<float>("f32", std::to_string(m.rows), "raw",
+                                                   at.col_blob(8), at.col_bytes(8));
+            auto q =
+                decode_array<uint8_t>("u8", std::to_string(m.rows) + "," + std::to_string(m.cols),
+                                      at.col_text(6), at.col_blob(7), at.col_bytes(7));
             m.data.resize(q.size());
             for (size_t i = 0; i < q.size(); ++i)
                 m.data[i] = q[i] * (scale[i / static_cast<size_t>(std::max(1, m.cols))] / 255.f);
@@ -311,12 +361,16 @@ std::shared_ptr<trace::StepRecord> SessionReader::load_step(int64_t run_id, int3
     return r;
 }
 
-void SessionReader::load_into(trace::TraceStore& store, const std::vector<int64_t>& run_ids, bool with_attention) {
+void SessionReader::load_into(trace::TraceStore& store, const std::vector<int64_t>& run_ids,
+                              bool with_attention) {
     for (const auto& run : runs()) {
-        if (!run_ids.empty() && std::find(run_ids.begin(), run_ids.end(), run.run_id) == run_ids.end()) continue;
+        if (!run_ids.empty() &&
+            std::find(run_ids.begin(), run_ids.end(), run.run_id) == run_ids.end())
+            continue;
         store.on_run_start(run.info);
         for (int32_t s = 0; s < run.step_count; ++s)
-            store.publish(load_step(run.run_id, s, with_attention ? std::vector<int32_t>{} : std::vector<int32_t>{-2}));
+            store.publish(load_step(
+                run.run_id, s, with_attention ? std::vector<int32_t>{} : std::vector<int32_t>{-2}));
         trace::RunSummary sum = run.summary.value_or(trace::RunSummary{});
         sum.status = run.status;
         sum.steps = static_cast<int32_t>(run.step_count);

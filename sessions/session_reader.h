@@ -34,10 +34,10 @@ struct StepMeta {
 
 struct SessionInfo {
     std::string path, name, created_utc, app_version;
-    int schema_version = 0;       // after migration
-    int schema_version_found = 0; // on disk when opened
+    int schema_version = 0;        // after migration
+    int schema_version_found = 0;  // on disk when opened
     int64_t file_bytes = 0;
-    int aborted_on_open = 0;      // runs found 'running' and marked aborted
+    int aborted_on_open = 0;  // runs found 'running' and marked aborted
 };
 
 class SessionReader {
@@ -50,9 +50,11 @@ public:
     std::vector<RunRecord> runs();
     std::vector<StepMeta> step_meta(int64_t run_id);
     // One step's full record. Attention maps: every layer when `layers` is empty, none for {-2}.
-    std::shared_ptr<trace::StepRecord> load_step(int64_t run_id, int32_t step, const std::vector<int32_t>& layers = {});
+    std::shared_ptr<trace::StepRecord> load_step(int64_t run_id, int32_t step,
+                                                 const std::vector<int32_t>& layers = {});
     // Fills `store` (a replay store) with the given runs (all when empty), every step complete.
-    void load_into(trace::TraceStore& store, const std::vector<int64_t>& run_ids = {}, bool with_attention = true);
+    void load_into(trace::TraceStore& store, const std::vector<int64_t>& run_ids = {},
+                   bool with_attention = true);
     // Decodes every blob and runs SQLite's integrity check; returns problems (empty = healthy).
     std::vector<std::string> check();
 

@@ -19,7 +19,9 @@ json token_text_json(const std::map<int32_t, std::string>& m) {
     return j;
 }
 
-json nan_safe(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json nan_safe(double v) {
+    return std::isfinite(v) ? json(v) : json(nullptr);
+}
 
 // Quantised values below this (about 1% of the row maximum) are stored as 0: invisible on a
 // heatmap, and the resulting runs of zeros roughly halve the size of a session.
@@ -31,14 +33,17 @@ std::unique_ptr<SessionWriter> SessionWriter::open(const std::string& path, Writ
     return std::unique_ptr<SessionWriter>(new SessionWriter(path, std::move(options)));
 }
 
-SessionWriter::SessionWriter(std::string path, WriterOptions options) : m_path(std::move(path)), m_options(std::move(options)) {
+SessionWriter::SessionWriter(std::string path, WriterOptions options)
+    : m_path(std::move(path)), m_options(std::move(options)) {
     m_db = Db(m_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    const bool fresh = m_db.pragma_int("application_id") == 0 && m_db.pragma_int("user_version") == 0 &&
-                       m_db.pragma_int("page_count") == 0;
+    const bool fresh = m_db.pragma_int("application_id") == 0 &&
+                       m_db.pragma_int("user_version") == 0 && m_db.pragma_int("page_count") == 0;
     if (fresh) {
         m_db.exec("PRAGMA journal_mode = WAL");
-        create_schema(m_db, m_options.schema_version > 0 ? m_options.schema_version : kCurrentSchema);
-        if (!m_options.name.empty() && (m_options.schema_version == 0 || m_options.schema_version >= 2)) {
+        create_schema(m_db,
+                      m_options.schema_version > 0 ? m_options.schema_version : kCurrentSchema);
+        if (!m_options.name.empty() &&
+            (m_options.schema_version == 0 || m_options.schema_version >= 2)) {
             Stmt s(m_db, "INSERT OR REPLACE INTO meta(key, value) VALUES ('name', ?)");
             s.bind(1, m_options.name).run();
         }
@@ -46,7 +51,8 @@ SessionWriter::SessionWriter(std::string path, WriterOptions options) : m_path(s
         check_and_migrate(m_db, true);  // appending to an older session migrates it first
         m_db.exec("PRAGMA journal_mode = WAL");
     }
-    m_db.exec("PRAGMA synchronous = NORMAL");  // WAL + NORMAL: durable at checkpoints, never corrupt
+    m_db.exec(
+        "PRAGMA synchronous = NORMAL");  // WAL + NORMAL: durable at checkpoints, never corrupt
     Stmt s(m_db, "SELECT coalesce(max(comparison_id), -1) + 1 FROM run");
     if (s.step()) m_comparison = static_cast<int32_t>(s.col_int(0));
     m_thread = std::thread([this] { thread_main(); });
@@ -63,10 +69,13 @@ SessionWriter::~SessionWriter() {
 
 bool SessionWriter::wants(const trace::ProbeRequest& r) const {
     switch (r.kind) {
-        case trace::ProbeKind::StepRecord: return true;
+        case trace::ProbeKind::StepRecord:
+            return true;
         case trace::ProbeKind::Attention:
-            return r.head == -1 ? m_options.attention_means : m_options.per_head_layers.count(r.layer) > 0;
-        case trace::ProbeKind::Oracle: return m_options.want_oracle;
+            return r.head == -1 ? m_options.attention_means
+                                : m_options.per_head_layers.count(r.layer) > 0;
+        case trace::ProbeKind::Oracle:
+            return m_options.want_oracle;
     }
     return false;
 }
@@ -114,7 +123,8 @@ std::string SessionWriter::error() const {
 size_t SessionWriter::unwritten_steps() const {
     std::lock_guard lock(m_mutex);
     size_t n = 0;
-    for (const auto& i : m_unwritten) n += std::holds_alternative<std::shared_ptr<const trace::StepRecord>>(i);
+    for (const auto& i : m_unwritten)
+        n += std::holds_alternative<std::shared_ptr<const trace::StepRecord>>(i);
     return n;
 }
 
@@ -123,8 +133,9 @@ void SessionWriter::thread_main() {
         std::deque<Item> batch;
         {
             std::unique_lock lock(m_mutex);
-            m_cv.wait_for(lock, std::chrono::milliseconds(m_options.batch_ms),
-                          [&] { return m_stop || static_cast<int>(m_queue.size()) >= m_options.batch_steps; });
+            m_cv.wait_for(lock, std::chrono::milliseconds(m_options.batch_ms), [&] {
+                return m_stop || static_cast<int>(m_queue.size()) >= m_options.batch_steps;
+            });
             if (m_queue.empty() && m_stop) return;
             batch.swap(m_queue);
         }
@@ -152,7 +163,8 @@ void SessionWriter::write_batch(std::deque<Item>& batch) {
     } catch (const std::exception& e) {
         sqlite3_exec(m_db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
         std::lock_guard lock(m_mutex);
-        m_error = std::string(e.what()) + " (the run is kept in memory; committed steps are intact)";
+        m_error =
+            std::string(e.what()) + " (the run is kept in memory; committed steps are intact)";
         for (auto& i : batch) m_unwritten.push_back(std::move(i));
     }
 }
@@ -161,54 +173,107 @@ void SessionWriter::write_item(const Item& item) {
     if (const auto* start = std::get_if<RunStart>(&item)) {
         const auto& i = start->info;
         Stmt s(m_db,
-               "INSERT INTO run(comparison_id, policy, params_json, sampler_json, model_name, model_hash, device, threads,"
-               " seed, prompt, prompt_len, gen_len, block_len, steps_planned, n_layers, n_heads, mask_id, eos_id,"
+               "INSERT INTO run(comparison_id, policy, params_json, sampler_json, model_name, "
+               "model_hash, device, threads,"
+               " seed, prompt, prompt_len, gen_len, block_len, steps_planned, n_layers, n_heads, "
+               "mask_id, eos_id,"
                " app_version, token_text_json, status, started_utc)"
-               " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'running',strftime('%Y-%m-%dT%H:%M:%SZ','now'))");
-        s.bind(1, int64_t{m_comparison}).bind(2, i.policy).bind(3, json(i.policy_params).dump()).bind(4, json(i.sampler).dump());
+               " VALUES "
+               "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'running',strftime('%Y-%m-%dT%H:%M:%SZ','"
+               "now'))");
+        s.bind(1, int64_t{m_comparison})
+            .bind(2, i.policy)
+            .bind(3, json(i.policy_params).dump())
+            .bind(4, json(i.sampler).dump());
         s.bind(5, i.model_name).bind(6, i.model_hash).bind(7, i.device).bind(8, int64_t{i.threads});
-        s.bind(9, static_cast<int64_t>(i.seed)).bind(10, i.prompt_text).bind(11, int64_t{i.prompt_len});
+        s.bind(9, static_cast<int64_t>(i.seed))
+            .bind(10, i.prompt_text)
+            .bind(11, int64_t{i.prompt_len});
         s.bind(12, int64_t{i.gen_len}).bind(13, int64_t{i.block_len}).bind(14, int64_t{i.steps});
         s.bind(15, int64_t{i.n_layers}).bind(16, int64_t{i.n_heads}).bind(17, int64_t{i.mask_id});
-        s.bind(18, int64_t{i.eos_id}).bind(19, i.app_version).bind(20, token_text_json(i.token_text).dump());
+        s.bind(18, int64_t{i.eos_id})
+            .bind(19, i.app_version)
+            .bind(20, token_text_json(i.token_text).dump());
         s.run();
         const int64_t id = sqlite3_last_insert_rowid(m_db.get());
         m_db_run[i.run_id] = id;
-        auto a = encode_array(i.initial_tokens, {static_cast<int64_t>(i.initial_tokens.size())}, true);
-        Stmt t(m_db, "INSERT INTO array(run_id, step, name, dtype, shape, encoding, data) VALUES (?,-1,'initial_tokens',?,?,?,?)");
-        t.bind(1, id).bind(2, a.dtype).bind(3, a.shape).bind(4, a.encoding).bind_blob(5, a.data).run();
+        auto a =
+            encode_array(i.initial_tokens, {static_cast<int64_t>(i.initial_tokens.size())}, true);
+        Stmt t(m_db,
+               "INSERT INTO array(run_id, step, name, dtype, shape, encoding, data) VALUES "
+               "(?,-1,'initial_tokens',?,?,?,?)");
+        t.bind(1, id)
+            .bind(2, a.dtype)
+            .bind(3, a.shape)
+            .bind(4, a.encoding)
+            .bind_blob(5, a.data)
+            .run();
         return;
     }
     if (const auto* end = std::get_if<RunEnd>(&item)) {
         const auto& s = end->summary;
-        json j = {{"status", trace::to_string(s.status)}, {"steps", s.steps}, {"generated_tokens", s.generated_tokens},
-                  {"wall_ms", s.wall_ms}, {"tokens_per_s", s.tokens_per_s}, {"flops", s.flops},
-                  {"flops_full", s.flops_full}, {"recompute_fraction", s.recompute_fraction},
-                  {"final_tokens", s.final_tokens}, {"final_text", s.final_text}};
-        Stmt u(m_db, "UPDATE run SET status = ?, ended_utc = strftime('%Y-%m-%dT%H:%M:%SZ','now'), summary_json = ? WHERE run_id = ?");
-        u.bind(1, std::string(trace::to_string(s.status))).bind(2, j.dump()).bind(3, m_db_run.at(end->run_id)).run();
+        json j = {{"status", trace::to_string(s.status)},
+                  {"steps", s.steps},
+                  {"generated_tokens", s.generated_tokens},
+                  {"wall_ms", s.wall_ms},
+                  {"tokens_per_s", s.tokens_per_s},
+                  {"flops", s.flops},
+                  {"flops_full", s.flops_full},
+                  {"recompute_fraction", s.recompute_fraction},
+                  {"final_tokens", s.final_tokens},
+                  {"final_text", s.final_text}};
+        Stmt u(m_db,
+               "UPDATE run SET status = ?, ended_utc = strftime('%Y-%m-%dT%H:%M:%SZ','now'), "
+               "summary_json = ? WHERE run_id = ?");
+        u.bind(1, std::string(trace::to_string(s.status)))
+            .bind(2, j.dump())
+            .bind(3, m_db_run.at(end->run_id))
+            .run();
         return;
     }
     const auto& r = *std::get<std::shared_ptr<const trace::StepRecord>>(item);
     const int64_t run = m_db_run.at(r.run_id);
     json triggers = json::array();
     for (const auto& t : r.triggers)
-        triggers.push_back({{"kind", t.kind}, {"layer", t.layer}, {"row", t.row}, {"value", nan_safe(t.value)},
-                            {"threshold", nan_safe(t.threshold)}, {"fired", t.fired}, {"action", t.action}});
+        triggers.push_back({{"kind", t.kind},
+                            {"layer", t.layer},
+                            {"row", t.row},
+                            {"value", nan_safe(t.value)},
+                            {"threshold", nan_safe(t.threshold)},
+                            {"fired", t.fired},
+                            {"action", t.action}});
     Stmt s(m_db,
-           "INSERT INTO step(run_id, step, block, step_in_block, seq_len, n_layers, wall_ms, flops, flops_full,"
-           " recompute_fraction, n_committed, triggers_json, token_text_json, has_oracle, oracle_logits_kl,"
+           "INSERT INTO step(run_id, step, block, step_in_block, seq_len, n_layers, wall_ms, "
+           "flops, flops_full,"
+           " recompute_fraction, n_committed, triggers_json, token_text_json, has_oracle, "
+           "oracle_logits_kl,"
            " oracle_commit_differs) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    s.bind(1, run).bind(2, int64_t{r.step}).bind(3, int64_t{r.block}).bind(4, int64_t{r.step_in_block});
-    s.bind(5, int64_t{r.seq_len}).bind(6, int64_t{r.n_layers}).bind(7, r.wall_ms).bind(8, r.flops).bind(9, r.flops_full);
-    s.bind(10, r.recompute_fraction()).bind(11, static_cast<int64_t>(r.committed.size())).bind(12, triggers.dump());
+    s.bind(1, run)
+        .bind(2, int64_t{r.step})
+        .bind(3, int64_t{r.block})
+        .bind(4, int64_t{r.step_in_block});
+    s.bind(5, int64_t{r.seq_len})
+        .bind(6, int64_t{r.n_layers})
+        .bind(7, r.wall_ms)
+        .bind(8, r.flops)
+        .bind(9, r.flops_full);
+    s.bind(10, r.recompute_fraction())
+        .bind(11, static_cast<int64_t>(r.committed.size()))
+        .bind(12, triggers.dump());
     s.bind(13, token_text_json(r.new_token_text).dump()).bind(14, int64_t{r.has_oracle});
-    s.bind(15, r.has_oracle ? r.oracle.logits_kl : 0.0).bind(16, int64_t{r.has_oracle && r.oracle.commit_differs});
+    s.bind(15, r.has_oracle ? r.oracle.logits_kl : 0.0)
+        .bind(16, int64_t{r.has_oracle && r.oracle.commit_differs});
     s.run();
 
-    Stmt a(m_db, "INSERT INTO array(run_id, step, name, dtype, shape, encoding, data) VALUES (?,?,?,?,?,?,?)");
+    Stmt a(m_db,
+           "INSERT INTO array(run_id, step, name, dtype, shape, encoding, data) VALUES "
+           "(?,?,?,?,?,?,?)");
     auto put = [&](const char* name, const EncodedArray& e) {
-        a.bind(1, run).bind(2, int64_t{r.step}).bind(3, std::string(name)).bind(4, e.dtype).bind(5, e.shape);
+        a.bind(1, run)
+            .bind(2, int64_t{r.step})
+            .bind(3, std::string(name))
+            .bind(4, e.dtype)
+            .bind(5, e.shape);
         a.bind(6, e.encoding).bind_blob(7, e.data).run();
     };
     const int64_t L = r.seq_len, N = r.n_layers;
@@ -237,8 +302,10 @@ void SessionWriter::write_item(const Item& item) {
         put("oracle_v_rel_l2", encode_array(r.oracle.v_rel_l2, {N, L}, true));
     }
     if (!r.attention.empty()) {
-        Stmt at(m_db, "INSERT INTO attention(run_id, step, layer, head, rows, cols, row_index, row_scale, quant, encoding, data)"
-                      " VALUES (?,?,?,?,?,?,?,?,'rowmax-u8',?,?)");
+        Stmt at(m_db,
+                "INSERT INTO attention(run_id, step, layer, head, rows, cols, row_index, "
+                "row_scale, quant, encoding, data)"
+                " VALUES (?,?,?,?,?,?,?,?,'rowmax-u8',?,?)");
         for (const auto& m : r.attention) {
             // rowmax-u8: each query row is scaled by its own maximum, q = round(255 p / max). Rows
             // keep their shape at any sequence length, and the many near-zero probabilities become
@@ -246,22 +313,31 @@ void SessionWriter::write_item(const Item& item) {
             std::vector<uint8_t> q(m.data.size());
             std::vector<float> scale(static_cast<size_t>(m.rows), 0.f);
             for (int32_t row = 0; row < m.rows; ++row) {
-                const float* p = m.data.data() + static_cast<size_t>(row) * static_cast<size_t>(m.cols);
+                const float* p =
+                    m.data.data() + static_cast<size_t>(row) * static_cast<size_t>(m.cols);
                 float mx = 0.f;
                 for (int32_t c = 0; c < m.cols; ++c)
                     if (std::isfinite(p[c])) mx = std::max(mx, p[c]);
                 scale[static_cast<size_t>(row)] = mx;
                 uint8_t* out = q.data() + static_cast<size_t>(row) * static_cast<size_t>(m.cols);
                 for (int32_t c = 0; c < m.cols; ++c) {
-                    const long v = (mx > 0 && std::isfinite(p[c])) ? std::lround(255.f * std::max(0.f, p[c]) / mx) : 0;
+                    const long v = (mx > 0 && std::isfinite(p[c]))
+                                       ? std::lround(255.f * std::max(0.f, p[c]) / mx)
+                                       : 0;
                     out[c] = static_cast<uint8_t>(v < kAttentionFloor ? 0 : v);
                 }
             }
             auto data = encode_array(q, {m.rows, m.cols}, true);
             auto rows = encode_array(m.row_index, {m.rows}, false);
             auto scales = encode_array(scale, {m.rows}, false);
-            at.bind(1, run).bind(2, int64_t{r.step}).bind(3, int64_t{m.layer}).bind(4, int64_t{m.head});
-            at.bind(5, int64_t{m.rows}).bind(6, int64_t{m.cols}).bind_blob(7, rows.data).bind_blob(8, scales.data);
+            at.bind(1, run)
+                .bind(2, int64_t{r.step})
+                .bind(3, int64_t{m.layer})
+                .bind(4, int64_t{m.head});
+            at.bind(5, int64_t{m.rows})
+                .bind(6, int64_t{m.cols})
+                .bind_blob(7, rows.data)
+                .bind_blob(8, scales.data);
             at.bind(9, data.encoding);
             at.bind_blob(10, data.data).run();
         }

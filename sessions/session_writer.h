@@ -26,13 +26,13 @@
 namespace cl::sessions {
 
 struct WriterOptions {
-    bool attention_means = true;            // head-mean attention for every layer at every step
-    std::set<int32_t> per_head_layers;      // layers whose per-head maps are recorded too
-    bool want_oracle = false;               // ask the engine for oracle comparisons
+    bool attention_means = true;        // head-mean attention for every layer at every step
+    std::set<int32_t> per_head_layers;  // layers whose per-head maps are recorded too
+    bool want_oracle = false;           // ask the engine for oracle comparisons
     int batch_steps = 32;
     int batch_ms = 100;
-    int schema_version = 0;                 // 0 = current; tests write v1 fixtures with 1
-    std::string name;                       // session display name (new files)
+    int schema_version = 0;  // 0 = current; tests write v1 fixtures with 1
+    std::string name;        // session display name (new files)
 };
 
 class SessionWriter final : public trace::TraceSink {
@@ -55,8 +55,13 @@ public:
 
 private:
     SessionWriter(std::string path, WriterOptions options);
-    struct RunStart { trace::RunInfo info; };
-    struct RunEnd { int32_t run_id; trace::RunSummary summary; };
+    struct RunStart {
+        trace::RunInfo info;
+    };
+    struct RunEnd {
+        int32_t run_id;
+        trace::RunSummary summary;
+    };
     using Item = std::variant<RunStart, std::shared_ptr<const trace::StepRecord>, RunEnd>;
 
     void thread_main();

@@ -51,10 +51,13 @@ int64_t Db::pragma_int(const std::string& name) {
 }
 
 Stmt::Stmt(const Db& db, const std::string& sql) : m_db(db) {
-    if (sqlite3_prepare_v2(db.get(), sql.c_str(), -1, &m_stmt, nullptr) != SQLITE_OK) db.fail("cannot prepare statement");
+    if (sqlite3_prepare_v2(db.get(), sql.c_str(), -1, &m_stmt, nullptr) != SQLITE_OK)
+        db.fail("cannot prepare statement");
 }
 
-Stmt::~Stmt() { sqlite3_finalize(m_stmt); }
+Stmt::~Stmt() {
+    sqlite3_finalize(m_stmt);
+}
 
 Stmt& Stmt::bind(int i, int64_t v) {
     sqlite3_bind_int64(m_stmt, i, v);
@@ -93,7 +96,9 @@ void Stmt::reset() {
 
 std::string Stmt::col_text(int i) const {
     const auto* t = sqlite3_column_text(m_stmt, i);
-    return t ? std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(m_stmt, i))) : "";
+    return t ? std::string(reinterpret_cast<const char*>(t),
+                           static_cast<size_t>(sqlite3_column_bytes(m_stmt, i)))
+             : "";
 }
 
 }  // namespace cl::sessions

@@ -14,10 +14,13 @@ namespace cl::sessions {
 class Db {
 public:
     Db() = default;
-    // flags: SQLITE_OPEN_READONLY or SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE. Throws SessionError.
+    // flags: SQLITE_OPEN_READONLY or SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE. Throws
+    // SessionError.
     Db(const std::string& path, int flags);
     ~Db();
-    Db(Db&& other) noexcept : m_db(other.m_db), m_path(std::move(other.m_path)) { other.m_db = nullptr; }
+    Db(Db&& other) noexcept : m_db(other.m_db), m_path(std::move(other.m_path)) {
+        other.m_db = nullptr;
+    }
     Db& operator=(Db&& other) noexcept;
     Db(const Db&) = delete;
     Db& operator=(const Db&) = delete;
@@ -51,7 +54,9 @@ public:
     int64_t col_int(int i) const { return sqlite3_column_int64(m_stmt, i); }
     double col_double(int i) const { return sqlite3_column_double(m_stmt, i); }
     std::string col_text(int i) const;
-    const uint8_t* col_blob(int i) const { return static_cast<const uint8_t*>(sqlite3_column_blob(m_stmt, i)); }
+    const uint8_t* col_blob(int i) const {
+        return static_cast<const uint8_t*>(sqlite3_column_blob(m_stmt, i));
+    }
     size_t col_bytes(int i) const { return static_cast<size_t>(sqlite3_column_bytes(m_stmt, i)); }
     bool col_null(int i) const { return sqlite3_column_type(m_stmt, i) == SQLITE_NULL; }
 

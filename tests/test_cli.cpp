@@ -1,8 +1,8 @@
 // cachelens-cli as a user runs it: exit codes, one-line errors naming the file, --help everywhere.
 #include <array>
 #include <cstdio>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "test_util.h"
 
@@ -26,7 +26,8 @@ Result cli(const std::string& args) {
 
 TEST(Cli, InitInspectGenerate) {
     auto dir = test::temp_dir("cli") / "model";
-    auto r = cli("init-model --out " + dir.string() + " --d-model 32 --layers 2 --heads 4 --shards 2");
+    auto r =
+        cli("init-model --out " + dir.string() + " --d-model 32 --layers 2 --heads 4 --shards 2");
     ASSERT_EQ(r.code, 0) << r.out;
     r = cli("inspect-model --model " + dir.string());
     EXPECT_EQ(r.code, 0) << r.out;
@@ -34,7 +35,8 @@ TEST(Cli, InitInspectGenerate) {
     r = cli("inspect-model --json --model " + dir.string());
     EXPECT_EQ(nlohmann::json::parse(r.out)["tensors"].size(), 21u);
     const auto trace = dir.parent_path() / "trace.jsonl";
-    r = cli("generate --model " + dir.string() + " --prompt hi --gen-length 8 --block-length 4 --steps 8 --view steps --trace " +
+    r = cli("generate --model " + dir.string() +
+            " --prompt hi --gen-length 8 --block-length 4 --steps 8 --view steps --trace " +
             trace.string());
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("step   8/8"), std::string::npos) << r.out;
@@ -70,10 +72,17 @@ TEST(Cli, UsageErrorsExitTwo) {
     EXPECT_EQ(cli("frobnicate").code, 2);
     EXPECT_EQ(cli("generate --model " + model.string() + " --prompt hi --policy nope").code, 2);
     EXPECT_EQ(cli("generate --model " + model.string() + " --prompt hi --param x").code, 2);
-    EXPECT_EQ(cli("generate --model " + model.string() + " --prompt hi --gen-length 10 --block-length 4").code, 2);
-    EXPECT_EQ(cli("generate --model " + model.string() + " --prompt-file " + (dir / "none.txt").string()).code, 2);
+    EXPECT_EQ(
+        cli("generate --model " + model.string() + " --prompt hi --gen-length 10 --block-length 4")
+            .code,
+        2);
+    EXPECT_EQ(
+        cli("generate --model " + model.string() + " --prompt-file " + (dir / "none.txt").string())
+            .code,
+        2);
     test::write_file(dir / "bad.txt", "caf\xe9");
-    auto r = cli("generate --model " + model.string() + " --prompt-file " + (dir / "bad.txt").string());
+    auto r =
+        cli("generate --model " + model.string() + " --prompt-file " + (dir / "bad.txt").string());
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("UTF-8"), std::string::npos) << r.out;
     EXPECT_EQ(cli("init-model --out " + model.string()).code, 2);  // exists, not empty
@@ -81,8 +90,9 @@ TEST(Cli, UsageErrorsExitTwo) {
 }
 
 TEST(Cli, HelpForEveryCommand) {
-    for (const std::string c : {"", "generate", "inspect-model", "init-model", "train", "eval", "compare", "bench",
-                                "policies", "sessions", "sessions list", "sessions export", "replay"}) {
+    for (const std::string c :
+         {"", "generate", "inspect-model", "init-model", "train", "eval", "compare", "bench",
+          "policies", "sessions", "sessions list", "sessions export", "replay"}) {
         auto r = cli(c + " --help");
         EXPECT_EQ(r.code, 0) << c;
         EXPECT_NE(r.out.find("Usage"), std::string::npos) << c << r.out;
@@ -100,8 +110,10 @@ TEST(Cli, RecordReplayAndSessionCommands) {
     auto model = dir / "m";
     ASSERT_EQ(cli("init-model --out " + model.string() + " --d-model 32 --layers 2").code, 0);
     const auto session = (dir / "s.clsession").string();
-    auto r = cli("compare --model " + model.string() + " --prompt hi --gen-length 8 --block-length 4 --steps 8 "
-                 "--policies dkv-decode,fast-dual --record " + session);
+    auto r = cli("compare --model " + model.string() +
+                 " --prompt hi --gen-length 8 --block-length 4 --steps 8 "
+                 "--policies dkv-decode,fast-dual --record " +
+                 session);
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("fast-dual"), std::string::npos);
     r = cli("sessions list " + session);
@@ -111,8 +123,10 @@ TEST(Cli, RecordReplayAndSessionCommands) {
     r = cli("sessions check " + session);
     EXPECT_EQ(r.code, 0) << r.out;
     // The replay prints the same frames as the live view did.
-    auto live = cli("generate --model " + model.string() + " --prompt hi --gen-length 8 --block-length 4 --steps 8 "
-                    "--view steps --record " + (dir / "g.clsession").string());
+    auto live = cli("generate --model " + model.string() +
+                    " --prompt hi --gen-length 8 --block-length 4 --steps 8 "
+                    "--view steps --record " +
+                    (dir / "g.clsession").string());
     auto replay = cli("replay " + (dir / "g.clsession").string() + " --view steps");
     ASSERT_EQ(replay.code, 0) << replay.out;
     auto frames = [](const std::string& s) {

@@ -15,47 +15,59 @@ using detail::LladaNet;
 // Normalised mean squared error of `a` against reference `ref`.
 double nmse(const torch::Tensor& a, const torch::Tensor& ref) {
     auto r = ref.to(torch::kFloat64);
-    return ((a.to(torch::kFloat64) - r).pow(2).sum() / r.pow(2).sum().clamp_min(1e-300)).item<double>();
+    return ((a.to(torch::kFloat64) - r).pow(2).sum() / r.pow(2).sum().clamp_min(1e-300))
+        .item<double>();
 }
 
 // An independent float64 implementation: explicit per-head loops, RoPE from std::cos/std::sin.
-torch::Tensor naive_forward(const ModelConfig& c, detail::LladaWeights w, const std::vector<int64_t>& ids) {
+torch::Tensor naive_forward(const ModelConfig& c, detail::LladaWeights w,
+                            const std::vector<int64_t>& ids) {
     auto d = [](const torch::Tensor& t) { return t.to(torch::kFloat64); };
-    const int64_t L = static_cast<int64_t>(ids.size()), H = c.n_heads, Hkv = c.n_kv_heads, Dh = c.head_dim();
+    const int64_t L = static_cast<int64_t>(ids.size()), H = c.n_heads, Hkv = c.n_kv_heads,
+                  Dh = c.head_dim();
     auto norm = [&](const torch::Tensor& x, const torch::Tensor& g) {
         return x / torch::sqrt(x.pow(2).mean(-1, true) + c.rms_norm_eps) * d(g);
     };
     // RoPE table in float64 with the libm functions.
-    auto cosT = torch::zeros({L, Dh}, torch::kFloat64), sinT = torch::zeros({L, Dh}, torch::kFloat64);
+    auto cosT = torch::zeros({L, Dh}, torch::kFloat64),
+         sinT = torch::zeros({L, Dh}, torch::kFloat64);
     for (int64_t p = 0; p < L; ++p)
         for (int64_t i = 0; i < Dh / 2; ++i) {
             const double f = static_cast<double>(p) / std::pow(c.rope_theta, 2.0 * i / Dh);
-            cosT[p][i] = std::cos(f); cosT[p][i + Dh / 2] = std::cos(f);
-            sinT[p][i] = std::sin(f); sinT[p][i + Dh / 2] = std::sin(f);
+            cosT[p][i] = std::cos(f);
+            cosT[p][i + Dh / 2] = std::cos(f);
+            sinT[p][i] = std::sin(f);
+            sinT[p][i + Dh / 2] = std::sin(f);
         }
     auto rope = [&](const torch::Tensor& x) {  // (L, Dh)
         auto out = torch::empty_like(x);
         for (int64_t i = 0; i < Dh / 2; ++i) {
-            out.select(1, i) = x.select(1, i) * cosT.select(1, i) - x.select(1, i + Dh / 2) * sinT.select(1, i);
-            out.select(1, i + Dh / 2) = x.select(1, i + Dh / 2) * cosT.select(1, i + Dh / 2) + x.select(1, i) * sinT.select(1, i + Dh / 2);
+            out.select(1, i) =
+                x.select(1, i) * cosT.select(1, i) - x.select(1, i + Dh / 2) * sinT.select(1, i);
+            out.select(1, i + Dh / 2) = x.select(1, i + Dh / 2) * cosT.select(1, i + Dh / 2) +
+                                        x.select(1, i) * sinT.select(1, i + Dh / 2);
         }
         return out;
     };
     auto h = d(w.wte).index_select(0, torch::tensor(ids));  // (L, D)
     for (const auto& lw : w.layers) {
         auto x = norm(h, lw.attn_norm);
-        auto q = torch::matmul(x, d(lw.q_proj).t()), k = torch::matmul(x, d(lw.k_proj).t()), v = torch::matmul(x, d(lw.v_proj).t());
+        auto q = torch::matmul(x, d(lw.q_proj).t()), k = torch::matmul(x, d(lw.k_proj).t()),
+             v = torch::matmul(x, d(lw.v_proj).t());
         std::vector<torch::Tensor> heads;
         for (int64_t hd = 0; hd < H; ++hd) {
             const int64_t kvh = hd / (H / Hkv);  // repeat_interleave semantics
-            auto qh = rope(q.narrow(1, hd * Dh, Dh)), kh = rope(k.narrow(1, kvh * Dh, Dh)), vh = v.narrow(1, kvh * Dh, Dh);
-            auto p = torch::softmax(torch::matmul(qh, kh.t()) / std::sqrt(static_cast<double>(Dh)), -1);
+            auto qh = rope(q.narrow(1, hd * Dh, Dh)), kh = rope(k.narrow(1, kvh * Dh, Dh)),
+                 vh = v.narrow(1, kvh * Dh, Dh);
+            auto p =
+                torch::softmax(torch::matmul(qh, kh.t()) / std::sqrt(static_cast<double>(Dh)), -1);
             heads.push_back(torch::matmul(p, vh));
         }
         h = h + torch::matmul(torch::cat(heads, 1), d(lw.attn_out).t());
         auto y = norm(h, lw.ff_norm);
         auto g = torch::matmul(y, d(lw.ff_proj).t());
-        h = h + torch::matmul(g * torch::sigmoid(g) * torch::matmul(y, d(lw.up_proj).t()), d(lw.ff_out).t());
+        h = h + torch::matmul(g * torch::sigmoid(g) * torch::matmul(y, d(lw.up_proj).t()),
+                              d(lw.ff_out).t());
     }
     return torch::matmul(norm(h, w.ln_f), d(w.head).t());  // (L, V)
 }
@@ -111,7 +123,8 @@ TEST(Forward, PlanWithEveryRowEqualsFullForward) {
     auto full = net.forward_full(ids.unsqueeze(0))[0];  // (L, V)
     auto cache = net.make_cache(30, false);
     torch::Tensor rows;
-    auto hidden = net.forward_plan(ids, [](int) { return detail::LayerPlan{}; }, cache, {}, rows);
+    auto hidden = net.forward_plan(
+        ids, [](int) { return detail::LayerPlan{}; }, cache, {}, rows);
     EXPECT_EQ(rows.size(0), 30);
     EXPECT_LE(nmse(net.head(hidden), full), 1e-12);
 }
@@ -125,14 +138,18 @@ TEST(Forward, PartialForwardWithFreshCacheEqualsFullOnItsRows) {
     auto full = net.forward_full(ids.unsqueeze(0))[0];
     auto cache = net.make_cache(L, false);
     torch::Tensor rows;
-    net.forward_plan(ids, [](int) { return detail::LayerPlan{}; }, cache, {}, rows);  // fills K/V
+    net.forward_plan(
+        ids, [](int) { return detail::LayerPlan{}; }, cache, {}, rows);  // fills K/V
     auto subset = torch::tensor(std::vector<int64_t>{2, 5, 6, 20, 35});
-    auto hidden = net.forward_plan(ids, [&](int) {
-        detail::LayerPlan p;
-        p.all_rows = false;
-        p.rows = subset;
-        return p;
-    }, cache, {}, rows);
+    auto hidden = net.forward_plan(
+        ids,
+        [&](int) {
+            detail::LayerPlan p;
+            p.all_rows = false;
+            p.rows = subset;
+            return p;
+        },
+        cache, {}, rows);
     EXPECT_TRUE(torch::equal(rows, subset));
     EXPECT_LE(nmse(net.head(hidden), full.index_select(0, subset)), 1e-10);
 }
@@ -147,13 +164,26 @@ TEST(Forward, RowSetsThatGrowUseTheHiddenCache) {
     auto full = net.forward_full(ids.unsqueeze(0))[0];
     auto cache = net.make_cache(L, true);
     torch::Tensor rows;
-    net.forward_plan(ids, [](int) { detail::LayerPlan p; p.write_hidden = true; return p; }, cache, {}, rows);
+    net.forward_plan(
+        ids,
+        [](int) {
+            detail::LayerPlan p;
+            p.write_hidden = true;
+            return p;
+        },
+        cache, {}, rows);
     auto few = torch::tensor(std::vector<int64_t>{3, 4});
-    auto hidden = net.forward_plan(ids, [&](int l) {
-        detail::LayerPlan p;
-        if (l < 2) { p.all_rows = false; p.rows = few; }
-        return p;
-    }, cache, {}, rows);
+    auto hidden = net.forward_plan(
+        ids,
+        [&](int l) {
+            detail::LayerPlan p;
+            if (l < 2) {
+                p.all_rows = false;
+                p.rows = few;
+            }
+            return p;
+        },
+        cache, {}, rows);
     EXPECT_EQ(rows.size(0), L);
     EXPECT_LE(nmse(net.head(hidden), full), 1e-10);
 }
@@ -166,14 +196,22 @@ TEST(Forward, ObserverReceivesAttentionOnlyWhenAsked) {
     auto cache = net.make_cache(12, false);
     torch::Tensor rows;
     std::vector<bool> got(2, false);
-    net.forward_plan(ids, [](int l) { detail::LayerPlan p; p.want_probs = (l == 1); return p; }, cache,
-                     [&](const detail::LayerResult& r) {
-                         got[static_cast<size_t>(r.layer)] = r.probs.defined();
-                         if (r.probs.defined()) {
-                             EXPECT_EQ(r.probs.sizes(), (std::vector<int64_t>{4, 12, 12}));
-                             EXPECT_NEAR(r.probs.sum(-1).mean().item<double>(), 1.0, 1e-5);  // rows sum to 1
-                         }
-                     }, rows);
+    net.forward_plan(
+        ids,
+        [](int l) {
+            detail::LayerPlan p;
+            p.want_probs = (l == 1);
+            return p;
+        },
+        cache,
+        [&](const detail::LayerResult& r) {
+            got[static_cast<size_t>(r.layer)] = r.probs.defined();
+            if (r.probs.defined()) {
+                EXPECT_EQ(r.probs.sizes(), (std::vector<int64_t>{4, 12, 12}));
+                EXPECT_NEAR(r.probs.sum(-1).mean().item<double>(), 1.0, 1e-5);  // rows sum to 1
+            }
+        },
+        rows);
     EXPECT_FALSE(got[0]);
     EXPECT_TRUE(got[1]);
 }

@@ -12,9 +12,9 @@
 
 #include "app/desktop/imgui_canvas.h"
 #include "app/desktop/main_window.h"
-#include "test_util.h"
 #include "sessions/session_reader.h"
 #include "sessions/session_writer.h"
+#include "test_util.h"
 #include "viz/palette.h"
 
 namespace cl::app {
@@ -40,7 +40,10 @@ int count_color(const QImage& img, const QRect& rect, QRgb rgb, int tol = 6) {
     return n;
 }
 
-QRgb rgb_of(ImU32 c) { return qRgb((c >> IM_COL32_R_SHIFT) & 0xff, (c >> IM_COL32_G_SHIFT) & 0xff, (c >> IM_COL32_B_SHIFT) & 0xff); }
+QRgb rgb_of(ImU32 c) {
+    return qRgb((c >> IM_COL32_R_SHIFT) & 0xff, (c >> IM_COL32_G_SHIFT) & 0xff,
+                (c >> IM_COL32_B_SHIFT) & 0xff);
+}
 
 TEST(Gui, PlayStepsChangeASliderAndScreenshot) {
     const auto model = test::make_tiny_model("gui", 32, 2, 4, 4, 3);
@@ -64,17 +67,21 @@ TEST(Gui, PlayStepsChangeASliderAndScreenshot) {
     const int paused_at = w.bridge()->max_step();
 
     // A parameter change re-runs that column to the current step.
-    auto* spin = w.findChild<QDoubleSpinBox*>(w.policy_param_widget_name("dkv-decode", "refresh_interval"));
+    auto* spin =
+        w.findChild<QDoubleSpinBox*>(w.policy_param_widget_name("dkv-decode", "refresh_interval"));
     ASSERT_NE(spin, nullptr);
     spin->setValue(2);
-    ASSERT_TRUE(wait_for([&] {
-        for (const auto& run : w.bridge()->snapshot())
-            if (run.info.policy == "dkv-decode")
-                return run.info.policy_params.at("refresh_interval") == "2" &&
-                       static_cast<int>(run.steps.size()) >= paused_at && !w.bridge()->busy();
-        return false;
-    }, 30000));
-    for (const auto& run : w.bridge()->snapshot()) EXPECT_GE(static_cast<int>(run.steps.size()), paused_at) << run.info.policy;
+    ASSERT_TRUE(wait_for(
+        [&] {
+            for (const auto& run : w.bridge()->snapshot())
+                if (run.info.policy == "dkv-decode")
+                    return run.info.policy_params.at("refresh_interval") == "2" &&
+                           static_cast<int>(run.steps.size()) >= paused_at && !w.bridge()->busy();
+            return false;
+        },
+        30000));
+    for (const auto& run : w.bridge()->snapshot())
+        EXPECT_GE(static_cast<int>(run.steps.size()), paused_at) << run.info.policy;
 
     // Screenshot: the canvas shows three columns with state colours and recompute colours.
     QTest::qWait(300);
@@ -85,11 +92,14 @@ TEST(Gui, PlayStepsChangeASliderAndScreenshot) {
     ASSERT_TRUE(img.save(out));
     const QRect canvas(w.canvas()->mapTo(&w, QPoint(0, 0)), w.canvas()->size());
     const auto& pal = viz::palette(true);
-    EXPECT_GT(count_color(img, canvas, rgb_of(pal.decoded_earlier)), 20) << "decoded tokens drawn (blue)";
-    EXPECT_GT(count_color(img, canvas, rgb_of(pal.recomputed)), 20) << "recomputed rows drawn (orange)";
+    EXPECT_GT(count_color(img, canvas, rgb_of(pal.decoded_earlier)), 20)
+        << "decoded tokens drawn (blue)";
+    EXPECT_GT(count_color(img, canvas, rgb_of(pal.recomputed)), 20)
+        << "recomputed rows drawn (orange)";
     // Each third of the canvas holds a column: every third has decoded tokens in it.
     for (int k = 0; k < 3; ++k) {
-        QRect third(canvas.left() + k * canvas.width() / 3, canvas.top(), canvas.width() / 3, canvas.height() / 3);
+        QRect third(canvas.left() + k * canvas.width() / 3, canvas.top(), canvas.width() / 3,
+                    canvas.height() / 3);
         EXPECT_GT(count_color(img, third, rgb_of(pal.decoded_earlier)), 5) << "column " << k;
     }
     EXPECT_LT(w.canvas()->last_frame_build_ms(), 200.0);
@@ -109,7 +119,10 @@ TEST(Gui, KeyboardStepsAndScrubs) {
     // the keys through the actions that own them (the same objects a user's key press triggers).
     auto press = [&](QKeySequence key) {
         for (auto* a : w.actions())
-            if (a->shortcut() == key) { a->trigger(); return true; }
+            if (a->shortcut() == key) {
+                a->trigger();
+                return true;
+            }
         return false;
     };
     ASSERT_TRUE(press(Qt::Key_Right));
@@ -138,9 +151,11 @@ TEST(Gui, SaveReopenGivesIdenticalViews) {
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
     w.advance_to(6);
-    ASSERT_TRUE(wait_for([&] { return w.bridge()->max_step() >= 6 && !w.bridge()->busy(); }, 20000));
+    ASSERT_TRUE(
+        wait_for([&] { return w.bridge()->max_step() >= 6 && !w.bridge()->busy(); }, 20000));
     const auto live = w.bridge()->snapshot();
-    const QString saved = QString::fromStdString((test::temp_dir("save") / "saved.clsession").string());
+    const QString saved =
+        QString::fromStdString((test::temp_dir("save") / "saved.clsession").string());
     ASSERT_EQ(w.save_session(saved).toStdString(), "");
     ASSERT_EQ(w.open_session(saved).toStdString(), "");
     ASSERT_TRUE(w.replaying());

@@ -67,14 +67,22 @@ TEST(ModelLoad, CorruptWeightsAndConfig) {
     auto dir = test::make_tiny_model("m", 32, 2, 4, 4);
     auto bytes = test::read_file(dir / "model.safetensors");
     test::write_file(dir / "model.safetensors", bytes.substr(0, bytes.size() / 2));  // truncated
-    EXPECT_NE(load_error(dir).find("outside the data section"), std::string::npos) << load_error(dir);
+    EXPECT_NE(load_error(dir).find("outside the data section"), std::string::npos)
+        << load_error(dir);
     test::write_file(dir / "config.json", "{\"d_model\": 32,");
-    EXPECT_NE(load_error(dir).find("config.json: invalid JSON"), std::string::npos) << load_error(dir);
-    test::write_file(dir / "config.json", R"({"d_model": 30, "n_heads": 4, "n_layers": 1, "mlp_hidden_size": 8, "vocab_size": 300, "mask_token_id": 1})");
+    EXPECT_NE(load_error(dir).find("config.json: invalid JSON"), std::string::npos)
+        << load_error(dir);
+    test::write_file(
+        dir / "config.json",
+        R"({"d_model": 30, "n_heads": 4, "n_layers": 1, "mlp_hidden_size": 8, "vocab_size": 300, "mask_token_id": 1})");
     EXPECT_NE(load_error(dir).find("not divisible"), std::string::npos);
-    test::write_file(dir / "config.json", R"({"d_model": 32, "n_heads": 4, "n_layers": 1, "mlp_hidden_size": 8, "vocab_size": 300})");
+    test::write_file(
+        dir / "config.json",
+        R"({"d_model": 32, "n_heads": 4, "n_layers": 1, "mlp_hidden_size": 8, "vocab_size": 300})");
     EXPECT_NE(load_error(dir).find("mask_token_id"), std::string::npos);
-    test::write_file(dir / "config.json", R"({"d_model": 32, "n_heads": 4, "n_layers": 1, "mlp_hidden_size": 8, "vocab_size": 300, "mask_token_id": 1, "d_model": "big"})");
+    test::write_file(
+        dir / "config.json",
+        R"({"d_model": 32, "n_heads": 4, "n_layers": 1, "mlp_hidden_size": 8, "vocab_size": 300, "mask_token_id": 1, "d_model": "big"})");
     EXPECT_NE(load_error(dir).find("wrong type"), std::string::npos);
 }
 
@@ -86,7 +94,8 @@ TEST(ModelLoad, IntegerWeightsAreRejected) {
     for (const auto& t : st->tensors()) {
         if (t.name == "model.transformer.ln_f.weight") {
             keep.emplace_back(static_cast<size_t>(t.numel()), 1);
-            out.push_back({t.name, DType::I32, t.shape, keep.back().data(), keep.back().size() * 4});
+            out.push_back(
+                {t.name, DType::I32, t.shape, keep.back().data(), keep.back().size() * 4});
         } else {
             out.push_back({t.name, t.dtype, t.shape, st->data(t), t.nbytes});
         }

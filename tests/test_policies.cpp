@@ -12,7 +12,8 @@ namespace cl {
 namespace {
 
 std::shared_ptr<Model> model() {
-    static std::shared_ptr<Model> m = Model::load(test::make_tiny_model("policies", 48, 3, 4, 2, 21));
+    static std::shared_ptr<Model> m =
+        Model::load(test::make_tiny_model("policies", 48, 3, 4, 2, 21));
     return m;
 }
 
@@ -21,8 +22,9 @@ struct PolicyRun {
     std::vector<std::shared_ptr<const trace::StepRecord>> steps;
 };
 
-PolicyRun run(const std::string& policy, std::map<std::string, double> params = {}, int64_t G = 32, int64_t B = 16,
-        int64_t T = 32, bool oracle = false, Remasking remasking = Remasking::LowConfidence) {
+PolicyRun run(const std::string& policy, std::map<std::string, double> params = {}, int64_t G = 32,
+              int64_t B = 16, int64_t T = 32, bool oracle = false,
+              Remasking remasking = Remasking::LowConfidence) {
     GenerationRequest r;
     r.prompt_text = "Remember: abc=123, xyz=987. What is abc?";
     r.config.gen_length = G;
@@ -48,7 +50,8 @@ std::set<int64_t> recomputed(const trace::StepRecord& s, int layer) {
     return out;
 }
 
-void expect_same_as_baseline(const std::string& policy, const std::map<std::string, double>& params) {
+void expect_same_as_baseline(const std::string& policy,
+                             const std::map<std::string, double>& params) {
     SCOPED_TRACE(policy);
     const PolicyRun base = run("none");
     const PolicyRun got = run(policy, params);
@@ -63,8 +66,9 @@ void expect_same_as_baseline(const std::string& policy, const std::map<std::stri
 }
 
 TEST(Policies, EveryPolicyIsRegisteredWithDocumentedParameters) {
-    for (const std::string name : {"none", "dkv-decode", "dkv-prefill", "dkv-pd", "dkv-greedy", "dllm-cache", "d2cache",
-                                   "elastic", "fast-prefix", "fast-dual"}) {
+    for (const std::string name :
+         {"none", "dkv-decode", "dkv-prefill", "dkv-pd", "dkv-greedy", "dllm-cache", "d2cache",
+          "elastic", "fast-prefix", "fast-dual"}) {
         const auto* info = find_policy(name);
         ASSERT_NE(info, nullptr) << name;
         EXPECT_FALSE(info->summary.empty());
@@ -79,13 +83,21 @@ TEST(Policies, EveryPolicyIsRegisteredWithDocumentedParameters) {
     EXPECT_DOUBLE_EQ(find_policy("elastic")->params[1].default_value, 0.9);
 }
 
-TEST(Policies, ConservativeDkvDecodeEqualsBaseline) { expect_same_as_baseline("dkv-decode", {{"refresh_interval", 1}}); }
-TEST(Policies, ConservativeDkvGreedyEqualsBaseline) { expect_same_as_baseline("dkv-greedy", {{"refresh_interval", 1}}); }
+TEST(Policies, ConservativeDkvDecodeEqualsBaseline) {
+    expect_same_as_baseline("dkv-decode", {{"refresh_interval", 1}});
+}
+TEST(Policies, ConservativeDkvGreedyEqualsBaseline) {
+    expect_same_as_baseline("dkv-greedy", {{"refresh_interval", 1}});
+}
 TEST(Policies, ConservativeDllmCacheEqualsBaseline) {
     expect_same_as_baseline("dllm-cache", {{"prompt_interval", 1}, {"response_interval", 1}});
 }
-TEST(Policies, ConservativeD2CacheEqualsBaseline) { expect_same_as_baseline("d2cache", {{"k", 4096}, {"p", 1.0}}); }
-TEST(Policies, ConservativeElasticEqualsBaseline) { expect_same_as_baseline("elastic", {{"gamma", 1.0}}); }
+TEST(Policies, ConservativeD2CacheEqualsBaseline) {
+    expect_same_as_baseline("d2cache", {{"k", 4096}, {"p", 1.0}});
+}
+TEST(Policies, ConservativeElasticEqualsBaseline) {
+    expect_same_as_baseline("elastic", {{"gamma", 1.0}});
+}
 
 TEST(Policies, DkvDecodeRecomputesExactlyMaskedPlusJustDecoded) {
     const PolicyRun r = run("dkv-decode", {{"refresh_interval", 100}});
@@ -93,13 +105,16 @@ TEST(Policies, DkvDecodeRecomputesExactlyMaskedPlusJustDecoded) {
     for (size_t t = 1; t < r.steps.size(); ++t) {
         const auto& s = *r.steps[t];
         if (s.step_in_block <= 1) {
-            EXPECT_EQ(recomputed(s, 0).size(), static_cast<size_t>(s.seq_len)) << "block start is full";
+            EXPECT_EQ(recomputed(s, 0).size(), static_cast<size_t>(s.seq_len))
+                << "block start is full";
             continue;
         }
-        std::set<int64_t> expected;  // M_{t-1}: masked at the step's input + decoded at the previous step
+        std::set<int64_t>
+            expected;  // M_{t-1}: masked at the step's input + decoded at the previous step
         const auto& prev = *r.steps[t - 1];
         for (int i = 0; i < s.seq_len; ++i)
-            if (prev.states[static_cast<size_t>(i)] == trace::TokenState::Masked) expected.insert(i);
+            if (prev.states[static_cast<size_t>(i)] == trace::TokenState::Masked)
+                expected.insert(i);
         for (int32_t d : prev.committed) expected.insert(d);
         for (int l = 0; l < s.n_layers; ++l) EXPECT_EQ(recomputed(s, l), expected) << "step " << t;
         ++checked;
@@ -122,7 +137,8 @@ TEST(Policies, FastDualRecomputesExactlyTheBlockAndPrefixTheSuffixToo) {
         for (int i = start; i < start + 16; ++i) block.insert(i);
         for (int i = start; i < s.seq_len; ++i) suffix.insert(i);
         const size_t all = static_cast<size_t>(s.seq_len);
-        EXPECT_EQ(recomputed(s, 1), s.step_in_block == 0 ? std::set<int64_t>(recomputed(s, 1)) : block);
+        EXPECT_EQ(recomputed(s, 1),
+                  s.step_in_block == 0 ? std::set<int64_t>(recomputed(s, 1)) : block);
         if (s.step_in_block == 0) EXPECT_EQ(recomputed(s, 1).size(), all);
         const auto& p = *prefix.steps[t];
         if (p.step_in_block > 0) EXPECT_EQ(recomputed(p, 2), suffix) << t;
@@ -134,17 +150,20 @@ TEST(Policies, PrefillAndPdNeverRecomputeThePromptAfterTheFirstStep) {
         const PolicyRun r = run(name);
         const int P = r.steps[0]->seq_len - 32;
         for (size_t t = 1; t < r.steps.size(); ++t)
-            for (int i = 0; i < P; ++i) ASSERT_EQ(r.steps[t]->action(0, i), trace::RowAction::KvReused) << name;
+            for (int i = 0; i < P; ++i)
+                ASSERT_EQ(r.steps[t]->action(0, i), trace::RowAction::KvReused) << name;
     }
 }
 
 TEST(Policies, GreedyUsesThePlannedCommitsUnderRandomRemasking) {
-    const PolicyRun r = run("dkv-greedy", {{"refresh_interval", 100}, {"window", 1}}, 32, 16, 32, false, Remasking::Random);
+    const PolicyRun r = run("dkv-greedy", {{"refresh_interval", 100}, {"window", 1}}, 32, 16, 32,
+                            false, Remasking::Random);
     for (size_t t = 1; t < r.steps.size(); ++t) {
         const auto& s = *r.steps[t];
         auto rows = recomputed(s, 0);
         for (int32_t c : s.committed) EXPECT_TRUE(rows.count(c)) << "D_t is recomputed";
-        for (int32_t d : r.steps[t - 1]->committed) EXPECT_TRUE(rows.count(d)) << "D_{t-1} is recomputed";
+        for (int32_t d : r.steps[t - 1]->committed)
+            EXPECT_TRUE(rows.count(d)) << "D_{t-1} is recomputed";
         EXPECT_LE(rows.size(), 1u + 3u * r.steps[t - 1]->committed.size() + s.committed.size());
     }
 }
@@ -153,14 +172,16 @@ TEST(Policies, DllmCacheMarksFeatureReuseAndVerifyPicks) {
     const PolicyRun r = run("dllm-cache", {{"rho", 0.25}});
     const auto& s = *r.steps[2];  // counter 3: neither span refreshes, V-verify only
     const int P = s.seq_len - 32;
-    EXPECT_EQ(recomputed(s, 0).size(), static_cast<size_t>(s.seq_len)) << "layer 0 always recomputed";
+    EXPECT_EQ(recomputed(s, 0).size(), static_cast<size_t>(s.seq_len))
+        << "layer 0 always recomputed";
     for (int l = 1; l < s.n_layers; ++l) {
         auto rows = recomputed(s, l);
         EXPECT_EQ(rows.size(), 8u) << "floor(0.25 * 32) response rows";
         for (int64_t i : rows) EXPECT_GE(i, P);
         EXPECT_EQ(s.action(l, 0), trace::RowAction::FeatureReused);
         int probed = 0;
-        for (int i = P; i < s.seq_len; ++i) probed += s.action(l, i) == trace::RowAction::ProbedOnly;
+        for (int i = P; i < s.seq_len; ++i)
+            probed += s.action(l, i) == trace::RowAction::ProbedOnly;
         EXPECT_EQ(probed, 32 - 8);
     }
     bool saw_verify = false;
@@ -186,7 +207,8 @@ TEST(Policies, ElasticRecordsDriftTestsWithValuesAndThresholds) {
         for (const auto& e : s->triggers)
             if (e.kind == "drift" && e.fired && fired < 0) fired = e.layer;
         if (fired < 0 || s->step == 0) continue;
-        for (int l = fired; l < s->n_layers; ++l) EXPECT_EQ(recomputed(*s, l).size(), static_cast<size_t>(s->seq_len));
+        for (int l = fired; l < s->n_layers; ++l)
+            EXPECT_EQ(recomputed(*s, l).size(), static_cast<size_t>(s->seq_len));
     }
 }
 
@@ -196,7 +218,8 @@ TEST(Policies, D2CacheSelectsFewRowsAndDecodesOnlyRecomputedOnes) {
         const auto& s = *r.steps[t];
         auto rows = recomputed(s, 0);
         EXPECT_LT(rows.size(), static_cast<size_t>(s.seq_len));
-        for (int l = 1; l < s.n_layers; ++l) EXPECT_EQ(recomputed(s, l), rows) << "same set at every layer";
+        for (int l = 1; l < s.n_layers; ++l)
+            EXPECT_EQ(recomputed(s, l), rows) << "same set at every layer";
         for (int32_t c : s.committed) EXPECT_TRUE(rows.count(c));
     }
     EXPECT_EQ(r.summary.status, trace::RunStatus::Complete);
@@ -204,11 +227,13 @@ TEST(Policies, D2CacheSelectsFewRowsAndDecodesOnlyRecomputedOnes) {
 
 TEST(Policies, FlopCountAgreesWithRecordedRows) {
     const auto& c = model()->config();
-    for (const std::string name : {"dkv-decode", "fast-dual", "d2cache", "elastic", "dkv-prefill"}) {
+    for (const std::string name :
+         {"dkv-decode", "fast-dual", "d2cache", "elastic", "dkv-prefill"}) {
         const PolicyRun r = run(name);
         for (const auto& s : r.steps) {
             double flops = 0;
-            for (int l = 0; l < s->n_layers; ++l) flops += detail::layer_flops(c, recomputed(*s, l).size(), s->seq_len);
+            for (int l = 0; l < s->n_layers; ++l)
+                flops += detail::layer_flops(c, recomputed(*s, l).size(), s->seq_len);
             int64_t heads = 0;
             for (float conf : s->confidence) heads += !std::isnan(conf);
             flops += detail::head_flops(c, heads);
@@ -230,11 +255,13 @@ TEST(Policies, OracleErrorIsZeroForTheBaselineAndPositiveForStaleCaches) {
     for (const auto& s : stale.steps) {
         kl += s->oracle.logits_kl;
         for (size_t i = 0; i < s->oracle.k_cos.size(); ++i)
-            // Layer 0 reads only embeddings: a recomputed row there is exact. Deeper recomputed rows
-            // attend to stale prompt K/V, so they may differ from the oracle too.
-            if (s->actions[i] == trace::RowAction::Recomputed && i < static_cast<size_t>(s->seq_len))
+            // Layer 0 reads only embeddings: a recomputed row there is exact. Deeper recomputed
+            // rows attend to stale prompt K/V, so they may differ from the oracle too.
+            if (s->actions[i] == trace::RowAction::Recomputed &&
+                i < static_cast<size_t>(s->seq_len))
                 EXPECT_NEAR(s->oracle.k_cos[i], 1.0, 1e-5);
-            else if (!std::isnan(s->oracle.k_cos[i])) worst = std::min<double>(worst, s->oracle.k_cos[i]);
+            else if (!std::isnan(s->oracle.k_cos[i]))
+                worst = std::min<double>(worst, s->oracle.k_cos[i]);
     }
     EXPECT_LT(worst, 0.9999) << "the never-refreshed prompt drifts";
     EXPECT_GT(kl, 0.0);

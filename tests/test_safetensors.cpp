@@ -32,7 +32,10 @@ TEST(Safetensors, RoundTripAllFloatDtypes) {
     auto dir = test::temp_dir("st");
     std::vector<float> a{1.f, -2.5f, 3.25f, 0.f, 0.0009765625f, 65504.f};
     std::vector<uint16_t> h, b;
-    for (float v : a) { h.push_back(float_to_half(v)); b.push_back(float_to_bf16(v)); }
+    for (float v : a) {
+        h.push_back(float_to_half(v));
+        b.push_back(float_to_bf16(v));
+    }
     std::vector<int64_t> ints{1, -2, 3};
     write_safetensors(dir / "x.safetensors",
                       {{"a", DType::F32, {2, 3}, a.data(), a.size() * 4},
@@ -59,13 +62,14 @@ TEST(Safetensors, RoundTripAllFloatDtypes) {
 TEST(Safetensors, HalfAndBf16ConversionsRoundToNearestEven) {
     EXPECT_EQ(float_to_half(1.0f), 0x3c00);
     EXPECT_EQ(float_to_half(-2.0f), 0xc000);
-    EXPECT_EQ(float_to_half(65520.f), 0x7c00);  // overflows to infinity
+    EXPECT_EQ(float_to_half(65520.f), 0x7c00);               // overflows to infinity
     EXPECT_FLOAT_EQ(half_to_float(0x0001), 5.9604645e-08f);  // smallest subnormal
     EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
     EXPECT_FLOAT_EQ(bf16_to_float(float_to_bf16(3.140625f)), 3.140625f);
     // 1 + 2^-8 is a tie between bf16 neighbours 1 and 1 + 2^-7: ties go to even (1.0).
     EXPECT_FLOAT_EQ(bf16_to_float(float_to_bf16(1.00390625f)), 1.0f);
-    for (float v : {0.1f, -7.75f, 1234.5f, 0.001f}) EXPECT_NEAR(half_to_float(float_to_half(v)), v, std::abs(v) * 1e-3);
+    for (float v : {0.1f, -7.75f, 1234.5f, 0.001f})
+        EXPECT_NEAR(half_to_float(float_to_half(v)), v, std::abs(v) * 1e-3);
 }
 
 TEST(Safetensors, RejectsTruncatedFile) {
@@ -110,9 +114,11 @@ TEST(Safetensors, RejectsShapeDtypeMismatch) {
 
 TEST(Safetensors, RejectsUnknownDtypeAndNegativeDims) {
     auto dir = test::temp_dir("st");
-    test::write_file(dir / "a.safetensors", header_file(R"({"a":{"dtype":"F8","shape":[1],"data_offsets":[0,1]}})", 1));
+    test::write_file(dir / "a.safetensors",
+                     header_file(R"({"a":{"dtype":"F8","shape":[1],"data_offsets":[0,1]}})", 1));
     expect_input_error(dir / "a.safetensors", "unknown dtype");
-    test::write_file(dir / "b.safetensors", header_file(R"({"a":{"dtype":"U8","shape":[-1],"data_offsets":[0,1]}})", 1));
+    test::write_file(dir / "b.safetensors",
+                     header_file(R"({"a":{"dtype":"U8","shape":[-1],"data_offsets":[0,1]}})", 1));
     expect_input_error(dir / "b.safetensors", "negative");
 }
 

@@ -23,7 +23,8 @@ GenerationRequest request(int64_t G = 16, int64_t B = 8, int64_t T = 16) {
     return r;
 }
 
-std::vector<std::shared_ptr<const trace::StepRecord>> run_all(const GenerationRequest& r, trace::RunSummary* s = nullptr) {
+std::vector<std::shared_ptr<const trace::StepRecord>> run_all(const GenerationRequest& r,
+                                                              trace::RunSummary* s = nullptr) {
     trace::TraceStore store;
     Generator g(tiny(), r, &store);
     auto summary = g.run();
@@ -52,7 +53,8 @@ TEST(Sampler, LowConfidenceCommitsTheScheduleInsideTheBlock) {
         }
         // The committed tokens are the most confident in-block predictions of that step.
         float min_committed = 2.f;
-        for (int32_t pos : st->committed) min_committed = std::min(min_committed, st->confidence[static_cast<size_t>(pos)]);
+        for (int32_t pos : st->committed)
+            min_committed = std::min(min_committed, st->confidence[static_cast<size_t>(pos)]);
         for (int i = P + st->block * 8; i < P + (st->block + 1) * 8; ++i)
             if (st->states[static_cast<size_t>(i)] == trace::TokenState::Masked)
                 EXPECT_LE(st->confidence[static_cast<size_t>(i)], min_committed + 1e-7);
@@ -104,7 +106,8 @@ TEST(Sampler, ThresholdDecodingCommitsConfidentTokensAndAtLeastOne) {
     for (const auto& st : steps) {
         ASSERT_GE(st->committed.size(), 1u);
         if (st->committed.size() > 1)
-            for (int32_t pos : st->committed) EXPECT_GE(st->confidence[static_cast<size_t>(pos)], 0.02f);
+            for (int32_t pos : st->committed)
+                EXPECT_GE(st->confidence[static_cast<size_t>(pos)], 0.02f);
     }
     r.config.threshold = 1.0;  // nothing reaches 1: exactly one token per step
     EXPECT_EQ(run_all(r).size(), 16u);

@@ -45,7 +45,8 @@ trace::RunInfo make_info(int32_t run_id, const std::string& policy, int L = 12, 
     return i;
 }
 
-std::shared_ptr<trace::StepRecord> make_step(int32_t run_id, int32_t step, int L = 12, int N = 3, bool oracle = false) {
+std::shared_ptr<trace::StepRecord> make_step(int32_t run_id, int32_t step, int L = 12, int N = 3,
+                                             bool oracle = false) {
     auto r = std::make_shared<trace::StepRecord>();
     r->run_id = run_id;
     r->step = step;
@@ -55,8 +56,9 @@ std::shared_ptr<trace::StepRecord> make_step(int32_t run_id, int32_t step, int L
     r->n_layers = N;
     for (int i = 0; i < L; ++i) {
         r->tokens.push_back(i < 4 + step ? i : 99);
-        r->states.push_back(i < 4 ? trace::TokenState::Prompt
-                                  : i < 4 + step ? trace::TokenState::DecodedEarlier : trace::TokenState::Masked);
+        r->states.push_back(i < 4          ? trace::TokenState::Prompt
+                            : i < 4 + step ? trace::TokenState::DecodedEarlier
+                                           : trace::TokenState::Masked);
         r->predicted.push_back(i >= 4 + step ? 7 : -1);
         r->confidence.push_back(i >= 4 + step ? 0.5f + 0.01f * i : NAN);
     }
@@ -88,7 +90,8 @@ std::shared_ptr<trace::StepRecord> make_step(int32_t run_id, int32_t step, int L
     r->attention = {a};
     if (oracle) {
         r->has_oracle = true;
-        r->oracle.k_cos = r->oracle.v_cos = r->oracle.k_rel_l2 = r->oracle.v_rel_l2 = std::vector<float>(static_cast<size_t>(N * L), 0.99f);
+        r->oracle.k_cos = r->oracle.v_cos = r->oracle.k_rel_l2 = r->oracle.v_rel_l2 =
+            std::vector<float>(static_cast<size_t>(N * L), 0.99f);
         r->oracle.logits_kl = 0.125;
         r->oracle.commit_differs = true;
     }
@@ -126,25 +129,34 @@ TEST(BlobCodec, RoundTripsEveryDtypeRawAndCompressed) {
         auto e = encode_array(f, {10, 100}, z);
         EXPECT_EQ(e.shape, "10,100");
         EXPECT_EQ(e.encoding, z ? "zstd" : "raw");
-        EXPECT_EQ(decode_array<float>(e.dtype, e.shape, e.encoding, e.data.data(), e.data.size()), f);
+        EXPECT_EQ(decode_array<float>(e.dtype, e.shape, e.encoding, e.data.data(), e.data.size()),
+                  f);
         std::vector<uint16_t> u{1, 2, 65535};
         auto eu = encode_array(u, {3}, z);
-        EXPECT_EQ(decode_array<uint16_t>(eu.dtype, eu.shape, eu.encoding, eu.data.data(), eu.data.size()), u);
+        EXPECT_EQ(
+            decode_array<uint16_t>(eu.dtype, eu.shape, eu.encoding, eu.data.data(), eu.data.size()),
+            u);
     }
 }
 
 TEST(BlobCodec, RejectsCorruptBlobs) {
     std::vector<int32_t> v(100, 7);
     auto e = encode_array(v, {100}, true);
-    EXPECT_THROW(decode_array<float>(e.dtype, e.shape, e.encoding, e.data.data(), e.data.size()), SessionError);  // dtype
-    EXPECT_THROW(decode_array<int32_t>(e.dtype, "101", e.encoding, e.data.data(), e.data.size()), SessionError);   // size
-    EXPECT_THROW(decode_array<int32_t>(e.dtype, "1,-2", e.encoding, e.data.data(), e.data.size()), SessionError);  // shape
-    EXPECT_THROW(decode_array<int32_t>(e.dtype, "100", "lz4", e.data.data(), e.data.size()), SessionError);        // encoding
+    EXPECT_THROW(decode_array<float>(e.dtype, e.shape, e.encoding, e.data.data(), e.data.size()),
+                 SessionError);  // dtype
+    EXPECT_THROW(decode_array<int32_t>(e.dtype, "101", e.encoding, e.data.data(), e.data.size()),
+                 SessionError);  // size
+    EXPECT_THROW(decode_array<int32_t>(e.dtype, "1,-2", e.encoding, e.data.data(), e.data.size()),
+                 SessionError);  // shape
+    EXPECT_THROW(decode_array<int32_t>(e.dtype, "100", "lz4", e.data.data(), e.data.size()),
+                 SessionError);  // encoding
     auto bad = e.data;
     bad[bad.size() / 2] ^= 0xff;
     bad.resize(bad.size() - 3);
-    EXPECT_THROW(decode_array<int32_t>(e.dtype, e.shape, e.encoding, bad.data(), bad.size()), SessionError);
-    EXPECT_THROW(decode_array<uint8_t>("u8", "99999999,99999999", "raw", nullptr, 0), SessionError);  // bomb
+    EXPECT_THROW(decode_array<int32_t>(e.dtype, e.shape, e.encoding, bad.data(), bad.size()),
+                 SessionError);
+    EXPECT_THROW(decode_array<uint8_t>("u8", "99999999,99999999", "raw", nullptr, 0),
+                 SessionError);  // bomb
 }
 
 TEST(Sessions, RecordReadRoundTripIsIdentical) {
@@ -175,7 +187,8 @@ TEST(Sessions, RecordReadRoundTripIsIdentical) {
         EXPECT_EQ(got->layer_ms, want->layer_ms);
         EXPECT_EQ(got->new_token_text, want->new_token_text);
         for (size_t i = 0; i < want->confidence.size(); ++i)
-            EXPECT_TRUE(got->confidence[i] == want->confidence[i] || (std::isnan(got->confidence[i]) && std::isnan(want->confidence[i])));
+            EXPECT_TRUE(got->confidence[i] == want->confidence[i] ||
+                        (std::isnan(got->confidence[i]) && std::isnan(want->confidence[i])));
         ASSERT_EQ(got->triggers.size(), 1u);
         EXPECT_EQ(got->triggers[0].kind, "drift");
         EXPECT_DOUBLE_EQ(got->triggers[0].value, 0.8);
@@ -187,8 +200,10 @@ TEST(Sessions, RecordReadRoundTripIsIdentical) {
         }
         ASSERT_EQ(got->attention.size(), 1u);
         EXPECT_EQ(got->attention[0].row_index, want->attention[0].row_index);
-        for (size_t i = 0; i < want->attention[0].data.size(); ++i)  // rowmax-u8: error <= 3/255 of the row max
-            EXPECT_NEAR(got->attention[0].data[i], want->attention[0].data[i], 0.5 * 3 / 255 + 1e-7);
+        for (size_t i = 0; i < want->attention[0].data.size();
+             ++i)  // rowmax-u8: error <= 3/255 of the row max
+            EXPECT_NEAR(got->attention[0].data[i], want->attention[0].data[i],
+                        0.5 * 3 / 255 + 1e-7);
     }
     auto meta = r->step_meta(runs[0].run_id);
     ASSERT_EQ(meta.size(), 6u);
@@ -246,22 +261,33 @@ TEST(Sessions, RefusesNewerForeignAndBrokenFiles) {
     const auto dir = test::temp_dir("s");
     const auto newer = (dir / "newer.clsession").string();
     write_session(newer, 1, 1);
-    { Db db(newer, SQLITE_OPEN_READWRITE); db.exec("PRAGMA user_version = 99"); }
+    {
+        Db db(newer, SQLITE_OPEN_READWRITE);
+        db.exec("PRAGMA user_version = 99");
+    }
     EXPECT_NE(open_error(newer).find("newer CacheLens"), std::string::npos) << open_error(newer);
 
     const auto other = (dir / "other.db").string();
-    { Db db(other, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE); db.exec("CREATE TABLE t(x); INSERT INTO t VALUES (1);"); }
-    EXPECT_NE(open_error(other).find("another SQLite database"), std::string::npos) << open_error(other);
+    {
+        Db db(other, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+        db.exec("CREATE TABLE t(x); INSERT INTO t VALUES (1);");
+    }
+    EXPECT_NE(open_error(other).find("another SQLite database"), std::string::npos)
+        << open_error(other);
 
     const auto noise = (dir / "noise.clsession").string();
     std::string bytes(8192, '\0');
     for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 7);
     test::write_file(noise, bytes);
-    EXPECT_NE(open_error(noise).find("not a CacheLens session"), std::string::npos) << open_error(noise);
+    EXPECT_NE(open_error(noise).find("not a CacheLens session"), std::string::npos)
+        << open_error(noise);
 
     const auto good = (dir / "good.clsession").string();
     write_session(good, 1, 20);
-    { Db db(good, SQLITE_OPEN_READWRITE); db.exec("PRAGMA wal_checkpoint(TRUNCATE)"); }
+    {
+        Db db(good, SQLITE_OPEN_READWRITE);
+        db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    }
     const auto truncated = (dir / "truncated.clsession").string();
     auto content = test::read_file(good);
     test::write_file(truncated, content.substr(0, content.size() / 3));
@@ -272,7 +298,8 @@ TEST(Sessions, RefusesNewerForeignAndBrokenFiles) {
     }
     test::write_file(dir / "tiny.clsession", "SQLite");
     EXPECT_NE(open_error((dir / "tiny.clsession").string()).find("truncated"), std::string::npos);
-    EXPECT_NE(open_error((dir / "missing.clsession").string()).find("not found"), std::string::npos);
+    EXPECT_NE(open_error((dir / "missing.clsession").string()).find("not found"),
+              std::string::npos);
     // The refused files are untouched.
     EXPECT_EQ(test::read_file(noise), bytes);
 }
@@ -282,7 +309,8 @@ TEST(Sessions, CorruptBlobGivesAClearErrorNotACrash) {
     write_session(path, 1, 3);
     {
         Db db(path, SQLITE_OPEN_READWRITE);
-        db.exec("UPDATE array SET data = x'28b52ffd0000deadbeef' WHERE name = 'tokens' AND step = 1");
+        db.exec(
+            "UPDATE array SET data = x'28b52ffd0000deadbeef' WHERE name = 'tokens' AND step = 1");
         db.exec("UPDATE array SET shape = '5' WHERE name = 'actions' AND step = 2");
     }
     auto r = SessionReader::open(path);
@@ -335,7 +363,8 @@ TEST(Sessions, KilledRecorderLeavesCommittedStepsAndAnAbortedRun) {
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].status, trace::RunStatus::Aborted);
     EXPECT_GE(runs[0].step_count, committed);
-    for (int s = 0; s < runs[0].step_count; ++s) EXPECT_EQ(r->load_step(runs[0].run_id, s)->tokens, make_step(0, s)->tokens);
+    for (int s = 0; s < runs[0].step_count; ++s)
+        EXPECT_EQ(r->load_step(runs[0].run_id, s)->tokens, make_step(0, s)->tokens);
     EXPECT_TRUE(r->check().empty());
 }
 
@@ -345,7 +374,9 @@ TEST(Sessions, FullDiskReportsAnErrorAndKeepsTheRunInMemory) {
     ASSERT_GE(child, 0);
     if (child == 0) {
         signal(SIGXFSZ, SIG_IGN);  // writes past the limit fail with EFBIG instead of killing us
-        struct rlimit lim {300 * 1024, 300 * 1024};
+        struct rlimit lim {
+            300 * 1024, 300 * 1024
+        };
         setrlimit(RLIMIT_FSIZE, &lim);
         WriterOptions o;
         o.batch_steps = 4;

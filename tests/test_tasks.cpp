@@ -76,7 +76,8 @@ TEST(Trainer, LowersTheLossOfAMicroModelInSeconds) {
     o.on_progress = [&](const TrainProgress& p) { losses.push_back(p.loss); };
     auto r = train_model(o);
     ASSERT_GE(losses.size(), 3u);
-    EXPECT_LT(losses.back(), losses.front() * 0.8) << "loss " << losses.front() << " -> " << losses.back();
+    EXPECT_LT(losses.back(), losses.front() * 0.8)
+        << "loss " << losses.front() << " -> " << losses.back();
     EXPECT_TRUE(r.finished);
     // The folder is a loadable model and the checkpoint resumes.
     auto m = Model::load(dir);

@@ -22,7 +22,8 @@ TEST(Tokenizer, ByteLevelRoundTripsAscii) {
 
 TEST(Tokenizer, RoundTripsUnicode) {
     auto tok = Tokenizer::load(test::data_dir() / "tokenizer_hf_bpe.json");
-    for (const std::string text : {"Café déjà vu", "日本語のテキスト", "emoji 🙂🚀 👩‍💻", "mixed 12345 ok"})
+    for (const std::string text :
+         {"Café déjà vu", "日本語のテキスト", "emoji 🙂🚀 👩‍💻", "mixed 12345 ok"})
         EXPECT_EQ(tok->decode(tok->encode(text)), text) << text;
 }
 
@@ -42,8 +43,9 @@ TEST(Tokenizer, ChatTemplateFollowsLlada) {
     auto tok = byte_level();
     ASSERT_TRUE(tok->has_chat_tokens());
     const auto s = tok->apply_chat_template("Hi");
-    EXPECT_EQ(s, "<|startoftext|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
-                 "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    EXPECT_EQ(s,
+              "<|startoftext|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+              "<|start_header_id|>assistant<|end_header_id|>\n\n");
     auto ids = tok->encode(s);
     EXPECT_EQ(ids.front(), *tok->token_to_id("<|startoftext|>"));
     EXPECT_EQ(std::count(ids.begin(), ids.end(), *tok->token_to_id("<|eot_id|>")), 1);
@@ -58,7 +60,8 @@ TEST(Tokenizer, RejectsInvalidUtf8) {
 }
 
 TEST(Tokenizer, MatchesHuggingFaceIdForId) {
-    const auto golden = nlohmann::json::parse(test::read_file(test::data_dir() / "tokenizer_golden.json"));
+    const auto golden =
+        nlohmann::json::parse(test::read_file(test::data_dir() / "tokenizer_golden.json"));
     int checked = 0;
     for (auto it = golden.begin(); it != golden.end(); ++it) {
         auto tok = Tokenizer::load(test::data_dir() / it.key());
@@ -102,10 +105,12 @@ TEST(Tokenizer, MalformedFilesGiveClearErrors) {
     expect_error("{not json", "invalid JSON");
     expect_error(R"({"version":"1.0"})", "no 'model'");
     expect_error(R"({"model":{"type":"WordPiece","vocab":{}}})", "not supported");
-    expect_error(R"({"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":["a c"]}})", "missing from the vocab");
+    expect_error(R"({"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":["a c"]}})",
+                 "missing from the vocab");
     expect_error(R"({"model":{"type":"BPE","vocab":{"a":-4}}})", "invalid id");
-    expect_error(R"({"model":{"type":"BPE","vocab":{"a":0}},"pre_tokenizer":{"type":"Split","pattern":{"Regex":"(("}}})",
-                 "invalid split regex");
+    expect_error(
+        R"({"model":{"type":"BPE","vocab":{"a":0}},"pre_tokenizer":{"type":"Split","pattern":{"Regex":"(("}}})",
+        "invalid split regex");
     EXPECT_THROW(Tokenizer::load(dir / "missing.json"), InputError);
 }
 

@@ -13,8 +13,9 @@ std::shared_ptr<StepRecord> make_step(int run, int step) {
     r->step = step;
     r->seq_len = 4;
     r->n_layers = 2;
-    r->actions = {RowAction::Recomputed, RowAction::KvReused, RowAction::KvReused, RowAction::Recomputed,
-                  RowAction::Recomputed, RowAction::Recomputed, RowAction::FeatureReused, RowAction::Skipped};
+    r->actions = {RowAction::Recomputed,    RowAction::KvReused,   RowAction::KvReused,
+                  RowAction::Recomputed,    RowAction::Recomputed, RowAction::Recomputed,
+                  RowAction::FeatureReused, RowAction::Skipped};
     return r;
 }
 

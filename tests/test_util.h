@@ -32,14 +32,18 @@ inline std::string read_file(const std::filesystem::path& p) {
 }
 
 // A tiny random LLaDA model folder (seeded).
-inline std::filesystem::path make_tiny_model(const std::string& name, int64_t d_model = 32, int64_t layers = 2,
-                                             int64_t heads = 4, int64_t kv_heads = 4, uint64_t seed = 7,
-                                             StorageDType dtype = StorageDType::F32, int shards = 1) {
+inline std::filesystem::path make_tiny_model(const std::string& name, int64_t d_model = 32,
+                                             int64_t layers = 2, int64_t heads = 4,
+                                             int64_t kv_heads = 4, uint64_t seed = 7,
+                                             StorageDType dtype = StorageDType::F32,
+                                             int shards = 1) {
     auto dir = temp_dir(name);
     init_random_model(dir, tiny_config(d_model, layers, heads, kv_heads), seed, dtype, shards);
     return dir;
 }
 
-inline std::filesystem::path data_dir() { return std::filesystem::path(CL_SOURCE_DIR) / "tests" / "data"; }
+inline std::filesystem::path data_dir() {
+    return std::filesystem::path(CL_SOURCE_DIR) / "tests" / "data";
+}
 
 }  // namespace cl::test

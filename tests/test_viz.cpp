@@ -19,14 +19,15 @@ namespace {
 
 class RecordingTextures final : public TextureProvider {
 public:
-    ImTextureID scalar_texture(const std::string& key, int w, int h, const std::vector<float>& v, float lo, float hi,
-                               Colormap) override {
+    ImTextureID scalar_texture(const std::string& key, int w, int h, const std::vector<float>& v,
+                               float lo, float hi, Colormap) override {
         EXPECT_EQ(v.size(), static_cast<size_t>(w) * static_cast<size_t>(h)) << key;
         EXPECT_LE(lo, hi);
         keys.push_back(key);
         return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(keys.size()));
     }
-    ImTextureID rgba_texture(const std::string& key, int w, int h, const std::vector<uint32_t>& px) override {
+    ImTextureID rgba_texture(const std::string& key, int w, int h,
+                             const std::vector<uint32_t>& px) override {
         EXPECT_EQ(px.size(), static_cast<size_t>(w) * static_cast<size_t>(h)) << key;
         keys.push_back(key);
         last_rgba = px;
@@ -44,7 +45,8 @@ struct ImGuiNull {
         io.IniFilename = nullptr;
         unsigned char* px;
         int w, h;
-        io.Fonts->GetTexDataAsRGBA32(&px, &w, &h);  // the null backend: build the atlas, upload nothing
+        io.Fonts->GetTexDataAsRGBA32(&px, &w,
+                                     &h);  // the null backend: build the atlas, upload nothing
     }
     ~ImGuiNull() { ImGui::DestroyContext(ctx); }
     template <typename F>
@@ -61,7 +63,8 @@ struct ImGuiNull {
     ImGuiContext* ctx;
 };
 
-RunView make_run(const std::string& policy, int32_t L, int32_t steps, int32_t N = 4, bool nan = false) {
+RunView make_run(const std::string& policy, int32_t L, int32_t steps, int32_t N = 4,
+                 bool nan = false) {
     RunView r;
     r.info.run_id = policy == "none" ? 0 : 1;
     r.info.policy = policy;
@@ -79,10 +82,10 @@ RunView make_run(const std::string& policy, int32_t L, int32_t steps, int32_t N 
         s->n_layers = N;
         for (int32_t i = 0; i < L; ++i) {
             s->tokens.push_back(i % 7);
-            s->states.push_back(i < r.info.prompt_len ? trace::TokenState::Prompt
-                                : i - r.info.prompt_len < t   ? trace::TokenState::DecodedEarlier
-                                : i - r.info.prompt_len == t  ? trace::TokenState::DecodedNow
-                                                              : trace::TokenState::Masked);
+            s->states.push_back(i < r.info.prompt_len        ? trace::TokenState::Prompt
+                                : i - r.info.prompt_len < t  ? trace::TokenState::DecodedEarlier
+                                : i - r.info.prompt_len == t ? trace::TokenState::DecodedNow
+                                                             : trace::TokenState::Masked);
             s->predicted.push_back(3);
             s->confidence.push_back(nan ? NAN : 0.5f);
         }
@@ -107,7 +110,8 @@ RunView make_run(const std::string& policy, int32_t L, int32_t steps, int32_t N 
         a.rows = std::min(L, 3);
         a.cols = L;
         for (int32_t q = 0; q < a.rows; ++q) a.row_index.push_back(q);
-        a.data.assign(static_cast<size_t>(a.rows) * static_cast<size_t>(L), nan ? NAN : 1.f / static_cast<float>(L));
+        a.data.assign(static_cast<size_t>(a.rows) * static_cast<size_t>(L),
+                      nan ? NAN : 1.f / static_cast<float>(L));
         s->attention.push_back(a);
         r.steps.push_back(s);
         r.throughput.push_back(nan ? NAN : 10.f + t);
@@ -119,7 +123,8 @@ RunView make_run(const std::string& policy, int32_t L, int32_t steps, int32_t N 
 void draw_all(std::vector<RunView>& runs, ViewState& view, RecordingTextures& tex) {
     ImGuiNull imgui;
     imgui.frame([&] { draw_canvas(runs, view, tex); });
-    imgui.frame([&] { draw_canvas(runs, view, tex); });  // a second frame exercises hover/cached paths
+    imgui.frame(
+        [&] { draw_canvas(runs, view, tex); });  // a second frame exercises hover/cached paths
 }
 
 TEST(Viz, EmptyCanvasSaysWhatToDo) {
@@ -148,8 +153,8 @@ TEST(Viz, OneTokenSequence) {
 }
 
 TEST(Viz, LongSequenceFourColumns) {
-    std::vector<RunView> runs{make_run("none", 4096, 3), make_run("dkv-decode", 4096, 3), make_run("elastic", 4096, 3),
-                              make_run("fast-dual", 4096, 3)};
+    std::vector<RunView> runs{make_run("none", 4096, 3), make_run("dkv-decode", 4096, 3),
+                              make_run("elastic", 4096, 3), make_run("fast-dual", 4096, 3)};
     ViewState view;
     RecordingTextures tex;
     draw_all(runs, view, tex);
@@ -160,7 +165,8 @@ TEST(Viz, LongSequenceFourColumns) {
 }
 
 TEST(Viz, NanValuesAreSkippedNotDrawn) {
-    std::vector<RunView> runs{make_run("none", 32, 5, 2, true), make_run("dllm-cache", 32, 5, 2, true)};
+    std::vector<RunView> runs{make_run("none", 32, 5, 2, true),
+                              make_run("dllm-cache", 32, 5, 2, true)};
     ViewState view;
     view.oracle_view = true;
     RecordingTextures tex;
@@ -198,16 +204,21 @@ TEST(Viz, LessonFilesAreValidatedWithClearErrors) {
         std::ofstream(dir / name) << text;
         return (dir / name).string();
     };
-    auto ok = load_lesson(write("ok.lesson.json", R"({"title": "T", "session": "s.clsession", "steps": [
+    auto ok =
+        load_lesson(write("ok.lesson.json", R"({"title": "T", "session": "s.clsession", "steps": [
         {"title": "a", "text": "b", "step": 3, "panels": ["recompute"], "annotations": [{"step": 3, "position": 9, "text": "x"}]}]})"));
     EXPECT_EQ(ok.steps.size(), 1u);
     EXPECT_EQ(ok.session, (dir / "s.clsession").string());
     EXPECT_EQ(ok.steps[0].annotations[0].position, 9);
-    for (const auto& [name, text, fragment] : std::vector<std::tuple<std::string, std::string, std::string>>{
-             {"bad.json", "{", "invalid JSON"},
-             {"nosteps.json", R"({"title": "T", "session": "s", "steps": []})", "at least one step"},
-             {"panel.json", R"({"title": "T", "session": "s", "steps": [{"title": "a", "text": "b", "panels": ["nope"]}]})", "unknown panel"},
-             {"missing.json", R"({"session": "s", "steps": []})", "malformed"}}) {
+    for (
+        const auto& [name, text, fragment] :
+        std::vector<std::tuple<std::string, std::string, std::string>>{
+            {"bad.json", "{", "invalid JSON"},
+            {"nosteps.json", R"({"title": "T", "session": "s", "steps": []})", "at least one step"},
+            {"panel.json",
+             R"({"title": "T", "session": "s", "steps": [{"title": "a", "text": "b", "panels": ["nope"]}]})",
+             "unknown panel"},
+            {"missing.json", R"({"session": "s", "steps": []})", "malformed"}}) {
         try {
             load_lesson(write(name, text));
             FAIL() << name;
@@ -264,11 +275,17 @@ TEST(Viz, StepSelectionClampsAndAligns) {
 }
 
 TEST(Viz, ColormapsAreOrderedAndHandleNan) {
-    auto lum = [](ImU32 c) { return ((c >> IM_COL32_R_SHIFT) & 0xff) + ((c >> IM_COL32_G_SHIFT) & 0xff) + ((c >> IM_COL32_B_SHIFT) & 0xff); };
-    EXPECT_LT(lum(colormap_color(Colormap::Viridis, 0.f)), lum(colormap_color(Colormap::Viridis, 1.f)));
-    EXPECT_LT(lum(colormap_color(Colormap::Magma, 0.1f)), lum(colormap_color(Colormap::Magma, 0.9f)));
+    auto lum = [](ImU32 c) {
+        return ((c >> IM_COL32_R_SHIFT) & 0xff) + ((c >> IM_COL32_G_SHIFT) & 0xff) +
+               ((c >> IM_COL32_B_SHIFT) & 0xff);
+    };
+    EXPECT_LT(lum(colormap_color(Colormap::Viridis, 0.f)),
+              lum(colormap_color(Colormap::Viridis, 1.f)));
+    EXPECT_LT(lum(colormap_color(Colormap::Magma, 0.1f)),
+              lum(colormap_color(Colormap::Magma, 0.9f)));
     EXPECT_EQ(colormap_color(Colormap::Viridis, NAN), IM_COL32(128, 128, 128, 255));
-    EXPECT_NE(state_color(trace::TokenState::Masked, true), state_color(trace::TokenState::DecodedNow, true));
+    EXPECT_NE(state_color(trace::TokenState::Masked, true),
+              state_color(trace::TokenState::DecodedNow, true));
 }
 
 }  // namespace

@@ -13,7 +13,9 @@ int32_t column_step(const RunView& run, const ViewState& view, int32_t max_steps
     if (n == 0) return -1;
     if (view.step < 0) return n - 1;
     if (view.align_by_progress && max_steps > 1)
-        return std::clamp(static_cast<int32_t>(std::lround(static_cast<double>(view.step) / (max_steps - 1) * (n - 1))), 0, n - 1);
+        return std::clamp(static_cast<int32_t>(std::lround(static_cast<double>(view.step) /
+                                                           (max_steps - 1) * (n - 1))),
+                          0, n - 1);
     return std::clamp(view.step, 0, n - 1);
 }
 
@@ -28,14 +30,17 @@ void panel(const char* name, ViewState& view, F&& body) {
     body();
     if (!lit) return;
     const ImVec2 end{start.x + ImGui::GetContentRegionAvail().x, ImGui::GetCursorScreenPos().y};
-    ImGui::GetWindowDrawList()->AddRect({start.x - 2, start.y - 2}, {end.x + 2, end.y}, palette(view.dark).trigger, 3.f, 0, 3.f);
+    ImGui::GetWindowDrawList()->AddRect({start.x - 2, start.y - 2}, {end.x + 2, end.y},
+                                        palette(view.dark).trigger, 3.f, 0, 3.f);
 }
 
 }  // namespace
 
-void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& textures, const CanvasOptions& options) {
+void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& textures,
+                 const CanvasOptions& options) {
     if (!view.lesson_banner.empty()) {
-        ImGui::PushStyleColor(ImGuiCol_ChildBg, ImGui::ColorConvertU32ToFloat4(palette(view.dark).grid));
+        ImGui::PushStyleColor(ImGuiCol_ChildBg,
+                              ImGui::ColorConvertU32ToFloat4(palette(view.dark).grid));
         ImGui::BeginChild("##lesson", {0, ImGui::GetFontSize() * 6.5f}, true);
         ImGui::PushTextWrapPos(0.f);
         ImGui::TextUnformatted(view.lesson_banner.c_str());
@@ -60,10 +65,12 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
     const float avail = ImGui::GetContentRegionAvail().x;
     const int cols = static_cast<int>(runs.size());
     // Columns share the width; below the minimum they scroll horizontally instead of shrinking.
-    const float col_w = std::max(options.column_min_width, avail / cols - ImGui::GetStyle().ItemSpacing.x);
+    const float col_w =
+        std::max(options.column_min_width, avail / cols - ImGui::GetStyle().ItemSpacing.x);
     const bool inspecting = view.pinned_pos >= 0;
     const float reserve = ImGui::GetFontSize() * (inspecting ? 24 : 8);
-    const float height = std::max(ImGui::GetFontSize() * 10, ImGui::GetContentRegionAvail().y - reserve);
+    const float height =
+        std::max(ImGui::GetFontSize() * 10, ImGui::GetContentRegionAvail().y - reserve);
     ImGui::BeginChild("##columns", {0, height}, false, ImGuiWindowFlags_HorizontalScrollbar);
     for (int k = 0; k < cols; ++k) {
         auto& run = runs[static_cast<size_t>(k)];
@@ -78,10 +85,13 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         panel("timeline", view, [&] { draw_timeline(c); });
         panel("recompute", view, [&] { draw_recompute_map(c); });
         panel("attention", view, [&] {
-            if (ImGui::CollapsingHeader("attention", ImGuiTreeNodeFlags_DefaultOpen)) draw_attention_map(c);
+            if (ImGui::CollapsingHeader("attention", ImGuiTreeNodeFlags_DefaultOpen))
+                draw_attention_map(c);
         });
         panel("drift", view, [&] {
-            if (ImGui::CollapsingHeader(view.oracle_view ? "staleness (oracle)" : "drift & triggers", ImGuiTreeNodeFlags_DefaultOpen))
+            if (ImGui::CollapsingHeader(
+                    view.oracle_view ? "staleness (oracle)" : "drift & triggers",
+                    ImGuiTreeNodeFlags_DefaultOpen))
                 draw_drift_plot(c);
         });
         panel("diff", view, [&] { draw_diff_strip(c); });
@@ -95,7 +105,8 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         panel("inspector", view, [&] { draw_inspector(runs, view); });
         ImGui::EndChild();
     } else if (hovered_last_frame >= 0 && !view.figure_mode) {
-        ImGui::TextDisabled("position %d - click a token to pin it in the inspector", hovered_last_frame);
+        ImGui::TextDisabled("position %d - click a token to pin it in the inspector",
+                            hovered_last_frame);
     }
     draw_throughput_chart(runs, view);
 }

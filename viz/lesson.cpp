@@ -15,7 +15,8 @@ Lesson load_lesson(const std::string& path) {
     } catch (const std::exception& e) {
         throw std::runtime_error(path + ": invalid JSON: " + e.what());
     }
-    static const std::set<std::string> known{"header", "tokens", "timeline", "recompute", "attention", "drift", "diff", "inspector"};
+    static const std::set<std::string> known{"header",    "tokens", "timeline", "recompute",
+                                             "attention", "drift",  "diff",     "inspector"};
     Lesson l;
     l.path = path;
     try {
@@ -35,7 +36,8 @@ Lesson load_lesson(const std::string& path) {
                 st.panels.insert(name);
             }
             for (const auto& a : s.value("annotations", nlohmann::json::array()))
-                st.annotations.push_back({a.value("step", -1), a.value("position", -1), a.value("layer", -1), a.value("text", "")});
+                st.annotations.push_back({a.value("step", -1), a.value("position", -1),
+                                          a.value("layer", -1), a.value("text", "")});
             l.steps.push_back(std::move(st));
         }
     } catch (const nlohmann::json::exception& e) {

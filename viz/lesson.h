@@ -3,8 +3,10 @@
 //
 // File format (assets/lessons/NAME.lesson.json):
 // { "title": "...", "session": "NAME.clsession",            // relative to the lesson file
-//   "steps": [ { "title": "...", "text": "...", "step": 12,  // the denoising step to show (-1 = last)
-//                "panels": ["recompute", "attention"],       // header, tokens, timeline, recompute,
+//   "steps": [ { "title": "...", "text": "...", "step": 12,  // the denoising step to show (-1 =
+//   last)
+//                "panels": ["recompute", "attention"],       // header, tokens, timeline,
+//                recompute,
 //                                                            // attention, drift, diff, inspector
 //                "layer": 3, "oracle": false,                 // optional view settings
 //                "annotations": [ { "step": 12, "position": 40, "layer": 3, "text": "..." } ] } ] }

@@ -12,7 +12,8 @@
 namespace cl::viz {
 
 struct Palette {
-    ImU32 prompt, masked, decoded_earlier, decoded_now, recomputed, reused, probed, feature, skipped;
+    ImU32 prompt, masked, decoded_earlier, decoded_now, recomputed, reused, probed, feature,
+        skipped;
     ImU32 text, text_dim, background, grid, threshold, trigger, accent, bad;
 };
 
@@ -22,6 +23,8 @@ ImU32 action_color(trace::RowAction a, bool dark);
 // CPU version of the shaders' colormaps (legends, tests): t in [0, 1].
 ImU32 colormap_color(Colormap cmap, float t);
 // Packs ImU32 (ABGR in ImGui) as RGBA8 bytes for textures.
-inline uint32_t to_rgba8(ImU32 c) { return c; }  // ImGui's IM_COL32 layout is already R,G,B,A in memory
+inline uint32_t to_rgba8(ImU32 c) {
+    return c;
+}  // ImGui's IM_COL32 layout is already R,G,B,A in memory
 
 }  // namespace cl::viz

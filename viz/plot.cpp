@@ -10,10 +10,13 @@ namespace cl::viz::plot {
 ImVec2 Plot::to_screen(double x, double y) const {
     const double fx = x1 > x0 ? (x - x0) / (x1 - x0) : 0.0;
     const double fy = y1 > y0 ? (y - y0) / (y1 - y0) : 0.0;
-    return {min.x + static_cast<float>(fx) * (max.x - min.x), max.y - static_cast<float>(fy) * (max.y - min.y)};
+    return {min.x + static_cast<float>(fx) * (max.x - min.x),
+            max.y - static_cast<float>(fy) * (max.y - min.y)};
 }
 
-double Plot::x_at(float sx) const { return x0 + (sx - min.x) / std::max(1.f, max.x - min.x) * (x1 - x0); }
+double Plot::x_at(float sx) const {
+    return x0 + (sx - min.x) / std::max(1.f, max.x - min.x) * (x1 - x0);
+}
 
 bool begin_plot(const char* title, ImVec2 size, Plot& p) {
     if (size.x <= 0) size.x = std::max(50.f, ImGui::GetContentRegionAvail().x);
@@ -35,19 +38,33 @@ bool begin_plot(const char* title, ImVec2 size, Plot& p) {
 }
 
 void setup_axes(Plot& p, double x0, double x1, double y0, double y1) {
-    if (!std::isfinite(x0) || !std::isfinite(x1) || x1 <= x0) { x0 = 0; x1 = 1; }
-    if (!std::isfinite(y0) || !std::isfinite(y1) || y1 <= y0) { y0 = 0; y1 = 1; }
-    p.x0 = x0; p.x1 = x1; p.y0 = y0; p.y1 = y1;
+    if (!std::isfinite(x0) || !std::isfinite(x1) || x1 <= x0) {
+        x0 = 0;
+        x1 = 1;
+    }
+    if (!std::isfinite(y0) || !std::isfinite(y1) || y1 <= y0) {
+        y0 = 0;
+        y1 = 1;
+    }
+    p.x0 = x0;
+    p.x1 = x1;
+    p.y0 = y0;
+    p.y1 = y1;
 }
 
 void plot_line(Plot& p, const float* xs, const float* ys, int n, ImU32 color, float thickness) {
     bool have_prev = false;
     ImVec2 prev;
     for (int i = 0; i < n; ++i) {
-        if (!std::isfinite(xs[i]) || !std::isfinite(ys[i])) { have_prev = false; continue; }
+        if (!std::isfinite(xs[i]) || !std::isfinite(ys[i])) {
+            have_prev = false;
+            continue;
+        }
         const ImVec2 s = p.to_screen(xs[i], ys[i]);
-        if (have_prev) p.dl->AddLine(prev, s, color, thickness);
-        else if (n == 1 || (i + 1 < n && !std::isfinite(ys[i + 1]))) p.dl->AddCircleFilled(s, thickness, color);
+        if (have_prev)
+            p.dl->AddLine(prev, s, color, thickness);
+        else if (n == 1 || (i + 1 < n && !std::isfinite(ys[i + 1])))
+            p.dl->AddCircleFilled(s, thickness, color);
         prev = s;
         have_prev = true;
     }
@@ -56,8 +73,11 @@ void plot_line(Plot& p, const float* xs, const float* ys, int n, ImU32 color, fl
 void plot_hline(Plot& p, double y, ImU32 color, const char* label) {
     if (!std::isfinite(y)) return;
     const ImVec2 a = p.to_screen(p.x0, y), b = p.to_screen(p.x1, y);
-    for (float x = a.x; x < b.x; x += 8) p.dl->AddLine({x, a.y}, {std::min(x + 4, b.x), a.y}, color, 1.f);
-    if (label) p.dl->AddText({b.x - ImGui::CalcTextSize(label).x - 2, a.y - ImGui::GetFontSize()}, color, label);
+    for (float x = a.x; x < b.x; x += 8)
+        p.dl->AddLine({x, a.y}, {std::min(x + 4, b.x), a.y}, color, 1.f);
+    if (label)
+        p.dl->AddText({b.x - ImGui::CalcTextSize(label).x - 2, a.y - ImGui::GetFontSize()}, color,
+                      label);
 }
 
 void plot_vline(Plot& p, double x, ImU32 color) {
@@ -77,15 +97,18 @@ void end_plot(Plot& p) {
     char buf[64];
     const bool dark = ImGui::GetStyle().Colors[ImGuiCol_WindowBg].x < 0.5f;
     std::snprintf(buf, sizeof buf, "%.3g", p.y1);
-    p.dl->AddText({p.min.x - ImGui::CalcTextSize(buf).x - 2, p.min.y - 2}, palette(dark).text_dim, buf);
+    p.dl->AddText({p.min.x - ImGui::CalcTextSize(buf).x - 2, p.min.y - 2}, palette(dark).text_dim,
+                  buf);
     std::snprintf(buf, sizeof buf, "%.3g", p.y0);
-    p.dl->AddText({p.min.x - ImGui::CalcTextSize(buf).x - 2, p.max.y - ImGui::GetFontSize()}, palette(dark).text_dim, buf);
+    p.dl->AddText({p.min.x - ImGui::CalcTextSize(buf).x - 2, p.max.y - ImGui::GetFontSize()},
+                  palette(dark).text_dim, buf);
 }
 
 void legend_item(const char* label, ImU32 color) {
     const float h = ImGui::GetFontSize();
     const ImVec2 pos = ImGui::GetCursorScreenPos();
-    ImGui::GetWindowDrawList()->AddRectFilled({pos.x, pos.y + h * 0.2f}, {pos.x + h * 0.8f, pos.y + h}, color);
+    ImGui::GetWindowDrawList()->AddRectFilled({pos.x, pos.y + h * 0.2f},
+                                              {pos.x + h * 0.8f, pos.y + h}, color);
     ImGui::Dummy({h, h});
     ImGui::SameLine(0, 2);
     ImGui::TextUnformatted(label);

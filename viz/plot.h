@@ -1,5 +1,5 @@
-// Small ImPlot-shaped plotting helpers over ImDrawList: begin_plot -> setup_axes -> plot_* -> end_plot.
-// Non-finite values are skipped, never drawn.
+// Small ImPlot-shaped plotting helpers over ImDrawList: begin_plot -> setup_axes -> plot_* ->
+// end_plot. Non-finite values are skipped, never drawn.
 #pragma once
 
 #include <imgui.h>
@@ -17,10 +17,12 @@ struct Plot {
     double x_at(float screen_x) const;
 };
 
-// Reserves `size` (negative width = available), draws the frame and the title. Returns false when clipped.
+// Reserves `size` (negative width = available), draws the frame and the title. Returns false when
+// clipped.
 bool begin_plot(const char* title, ImVec2 size, Plot& plot);
 void setup_axes(Plot& plot, double x0, double x1, double y0, double y1);
-void plot_line(Plot& plot, const float* xs, const float* ys, int n, ImU32 color, float thickness = 1.5f);
+void plot_line(Plot& plot, const float* xs, const float* ys, int n, ImU32 color,
+               float thickness = 1.5f);
 void plot_hline(Plot& plot, double y, ImU32 color, const char* label = nullptr);
 void plot_vline(Plot& plot, double x, ImU32 color);
 void plot_marker(Plot& plot, double x, double y, ImU32 color, float radius = 3.f);

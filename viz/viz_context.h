@@ -34,15 +34,15 @@ struct RunView {
 enum class Colormap : int { Viridis = 0, Magma = 1 };
 
 struct ViewState {
-    int32_t step = -1;          // selected step; -1 = follow the latest
-    int32_t layer = 0;          // for the attention map
-    int32_t head = -1;          // -1 = mean over heads
-    int32_t hovered_pos = -1;   // position under the mouse (any column)
-    int32_t pinned_pos = -1;    // position pinned in the inspector
+    int32_t step = -1;         // selected step; -1 = follow the latest
+    int32_t layer = 0;         // for the attention map
+    int32_t head = -1;         // -1 = mean over heads
+    int32_t hovered_pos = -1;  // position under the mouse (any column)
+    int32_t pinned_pos = -1;   // position pinned in the inspector
     Colormap colormap = Colormap::Viridis;
     bool dark = true;
-    bool oracle_view = false;   // show oracle staleness instead of drift
-    bool figure_mode = false;   // hide controls (exports)
+    bool oracle_view = false;  // show oracle staleness instead of drift
+    bool figure_mode = false;  // hide controls (exports)
     bool align_by_progress = false;
     int32_t steps_available = 0;  // filled by draw_canvas for the transport
     // Requests from panels to the host (consumed by the host after the frame).
@@ -59,10 +59,12 @@ public:
     virtual ~TextureProvider() = default;
     // A scalar field (w x h, row-major) colour-mapped on the GPU. `key` identifies the content:
     // the same key returns the cached texture without re-uploading.
-    virtual ImTextureID scalar_texture(const std::string& key, int w, int h, const std::vector<float>& values,
-                                       float lo, float hi, Colormap cmap) = 0;
+    virtual ImTextureID scalar_texture(const std::string& key, int w, int h,
+                                       const std::vector<float>& values, float lo, float hi,
+                                       Colormap cmap) = 0;
     // Pre-coloured RGBA8 pixels (categorical maps: token states, actions).
-    virtual ImTextureID rgba_texture(const std::string& key, int w, int h, const std::vector<uint32_t>& rgba) = 0;
+    virtual ImTextureID rgba_texture(const std::string& key, int w, int h,
+                                     const std::vector<uint32_t>& rgba) = 0;
     // The cached texture for `key`, or nullptr: lets panels skip building pixels they already sent.
     virtual ImTextureID cached(const std::string& key) { return nullptr; }
 };
@@ -70,10 +72,13 @@ public:
 // A provider that uploads nothing (null backend tests, figure measurements).
 class NullTextureProvider final : public TextureProvider {
 public:
-    ImTextureID scalar_texture(const std::string&, int, int, const std::vector<float>&, float, float, Colormap) override {
+    ImTextureID scalar_texture(const std::string&, int, int, const std::vector<float>&, float,
+                               float, Colormap) override {
         return nullptr;
     }
-    ImTextureID rgba_texture(const std::string&, int, int, const std::vector<uint32_t>&) override { return nullptr; }
+    ImTextureID rgba_texture(const std::string&, int, int, const std::vector<uint32_t>&) override {
+        return nullptr;
+    }
 };
 
 // [SECTION] entry points
@@ -82,7 +87,8 @@ struct CanvasOptions {
 };
 
 // The whole canvas: one column per run, step-aligned, every panel of UX.md.
-void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& textures, const CanvasOptions& options = {});
+void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& textures,
+                 const CanvasOptions& options = {});
 
 // Resolves the step a column shows for the current view (clamped; -1 when it has none).
 int32_t column_step(const RunView& run, const ViewState& view, int32_t max_steps);

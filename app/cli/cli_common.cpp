@@ -9,9 +9,13 @@
 namespace cl::cli {
 
 void ModelOptions::add_to(CLI::App& app) {
-    app.add_option("--model", model_dir, "Model folder (config.json, safetensors, tokenizer.json); default: the embedded model");
+    app.add_option(
+        "--model", model_dir,
+        "Model folder (config.json, safetensors, tokenizer.json); default: the embedded model");
     app.add_option("--device", device, "cpu or cuda")->capture_default_str();
-    app.add_option("--threads", threads, "CPU threads for LibTorch and OpenBLAS")->capture_default_str()->check(CLI::Range(1, 256));
+    app.add_option("--threads", threads, "CPU threads for LibTorch and OpenBLAS")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 256));
 }
 
 std::shared_ptr<Model> ModelOptions::load() const {
@@ -20,7 +24,9 @@ std::shared_ptr<Model> ModelOptions::load() const {
     if (dir.empty()) {
         dir = default_model_dir();
         if (dir.empty())
-            throw InputError("--model: no model given and the embedded default model (assets/models/) is missing");
+            throw InputError(
+                "--model: no model given and the embedded default model (assets/models/) is "
+                "missing");
     }
     LoadOptions opts;
     opts.device = device;
@@ -30,7 +36,8 @@ std::shared_ptr<Model> ModelOptions::load() const {
 void PromptOptions::add_to(CLI::App& app) {
     app.add_option("--prompt", prompt, "Prompt text");
     app.add_option("--prompt-file", prompt_file, "Read the prompt from a UTF-8 text file");
-    app.add_flag("--no-chat-template", no_chat_template, "Encode the prompt as is, without LLaDA's chat template");
+    app.add_flag("--no-chat-template", no_chat_template,
+                 "Encode the prompt as is, without LLaDA's chat template");
 }
 
 std::string read_text_file(const std::string& path) {
@@ -42,7 +49,8 @@ std::string read_text_file(const std::string& path) {
 }
 
 std::string PromptOptions::text(const std::string& fallback) const {
-    if (!prompt.empty() && !prompt_file.empty()) throw InputError("--prompt and --prompt-file cannot both be given");
+    if (!prompt.empty() && !prompt_file.empty())
+        throw InputError("--prompt and --prompt-file cannot both be given");
     std::string t = prompt;
     if (!prompt_file.empty()) {
         t = read_text_file(prompt_file);
@@ -56,18 +64,27 @@ std::string PromptOptions::text(const std::string& fallback) const {
 }
 
 void SamplerOptions::add_to(CLI::App& app) {
-    app.add_option("--gen-length", gen_length, "Generated tokens G (default: the model's generation defaults)");
+    app.add_option("--gen-length", gen_length,
+                   "Generated tokens G (default: the model's generation defaults)");
     app.add_option("--block-length", block_length, "Block length B (G % B == 0)");
     app.add_option("--steps", steps, "Denoising steps T (a multiple of G / B)");
-    app.add_option("--temperature", temperature, "Gumbel-max temperature (float64); 0 = argmax")->capture_default_str();
-    app.add_option("--cfg-scale", cfg_scale, "Classifier-free guidance scale; 0 = off")->capture_default_str();
+    app.add_option("--temperature", temperature, "Gumbel-max temperature (float64); 0 = argmax")
+        ->capture_default_str();
+    app.add_option("--cfg-scale", cfg_scale, "Classifier-free guidance scale; 0 = off")
+        ->capture_default_str();
     app.add_option("--remasking", remasking, "low_confidence or random")->capture_default_str();
-    app.add_option("--threshold", threshold, "Parallel decoding: commit every in-block mask with confidence >= threshold (0 = off)");
-    app.add_option("--factor", factor, "Parallel decoding: commit top-n while c_n >= 1 - factor/(n+1) (0 = off)");
-    app.add_flag("--certainty-prior", certainty_prior, "Rank by confidence x local density of decoded tokens (d2Cache)");
-    app.add_option("--certainty-sigma", certainty_sigma, "Width of the certainty prior kernel")->capture_default_str();
+    app.add_option(
+        "--threshold", threshold,
+        "Parallel decoding: commit every in-block mask with confidence >= threshold (0 = off)");
+    app.add_option("--factor", factor,
+                   "Parallel decoding: commit top-n while c_n >= 1 - factor/(n+1) (0 = off)");
+    app.add_flag("--certainty-prior", certainty_prior,
+                 "Rank by confidence x local density of decoded tokens (d2Cache)");
+    app.add_option("--certainty-sigma", certainty_sigma, "Width of the certainty prior kernel")
+        ->capture_default_str();
     app.add_flag("--logits-eos-inf", logits_eos_inf, "Never predict EOS");
-    app.add_flag("--confidence-eos-eot-inf", confidence_eos_eot_inf, "Predicted EOS/EoT get confidence 0 (committed last)");
+    app.add_flag("--confidence-eos-eot-inf", confidence_eos_eot_inf,
+                 "Predicted EOS/EoT get confidence 0 (committed last)");
     app.add_option("--seed", seed, "Random seed")->capture_default_str();
 }
 
@@ -94,14 +111,18 @@ GenerationConfig SamplerOptions::resolve(const Model& model) const {
 }
 
 void ParamOptions::add_to(CLI::App& app) {
-    app.add_option("--param", raw, "Policy parameter KEY=VALUE (repeatable; policy.key=value with several policies)");
+    app.add_option(
+        "--param", raw,
+        "Policy parameter KEY=VALUE (repeatable; policy.key=value with several policies)");
 }
 
-std::map<std::string, double> ParamOptions::for_policy(const std::string& policy, bool allow_unqualified) const {
+std::map<std::string, double> ParamOptions::for_policy(const std::string& policy,
+                                                       bool allow_unqualified) const {
     std::map<std::string, double> out;
     for (const auto& entry : raw) {
         const auto eq = entry.find('=');
-        if (eq == std::string::npos || eq == 0) throw InputError("--param: expected KEY=VALUE, got '" + entry + "'");
+        if (eq == std::string::npos || eq == 0)
+            throw InputError("--param: expected KEY=VALUE, got '" + entry + "'");
         std::string key = entry.substr(0, eq);
         const std::string value = entry.substr(eq + 1);
         double v = 0;

@@ -48,7 +48,8 @@ struct ParamOptions {
     std::vector<std::string> raw;
     void add_to(CLI::App& app);
     // Parameters that apply to `policy`. Throws InputError on malformed entries.
-    std::map<std::string, double> for_policy(const std::string& policy, bool allow_unqualified = true) const;
+    std::map<std::string, double> for_policy(const std::string& policy,
+                                             bool allow_unqualified = true) const;
 };
 
 std::vector<std::string> split_list(const std::string& csv);

@@ -45,12 +45,14 @@ int run_bench(BenchOptions o) {
     else
         names = split_list(o.policies);
     for (const auto& n : names) resolve_policy_params(n, {});
-    if (std::find(names.begin(), names.end(), "none") == names.end()) names.insert(names.begin(), "none");
+    if (std::find(names.begin(), names.end(), "none") == names.end())
+        names.insert(names.begin(), "none");
     std::vector<std::string> modes;
     if (o.mode == "both" || o.mode == "cache-only") modes.push_back("cache-only");
     if (o.mode == "both" || o.mode == "own") modes.push_back("own");
     if (modes.empty()) throw InputError("--mode: expected cache-only, own or both");
-    if (o.prompts < 1 || o.repeats < 1) throw InputError("--prompts and --repeats must be positive");
+    if (o.prompts < 1 || o.repeats < 1)
+        throw InputError("--prompts and --repeats must be positive");
 
     // Prompts from the eval split of the task suite: kv prompts are 100-300 tokens long.
     tasks::TaskGenerator gen(7, tasks::Split::Eval, tasks::Difficulty{3, 10, 20, 3, 8});
@@ -59,11 +61,11 @@ int run_bench(BenchOptions o) {
 
     nlohmann::json results = nlohmann::json::array();
     for (const auto& mode : modes) {
-        std::printf("\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s)\n", mode.c_str(),
-                    (long long)base_cfg.gen_length, (long long)base_cfg.block_length, (long long)base_cfg.steps,
-                    o.prompts, o.repeats, o.model.threads);
-        std::printf("%-12s %9s %9s %8s %10s %10s %8s %9s\n", "policy", "tok/s", "speedup", "FLOP-x", "efficiency",
-                    "recompute", "agree", "ms/run");
+        std::printf("\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s)\n",
+                    mode.c_str(), (long long)base_cfg.gen_length, (long long)base_cfg.block_length,
+                    (long long)base_cfg.steps, o.prompts, o.repeats, o.model.threads);
+        std::printf("%-12s %9s %9s %8s %10s %10s %8s %9s\n", "policy", "tok/s", "speedup", "FLOP-x",
+                    "efficiency", "recompute", "agree", "ms/run");
         std::map<std::string, std::vector<PolicyMetrics>> per_policy;
         std::map<std::string, std::vector<double>> wall;
         for (size_t pi = 0; pi < prompts.size(); ++pi) {
@@ -73,13 +75,16 @@ int run_bench(BenchOptions o) {
                 auto cfg = mode == "own" ? with_own_decoding(base_cfg, n) : base_cfg;
                 std::vector<PolicyRun> reps;
                 for (int r = 0; r < o.repeats; ++r)
-                    reps.push_back(run_policy(model, prompts[pi], cfg, n, o.params.for_policy(n, names.size() == 1), 0,
+                    reps.push_back(run_policy(model, prompts[pi], cfg, n,
+                                              o.params.for_policy(n, names.size() == 1), 0,
                                               o.model.threads));
-                std::sort(reps.begin(), reps.end(),
-                          [](const PolicyRun& a, const PolicyRun& b) { return a.summary.wall_ms < b.summary.wall_ms; });
+                std::sort(reps.begin(), reps.end(), [](const PolicyRun& a, const PolicyRun& b) {
+                    return a.summary.wall_ms < b.summary.wall_ms;
+                });
                 med[n] = reps[reps.size() / 2];
             }
-            // In "own" mode the baseline is still the uncached LLaDA sampler (none with no threshold).
+            // In "own" mode the baseline is still the uncached LLaDA sampler (none with no
+            // threshold).
             for (const auto& n : names) {
                 per_policy[n].push_back(compare_with_baseline(med[n], med["none"]));
                 wall[n].push_back(med[n].summary.wall_ms);
@@ -92,23 +97,35 @@ int run_bench(BenchOptions o) {
                 for (const auto& m : ms) s += m.*f;
                 return s / static_cast<double>(ms.size());
             };
-            const double speedup = mean(&PolicyMetrics::speedup), flop = mean(&PolicyMetrics::flop_ratio);
+            const double speedup = mean(&PolicyMetrics::speedup),
+                         flop = mean(&PolicyMetrics::flop_ratio);
             std::printf("%-12s %9.1f %8.2fx %7.2fx %10.2f %9.1f%% %7.1f%% %9.0f\n", n.c_str(),
-                        mean(&PolicyMetrics::tokens_per_s), speedup, flop, mean(&PolicyMetrics::efficiency),
-                        100 * mean(&PolicyMetrics::recompute_fraction), 100 * mean(&PolicyMetrics::agreement),
-                        median(wall[n]));
-            results.push_back({{"mode", mode}, {"policy", n}, {"tokens_per_s", mean(&PolicyMetrics::tokens_per_s)},
-                               {"speedup", speedup}, {"flop_ratio", flop}, {"efficiency", mean(&PolicyMetrics::efficiency)},
+                        mean(&PolicyMetrics::tokens_per_s), speedup, flop,
+                        mean(&PolicyMetrics::efficiency),
+                        100 * mean(&PolicyMetrics::recompute_fraction),
+                        100 * mean(&PolicyMetrics::agreement), median(wall[n]));
+            results.push_back({{"mode", mode},
+                               {"policy", n},
+                               {"tokens_per_s", mean(&PolicyMetrics::tokens_per_s)},
+                               {"speedup", speedup},
+                               {"flop_ratio", flop},
+                               {"efficiency", mean(&PolicyMetrics::efficiency)},
                                {"recompute_fraction", mean(&PolicyMetrics::recompute_fraction)},
-                               {"agreement", mean(&PolicyMetrics::agreement)}, {"median_wall_ms", median(wall[n])},
-                               {"prompts", o.prompts}, {"repeats", o.repeats}});
+                               {"agreement", mean(&PolicyMetrics::agreement)},
+                               {"median_wall_ms", median(wall[n])},
+                               {"prompts", o.prompts},
+                               {"repeats", o.repeats}});
         }
     }
     if (!o.json_file.empty()) {
         std::ofstream f(o.json_file);
         if (!f) throw InputError(o.json_file, "cannot open for writing");
-        f << nlohmann::json{{"model", model->name()}, {"threads", o.model.threads}, {"sampler", base_cfg.to_map()},
-                            {"results", results}}.dump(2) << '\n';
+        f << nlohmann::json{{"model", model->name()},
+                            {"threads", o.model.threads},
+                            {"sampler", base_cfg.to_map()},
+                            {"results", results}}
+                 .dump(2)
+          << '\n';
     }
     return kOk;
 }
@@ -117,15 +134,23 @@ int run_bench(BenchOptions o) {
 
 void add_bench_command(CLI::App& root, Runner& run) {
     auto o = std::make_shared<BenchOptions>();
-    auto* cmd = root.add_subcommand("bench", "Benchmark policies: speedup, FLOP ratio, efficiency, agreement (table + JSON)");
+    auto* cmd = root.add_subcommand(
+        "bench", "Benchmark policies: speedup, FLOP ratio, efficiency, agreement (table + JSON)");
     o->model.add_to(*cmd);
     o->sampler.add_to(*cmd);
     o->params.add_to(*cmd);
-    cmd->add_option("--policies", o->policies, "Comma-separated policies (default: all; none is always the baseline)");
-    cmd->add_option("--prompts", o->prompts, "Prompts from the task suite's eval split")->capture_default_str();
-    cmd->add_option("--prompt-family", o->prompt_family, "Task family the prompts come from")->capture_default_str();
-    cmd->add_option("--repeats", o->repeats, "Timed repeats per (prompt, policy); the median run is kept")->capture_default_str();
-    cmd->add_option("--mode", o->mode, "cache-only (same sampler for all), own (each policy's decoding) or both")->capture_default_str();
+    cmd->add_option("--policies", o->policies,
+                    "Comma-separated policies (default: all; none is always the baseline)");
+    cmd->add_option("--prompts", o->prompts, "Prompts from the task suite's eval split")
+        ->capture_default_str();
+    cmd->add_option("--prompt-family", o->prompt_family, "Task family the prompts come from")
+        ->capture_default_str();
+    cmd->add_option("--repeats", o->repeats,
+                    "Timed repeats per (prompt, policy); the median run is kept")
+        ->capture_default_str();
+    cmd->add_option("--mode", o->mode,
+                    "cache-only (same sampler for all), own (each policy's decoding) or both")
+        ->capture_default_str();
     cmd->add_option("--json", o->json_file, "Write the results as JSON");
     cmd->callback([o, &run] { run = [o] { return run_bench(*o); }; });
 }

@@ -2,8 +2,8 @@
 // the baseline `none` run first (added when not listed) so speedup and agreement are measured in
 // the same process on the same prompt.
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
@@ -35,11 +35,13 @@ std::pair<std::string, std::map<std::string, double>> parse_column(const std::st
     std::stringstream ss(spec.substr(colon + 1));
     for (std::string kv; std::getline(ss, kv, '+');) {
         const auto eq = kv.find('=');
-        if (eq == std::string::npos) throw InputError("--policies: expected key=value in '" + spec + "'");
+        if (eq == std::string::npos)
+            throw InputError("--policies: expected key=value in '" + spec + "'");
         try {
             params[kv.substr(0, eq)] = std::stod(kv.substr(eq + 1));
         } catch (const std::exception&) {
-            throw InputError("--policies: value of '" + kv.substr(0, eq) + "' is not a number in '" + spec + "'");
+            throw InputError("--policies: value of '" + kv.substr(0, eq) +
+                             "' is not a number in '" + spec + "'");
         }
     }
     return {spec.substr(0, colon), params};
@@ -50,8 +52,10 @@ int run_compare(const CompareOptions& o) {
     const std::string text = o.prompt.text();
     auto names = split_list(o.policies);
     if (names.empty()) throw InputError("--policies: no policy given");
-    for (const auto& n : names) resolve_policy_params(parse_column(n).first, parse_column(n).second);  // validate first
-    if (std::find(names.begin(), names.end(), "none") == names.end()) names.insert(names.begin(), "none");
+    for (const auto& n : names)
+        resolve_policy_params(parse_column(n).first, parse_column(n).second);  // validate first
+    if (std::find(names.begin(), names.end(), "none") == names.end())
+        names.insert(names.begin(), "none");
     const GenerationConfig base_cfg = o.sampler.resolve(*model);
     std::vector<PolicyRun> runs;
     int32_t run_id = 0;
@@ -73,33 +77,47 @@ int run_compare(const CompareOptions& o) {
         for (const auto& [k, v] : o.params.for_policy(n, true))
             for (const auto& spec : info->params)
                 if (spec.name == k) params[k] = v;
-        for (const auto& [k, v] : o.params.for_policy(n, false)) params[k] = v;  // qualified: validated
+        for (const auto& [k, v] : o.params.for_policy(n, false))
+            params[k] = v;  // qualified: validated
         for (const auto& [k, v] : column_params) params[k] = v;
         auto cfg = o.own_decoding ? with_own_decoding(base_cfg, n) : base_cfg;
-        runs.push_back(run_policy(model, text, cfg, n, params, run_id++, o.model.threads, recorder.get()));
+        runs.push_back(
+            run_policy(model, text, cfg, n, params, run_id++, o.model.threads, recorder.get()));
     }
-    if (recorder && !recorder->flush()) throw RuntimeFailure("recording failed: " + recorder->error());
+    if (recorder && !recorder->flush())
+        throw RuntimeFailure("recording failed: " + recorder->error());
     const PolicyRun& base = runs.front();
     nlohmann::json out = nlohmann::json::array();
-    std::printf("%-12s %8s %8s %9s %8s %10s %10s %9s %10s\n", "policy", "steps", "tok/s", "speedup", "FLOP-x",
-                "efficiency", "recompute", "agree", "diverges");
+    std::printf("%-12s %8s %8s %9s %8s %10s %10s %9s %10s\n", "policy", "steps", "tok/s", "speedup",
+                "FLOP-x", "efficiency", "recompute", "agree", "diverges");
     for (const auto& r : runs) {
         const auto m = compare_with_baseline(r, base);
-        std::printf("%-12s %8d %8.1f %8.2fx %7.2fx %10.2f %9.1f%% %8.1f%% %10s\n", r.policy.c_str(), r.summary.steps,
-                    m.tokens_per_s, m.speedup, m.flop_ratio, m.efficiency, 100 * m.recompute_fraction, 100 * m.agreement,
-                    m.first_divergence < 0 ? "-" : ("step " + std::to_string(m.first_divergence)).c_str());
-        out.push_back({{"policy", r.policy}, {"params", r.params}, {"steps", r.summary.steps},
-                       {"tokens_per_s", m.tokens_per_s}, {"speedup", m.speedup}, {"flop_ratio", m.flop_ratio},
-                       {"efficiency", m.efficiency}, {"recompute_fraction", m.recompute_fraction},
-                       {"agreement", m.agreement}, {"first_divergence", m.first_divergence},
-                       {"wall_ms", r.summary.wall_ms}, {"text", r.summary.final_text}});
+        std::printf(
+            "%-12s %8d %8.1f %8.2fx %7.2fx %10.2f %9.1f%% %8.1f%% %10s\n", r.policy.c_str(),
+            r.summary.steps, m.tokens_per_s, m.speedup, m.flop_ratio, m.efficiency,
+            100 * m.recompute_fraction, 100 * m.agreement,
+            m.first_divergence < 0 ? "-" : ("step " + std::to_string(m.first_divergence)).c_str());
+        out.push_back({{"policy", r.policy},
+                       {"params", r.params},
+                       {"steps", r.summary.steps},
+                       {"tokens_per_s", m.tokens_per_s},
+                       {"speedup", m.speedup},
+                       {"flop_ratio", m.flop_ratio},
+                       {"efficiency", m.efficiency},
+                       {"recompute_fraction", m.recompute_fraction},
+                       {"agreement", m.agreement},
+                       {"first_divergence", m.first_divergence},
+                       {"wall_ms", r.summary.wall_ms},
+                       {"text", r.summary.final_text}});
     }
     std::printf("\n");
-    for (const auto& r : runs) std::printf("[%s] %s\n", r.policy.c_str(), r.summary.final_text.c_str());
+    for (const auto& r : runs)
+        std::printf("[%s] %s\n", r.policy.c_str(), r.summary.final_text.c_str());
     if (!o.json_file.empty()) {
         std::ofstream f(o.json_file);
         if (!f) throw InputError(o.json_file, "cannot open for writing");
-        f << nlohmann::json{{"prompt", text}, {"sampler", base_cfg.to_map()}, {"runs", out}}.dump(2) << '\n';
+        f << nlohmann::json{{"prompt", text}, {"sampler", base_cfg.to_map()}, {"runs", out}}.dump(2)
+          << '\n';
     }
     return kOk;
 }
@@ -108,16 +126,23 @@ int run_compare(const CompareOptions& o) {
 
 void add_compare_command(CLI::App& root, Runner& run) {
     auto o = std::make_shared<CompareOptions>();
-    auto* cmd = root.add_subcommand("compare", "Run several policies on one prompt with one seed and compare them");
+    auto* cmd = root.add_subcommand(
+        "compare", "Run several policies on one prompt with one seed and compare them");
     o->model.add_to(*cmd);
     o->prompt.add_to(*cmd);
     o->sampler.add_to(*cmd);
     o->params.add_to(*cmd);
-    cmd->add_option("--policies", o->policies, "Comma-separated policies (none is added as the baseline); policy:key=value+key=value sets parameters of one column")->capture_default_str();
-    cmd->add_flag("--own-decoding", o->own_decoding, "Use each policy's own decoding defaults (e.g. threshold 0.9)");
+    cmd->add_option("--policies", o->policies,
+                    "Comma-separated policies (none is added as the baseline); "
+                    "policy:key=value+key=value sets parameters of one column")
+        ->capture_default_str();
+    cmd->add_flag("--own-decoding", o->own_decoding,
+                  "Use each policy's own decoding defaults (e.g. threshold 0.9)");
     cmd->add_option("--json", o->json_file, "Write the comparison as JSON");
-    cmd->add_option("--record", o->record_file, "Record every run into a session file (one comparison)");
-    cmd->add_flag("--oracle", o->oracle, "With --record: record the oracle staleness (a full forward beside each step)");
+    cmd->add_option("--record", o->record_file,
+                    "Record every run into a session file (one comparison)");
+    cmd->add_flag("--oracle", o->oracle,
+                  "With --record: record the oracle staleness (a full forward beside each step)");
     cmd->callback([o, &run] { run = [o] { return run_compare(*o); }; });
 }
 

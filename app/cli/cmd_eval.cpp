@@ -27,9 +27,11 @@ int run_eval(const EvalOptions& o) {
     auto model = o.model.load();
     const auto families = split_list(o.tasks);
     for (const auto& f : families)
-        if (!tasks::is_scored(f) || std::find(tasks::all_families().begin(), tasks::all_families().end(), f) ==
-                                        tasks::all_families().end())
-            throw InputError("--tasks: '" + f + "' is not a scored task family (arith, kv, reverse)");
+        if (!tasks::is_scored(f) ||
+            std::find(tasks::all_families().begin(), tasks::all_families().end(), f) ==
+                tasks::all_families().end())
+            throw InputError("--tasks: '" + f +
+                             "' is not a scored task family (arith, kv, reverse)");
     if (o.items < 1 || o.items > 100000) throw InputError("--items: must be between 1 and 100000");
     const auto policies = split_list(o.policies);
     GenerationConfig cfg = o.sampler.resolve(*model);
@@ -56,14 +58,20 @@ int run_eval(const EvalOptions& o) {
                 tokens += s.generated_tokens;
                 ms += s.wall_ms;
                 if (o.show)
-                    std::printf("  [%s] %s -> %s (expected %s)\n", ok ? "ok" : "xx", item.prompt.c_str(),
-                                s.final_text.c_str(), item.answer.c_str());
+                    std::printf("  [%s] %s -> %s (expected %s)\n", ok ? "ok" : "xx",
+                                item.prompt.c_str(), s.final_text.c_str(), item.answer.c_str());
             }
             const double acc = static_cast<double>(correct) / o.items;
             const double tps = ms > 0 ? tokens / (ms / 1000.0) : 0;
-            std::printf("%-12s %-8s %6d %8.1f%% %9.1f\n", policy.c_str(), family.c_str(), o.items, 100 * acc, tps);
-            out.push_back({{"policy", policy}, {"task", family}, {"items", o.items}, {"correct", correct},
-                           {"accuracy", acc}, {"tokens_per_s", tps}, {"sampler", cfg.to_map()}});
+            std::printf("%-12s %-8s %6d %8.1f%% %9.1f\n", policy.c_str(), family.c_str(), o.items,
+                        100 * acc, tps);
+            out.push_back({{"policy", policy},
+                           {"task", family},
+                           {"items", o.items},
+                           {"correct", correct},
+                           {"accuracy", acc},
+                           {"tokens_per_s", tps},
+                           {"sampler", cfg.to_map()}});
         }
     }
     if (!o.json_file.empty()) {
@@ -78,11 +86,13 @@ int run_eval(const EvalOptions& o) {
 
 void add_eval_command(CLI::App& root, Runner& run) {
     auto o = std::make_shared<EvalOptions>();
-    auto* cmd = root.add_subcommand("eval", "Exact-match accuracy on the task suite for one or more policies");
+    auto* cmd = root.add_subcommand(
+        "eval", "Exact-match accuracy on the task suite for one or more policies");
     o->model.add_to(*cmd);
     o->sampler.add_to(*cmd);
     o->params.add_to(*cmd);
-    cmd->add_option("--policy,--policies", o->policies, "Policy or comma-separated policies")->capture_default_str();
+    cmd->add_option("--policy,--policies", o->policies, "Policy or comma-separated policies")
+        ->capture_default_str();
     cmd->add_option("--tasks", o->tasks, "Comma-separated task families")->capture_default_str();
     cmd->add_option("--items", o->items, "Eval items per family")->capture_default_str();
     cmd->add_option("--task-seed", o->task_seed, "Seed of the eval items")->capture_default_str();

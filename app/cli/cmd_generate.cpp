@@ -64,21 +64,22 @@ int run_generate(const GenerateOptions& o) {
         throw RuntimeFailure("recording failed: " + recorder->error());
     std::printf("%s\n", summary.final_text.c_str());
     if (!o.json_file.empty()) {
-        nlohmann::json j = {{"policy", o.policy},
-                            {"params", gen.info().policy_params},
-                            {"sampler", gen.info().sampler},
-                            {"model", model->name()},
-                            {"model_hash", model->content_hash()},
-                            {"prompt_tokens", gen.info().prompt_len},
-                            {"steps", summary.steps},
-                            {"generated_tokens", summary.generated_tokens},
-                            {"wall_ms", summary.wall_ms},
-                            {"tokens_per_s", summary.tokens_per_s},
-                            {"flops", summary.flops},
-                            {"flop_ratio", summary.flops > 0 ? summary.flops_full / summary.flops : 0.0},
-                            {"recompute_fraction", summary.recompute_fraction},
-                            {"tokens", summary.final_tokens},
-                            {"text", summary.final_text}};
+        nlohmann::json j = {
+            {"policy", o.policy},
+            {"params", gen.info().policy_params},
+            {"sampler", gen.info().sampler},
+            {"model", model->name()},
+            {"model_hash", model->content_hash()},
+            {"prompt_tokens", gen.info().prompt_len},
+            {"steps", summary.steps},
+            {"generated_tokens", summary.generated_tokens},
+            {"wall_ms", summary.wall_ms},
+            {"tokens_per_s", summary.tokens_per_s},
+            {"flops", summary.flops},
+            {"flop_ratio", summary.flops > 0 ? summary.flops_full / summary.flops : 0.0},
+            {"recompute_fraction", summary.recompute_fraction},
+            {"tokens", summary.final_tokens},
+            {"text", summary.final_text}};
         std::ofstream out(o.json_file);
         if (!out) throw InputError(o.json_file, "cannot open for writing");
         out << j.dump(2) << '\n';
@@ -90,16 +91,21 @@ int run_generate(const GenerateOptions& o) {
 
 void add_generate_command(CLI::App& root, Runner& run) {
     auto o = std::make_shared<GenerateOptions>();
-    auto* cmd = root.add_subcommand("generate", "Generate from a prompt, showing the sequence unmask step by step");
+    auto* cmd = root.add_subcommand(
+        "generate", "Generate from a prompt, showing the sequence unmask step by step");
     o->model.add_to(*cmd);
     o->prompt.add_to(*cmd);
     o->sampler.add_to(*cmd);
     o->params.add_to(*cmd);
-    cmd->add_option("--policy", o->policy, "Cache policy (see `cachelens-cli policies`)")->capture_default_str();
-    cmd->add_option("--trace", o->trace_file, "Write every step record as JSON lines to FILE.jsonl");
+    cmd->add_option("--policy", o->policy, "Cache policy (see `cachelens-cli policies`)")
+        ->capture_default_str();
+    cmd->add_option("--trace", o->trace_file,
+                    "Write every step record as JSON lines to FILE.jsonl");
     cmd->add_option("--json", o->json_file, "Write the result summary as JSON");
-    cmd->add_option("--record", o->record_file, "Record the run into a session file (SQLite; appends to an existing one)");
-    cmd->add_option("--view", o->view, "Terminal view: auto, live (redraw in place), steps (a line per step), quiet")
+    cmd->add_option("--record", o->record_file,
+                    "Record the run into a session file (SQLite; appends to an existing one)");
+    cmd->add_option("--view", o->view,
+                    "Terminal view: auto, live (redraw in place), steps (a line per step), quiet")
         ->capture_default_str();
     cmd->callback([o, &run] { run = [o] { return run_generate(*o); }; });
 }

@@ -12,9 +12,11 @@ void add_policies_command(CLI::App& root, Runner& run) {
             for (const auto& p : list_policies()) {
                 std::printf("%-12s %s\n", p.name.c_str(), p.summary.c_str());
                 for (const auto& s : p.params)
-                    std::printf("    %-18s default %-8g range [%g, %g]%s  %s\n", s.name.c_str(), s.default_value, s.min, s.max,
-                                s.integer ? " int" : "", s.help.c_str());
-                for (const auto& [k, v] : p.own_decoding) std::printf("    own decoding: %s = %g\n", k.c_str(), v);
+                    std::printf("    %-18s default %-8g range [%g, %g]%s  %s\n", s.name.c_str(),
+                                s.default_value, s.min, s.max, s.integer ? " int" : "",
+                                s.help.c_str());
+                for (const auto& [k, v] : p.own_decoding)
+                    std::printf("    own decoding: %s = %g\n", k.c_str(), v);
             }
             return kOk;
         };

@@ -20,8 +20,8 @@ struct TrainCliOptions {
 
 std::string eta_text(double s) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%dh%02dm%02ds", static_cast<int>(s) / 3600, static_cast<int>(s) / 60 % 60,
-                  static_cast<int>(s) % 60);
+    std::snprintf(buf, sizeof buf, "%dh%02dm%02ds", static_cast<int>(s) / 3600,
+                  static_cast<int>(s) / 60 % 60, static_cast<int>(s) % 60);
     return buf;
 }
 
@@ -38,9 +38,11 @@ int run_train(TrainCliOptions o) {
         o.train.mixture.clear();
         for (const auto& m : o.mixture) {
             const auto eq = m.find('=');
-            if (eq == std::string::npos) throw InputError("--mixture: expected FAMILY=WEIGHT, got '" + m + "'");
+            if (eq == std::string::npos)
+                throw InputError("--mixture: expected FAMILY=WEIGHT, got '" + m + "'");
             const auto fam = m.substr(0, eq);
-            if (std::find(tasks::all_families().begin(), tasks::all_families().end(), fam) == tasks::all_families().end())
+            if (std::find(tasks::all_families().begin(), tasks::all_families().end(), fam) ==
+                tasks::all_families().end())
                 throw InputError("--mixture: unknown task family '" + fam + "'");
             o.train.mixture[fam] = std::stod(m.substr(eq + 1));
         }
@@ -51,16 +53,19 @@ int run_train(TrainCliOptions o) {
         const int filled = static_cast<int>(width * p.step / std::max<int64_t>(1, p.total_steps));
         std::string bar(static_cast<size_t>(filled), '#');
         bar += std::string(static_cast<size_t>(width - filled), '.');
-        std::fprintf(stderr, "%s[%s] step %lld/%lld loss %.4f val %.4f lr %.2e %.0f tok/s ETA %s%s", tty ? "\r" : "",
-                     bar.c_str(), (long long)p.step, (long long)p.total_steps, p.loss, p.val_loss, p.lr,
-                     p.tokens_per_s, eta_text(p.eta_s).c_str(), tty ? "" : "\n");
+        std::fprintf(stderr, "%s[%s] step %lld/%lld loss %.4f val %.4f lr %.2e %.0f tok/s ETA %s%s",
+                     tty ? "\r" : "", bar.c_str(), (long long)p.step, (long long)p.total_steps,
+                     p.loss, p.val_loss, p.lr, p.tokens_per_s, eta_text(p.eta_s).c_str(),
+                     tty ? "" : "\n");
         spdlog::debug("step {} loss {:.4f} val {:.4f}", p.step, p.loss, p.val_loss);
     };
-    spdlog::info("training into {} ({})", o.train.out_dir.string(), o.train.resume ? "resuming" : "fresh");
+    spdlog::info("training into {} ({})", o.train.out_dir.string(),
+                 o.train.resume ? "resuming" : "fresh");
     auto r = train_model(o.train);
     std::fprintf(stderr, "\n");
-    spdlog::info("stopped at step {} after {:.0f} s: loss {:.4f}, val {:.4f}, {} tokens seen{}", r.steps_done,
-                 r.seconds, r.final_loss, r.final_val_loss, r.tokens_seen, r.finished ? "" : " (resume with --resume)");
+    spdlog::info("stopped at step {} after {:.0f} s: loss {:.4f}, val {:.4f}, {} tokens seen{}",
+                 r.steps_done, r.seconds, r.final_loss, r.final_val_loss, r.tokens_seen,
+                 r.finished ? "" : " (resume with --resume)");
     return kOk;
 }
 
@@ -68,31 +73,45 @@ int run_train(TrainCliOptions o) {
 
 void add_train_command(CLI::App& root, Runner& run) {
     auto o = std::make_shared<TrainCliOptions>();
-    auto* cmd = root.add_subcommand("train", "Train a LLaDA-architecture model on the task suite (masked diffusion)");
+    auto* cmd = root.add_subcommand(
+        "train", "Train a LLaDA-architecture model on the task suite (masked diffusion)");
     auto& t = o->train;
-    cmd->add_option("--out", t.out_dir, "Model folder to write (checkpoints go to OUT/checkpoint)")->required();
+    cmd->add_option("--out", t.out_dir, "Model folder to write (checkpoints go to OUT/checkpoint)")
+        ->required();
     cmd->add_flag("--resume", t.resume, "Continue from OUT/checkpoint");
     cmd->add_option("--d-model", o->d_model, "Hidden size")->capture_default_str();
     cmd->add_option("--layers", o->n_layers, "Transformer blocks")->capture_default_str();
     cmd->add_option("--heads", o->n_heads, "Attention heads")->capture_default_str();
     cmd->add_option("--mlp-hidden", o->mlp_hidden, "MLP hidden size")->capture_default_str();
-    cmd->add_option("--vocab-size", t.vocab_size, "BPE vocabulary size (tokenizer trained on the task data)")->capture_default_str();
+    cmd->add_option("--vocab-size", t.vocab_size,
+                    "BPE vocabulary size (tokenizer trained on the task data)")
+        ->capture_default_str();
     cmd->add_option("--steps", t.total_steps, "Optimizer steps in total")->capture_default_str();
     cmd->add_option("--batch-size", t.batch_size, "Sequences per step")->capture_default_str();
     cmd->add_option("--lr", t.lr, "Peak learning rate")->capture_default_str();
-    cmd->add_option("--min-lr", t.min_lr, "Final learning rate of the cosine decay")->capture_default_str();
+    cmd->add_option("--min-lr", t.min_lr, "Final learning rate of the cosine decay")
+        ->capture_default_str();
     cmd->add_option("--warmup", t.warmup_steps, "Linear warm-up steps")->capture_default_str();
     cmd->add_option("--weight-decay", t.weight_decay, "AdamW weight decay")->capture_default_str();
     cmd->add_option("--clip", t.clip, "Gradient norm clip")->capture_default_str();
-    cmd->add_option("--checkpoint-every", t.checkpoint_every, "Steps between checkpoints")->capture_default_str();
-    cmd->add_option("--eval-every", t.eval_every, "Steps between validation losses")->capture_default_str();
-    cmd->add_option("--log-every", t.log_every, "Steps between progress lines")->capture_default_str();
-    cmd->add_option("--seed", t.seed, "Seed of the data order, noise and initialisation")->capture_default_str();
-    cmd->add_option("--mixture", o->mixture, "FAMILY=WEIGHT (repeatable): arith, kv, reverse, prose");
-    cmd->add_option("--arith-digits", t.difficulty.arith_max_digits, "Largest operand length")->capture_default_str();
-    cmd->add_option("--kv-max-pairs", t.difficulty.kv_max_pairs, "Most key-value pairs in a prompt")->capture_default_str();
-    cmd->add_option("--response-pad", t.response_pad, "Pad responses with EOS to at least N tokens")->capture_default_str();
-    cmd->add_option("--max-minutes", t.max_minutes, "Checkpoint and stop after this many minutes (0 = no limit)");
+    cmd->add_option("--checkpoint-every", t.checkpoint_every, "Steps between checkpoints")
+        ->capture_default_str();
+    cmd->add_option("--eval-every", t.eval_every, "Steps between validation losses")
+        ->capture_default_str();
+    cmd->add_option("--log-every", t.log_every, "Steps between progress lines")
+        ->capture_default_str();
+    cmd->add_option("--seed", t.seed, "Seed of the data order, noise and initialisation")
+        ->capture_default_str();
+    cmd->add_option("--mixture", o->mixture,
+                    "FAMILY=WEIGHT (repeatable): arith, kv, reverse, prose");
+    cmd->add_option("--arith-digits", t.difficulty.arith_max_digits, "Largest operand length")
+        ->capture_default_str();
+    cmd->add_option("--kv-max-pairs", t.difficulty.kv_max_pairs, "Most key-value pairs in a prompt")
+        ->capture_default_str();
+    cmd->add_option("--response-pad", t.response_pad, "Pad responses with EOS to at least N tokens")
+        ->capture_default_str();
+    cmd->add_option("--max-minutes", t.max_minutes,
+                    "Checkpoint and stop after this many minutes (0 = no limit)");
     cmd->add_option("--threads", o->threads, "CPU threads")->capture_default_str();
     cmd->callback([o, &run] { run = [o] { return run_train(*o); }; });
 }

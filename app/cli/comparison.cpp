@@ -8,16 +8,20 @@ GenerationConfig with_own_decoding(GenerationConfig config, const std::string& p
     const PolicyInfo* info = find_policy(policy);
     if (!info) return config;
     for (const auto& [key, value] : info->own_decoding) {
-        if (key == "threshold") config.threshold = value;
-        else if (key == "certainty_prior") config.certainty_prior = value > 0;
-        else if (key == "remasking_random") config.remasking = value > 0 ? Remasking::Random : Remasking::LowConfidence;
+        if (key == "threshold")
+            config.threshold = value;
+        else if (key == "certainty_prior")
+            config.certainty_prior = value > 0;
+        else if (key == "remasking_random")
+            config.remasking = value > 0 ? Remasking::Random : Remasking::LowConfidence;
     }
     return config;
 }
 
-PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& prompt, const GenerationConfig& config,
-                     const std::string& policy, const std::map<std::string, double>& params, int32_t run_id,
-                     int threads, trace::TraceSink* extra_sink) {
+PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& prompt,
+                     const GenerationConfig& config, const std::string& policy,
+                     const std::map<std::string, double>& params, int32_t run_id, int threads,
+                     trace::TraceSink* extra_sink) {
     trace::TraceStore store;
     trace::FanOutSink sinks;
     sinks.add(&store);
@@ -58,7 +62,8 @@ PolicyMetrics compare_with_baseline(const PolicyRun& run, const PolicyRun& base)
     m.agreement = total ? static_cast<double>(same) / total : 0;
     for (const auto& step : run.steps) {
         for (int32_t pos : step->committed)
-            if (static_cast<size_t>(pos) < b.size() && step->tokens[static_cast<size_t>(pos)] != b[static_cast<size_t>(pos)]) {
+            if (static_cast<size_t>(pos) < b.size() &&
+                step->tokens[static_cast<size_t>(pos)] != b[static_cast<size_t>(pos)]) {
                 m.first_divergence = step->step;
                 break;
             }

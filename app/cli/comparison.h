@@ -23,11 +23,11 @@ struct PolicyRun {
 
 struct PolicyMetrics {
     double tokens_per_s = 0;
-    double speedup = 0;         // baseline wall time / policy wall time
-    double flop_ratio = 0;      // baseline FLOPs / policy FLOPs (the ideal speedup)
-    double efficiency = 0;      // speedup / flop_ratio
+    double speedup = 0;     // baseline wall time / policy wall time
+    double flop_ratio = 0;  // baseline FLOPs / policy FLOPs (the ideal speedup)
+    double efficiency = 0;  // speedup / flop_ratio
     double recompute_fraction = 0;
-    double agreement = 0;       // share of generated tokens equal to the baseline's
+    double agreement = 0;           // share of generated tokens equal to the baseline's
     int32_t first_divergence = -1;  // first step committing a token the baseline did not; -1 none
 };
 
@@ -35,8 +35,9 @@ struct PolicyMetrics {
 GenerationConfig with_own_decoding(GenerationConfig config, const std::string& policy);
 
 // Runs one policy to the end, collecting its step records into `store` (if given) under run_id.
-PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& prompt, const GenerationConfig& config,
-                     const std::string& policy, const std::map<std::string, double>& params, int32_t run_id = 0,
+PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& prompt,
+                     const GenerationConfig& config, const std::string& policy,
+                     const std::map<std::string, double>& params, int32_t run_id = 0,
                      int threads = 1, trace::TraceSink* extra_sink = nullptr);
 
 PolicyMetrics compare_with_baseline(const PolicyRun& run, const PolicyRun& baseline);

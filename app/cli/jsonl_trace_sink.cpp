@@ -9,19 +9,22 @@ namespace cl::cli {
 
 using json = nlohmann::json;
 
-JsonlTraceSink::JsonlTraceSink(const std::string& path) : m_path(path), m_out(path, std::ios::trunc) {
+JsonlTraceSink::JsonlTraceSink(const std::string& path)
+    : m_path(path), m_out(path, std::ios::trunc) {
     if (!m_out) throw InputError(path, "cannot open for writing");
 }
 
 void JsonlTraceSink::on_run_start(const trace::RunInfo& info) {
     json token_text = json::object();
     for (const auto& [id, t] : info.token_text) token_text[std::to_string(id)] = t;
-    m_out << json{{"type", "run_start"},   {"run_id", info.run_id},     {"policy", info.policy},
-                  {"params", info.policy_params}, {"sampler", info.sampler}, {"model", info.model_name},
-                  {"model_hash", info.model_hash}, {"device", info.device}, {"threads", info.threads},
-                  {"seed", info.seed},     {"prompt", info.prompt_text}, {"prompt_len", info.prompt_len},
-                  {"gen_len", info.gen_len}, {"n_layers", info.n_layers}, {"tokens", info.initial_tokens},
-                  {"token_text", token_text}}
+    m_out << json{{"type", "run_start"},           {"run_id", info.run_id},
+                  {"policy", info.policy},         {"params", info.policy_params},
+                  {"sampler", info.sampler},       {"model", info.model_name},
+                  {"model_hash", info.model_hash}, {"device", info.device},
+                  {"threads", info.threads},       {"seed", info.seed},
+                  {"prompt", info.prompt_text},    {"prompt_len", info.prompt_len},
+                  {"gen_len", info.gen_len},       {"n_layers", info.n_layers},
+                  {"tokens", info.initial_tokens}, {"token_text", token_text}}
                  .dump()
           << '\n';
 }
@@ -34,27 +37,49 @@ void JsonlTraceSink::publish(std::shared_ptr<const trace::StepRecord> r) {
     for (float c : r->confidence) conf.push_back(std::isnan(c) ? json(nullptr) : json(c));
     json triggers = json::array();
     for (const auto& t : r->triggers)
-        triggers.push_back({{"kind", t.kind}, {"layer", t.layer}, {"row", t.row},
-                            {"value", std::isnan(t.value) ? json(nullptr) : json(t.value)},
-                            {"threshold", std::isnan(t.threshold) ? json(nullptr) : json(t.threshold)},
-                            {"fired", t.fired}, {"action", t.action}});
+        triggers.push_back(
+            {{"kind", t.kind},
+             {"layer", t.layer},
+             {"row", t.row},
+             {"value", std::isnan(t.value) ? json(nullptr) : json(t.value)},
+             {"threshold", std::isnan(t.threshold) ? json(nullptr) : json(t.threshold)},
+             {"fired", t.fired},
+             {"action", t.action}});
     json token_text = json::object();
     for (const auto& [id, t] : r->new_token_text) token_text[std::to_string(id)] = t;
-    m_out << json{{"type", "step"},        {"run_id", r->run_id},       {"step", r->step},
-                  {"block", r->block},     {"tokens", r->tokens},       {"states", states},
-                  {"predicted", r->predicted}, {"confidence", conf},    {"committed", r->committed},
-                  {"actions", actions},    {"cache_age", r->cache_age}, {"triggers", triggers},
-                  {"wall_ms", r->wall_ms}, {"layer_ms", r->layer_ms},   {"flops", r->flops},
-                  {"flops_full", r->flops_full}, {"token_text", token_text}}
+    m_out << json{{"type", "step"},
+                  {"run_id", r->run_id},
+                  {"step", r->step},
+                  {"block", r->block},
+                  {"tokens", r->tokens},
+                  {"states", states},
+                  {"predicted", r->predicted},
+                  {"confidence", conf},
+                  {"committed", r->committed},
+                  {"actions", actions},
+                  {"cache_age", r->cache_age},
+                  {"triggers", triggers},
+                  {"wall_ms", r->wall_ms},
+                  {"layer_ms", r->layer_ms},
+                  {"flops", r->flops},
+                  {"flops_full", r->flops_full},
+                  {"token_text", token_text}}
                  .dump()
           << '\n';
 }
 
 void JsonlTraceSink::on_run_end(int32_t run_id, const trace::RunSummary& s) {
-    m_out << json{{"type", "run_end"},  {"run_id", run_id}, {"status", trace::to_string(s.status)},
-                  {"steps", s.steps},   {"generated_tokens", s.generated_tokens}, {"wall_ms", s.wall_ms},
-                  {"tokens_per_s", s.tokens_per_s}, {"flops", s.flops}, {"flops_full", s.flops_full},
-                  {"recompute_fraction", s.recompute_fraction}, {"text", s.final_text}}
+    m_out << json{{"type", "run_end"},
+                  {"run_id", run_id},
+                  {"status", trace::to_string(s.status)},
+                  {"steps", s.steps},
+                  {"generated_tokens", s.generated_tokens},
+                  {"wall_ms", s.wall_ms},
+                  {"tokens_per_s", s.tokens_per_s},
+                  {"flops", s.flops},
+                  {"flops_full", s.flops_full},
+                  {"recompute_fraction", s.recompute_fraction},
+                  {"text", s.final_text}}
                  .dump()
           << '\n';
     m_out.flush();

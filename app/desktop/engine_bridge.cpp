@@ -10,7 +10,7 @@ namespace cl::app {
 // One column's live data; `view` is what the UI copies.
 struct EngineBridge::Column : public trace::TraceSink {
     std::unique_ptr<Generator> gen;
-    viz::RunView view;      // guarded by the bridge's data mutex
+    viz::RunView view;  // guarded by the bridge's data mutex
     std::mutex* mutex = nullptr;
     std::atomic<uint64_t>* generation = nullptr;
     bool want_oracle = false;
@@ -19,7 +19,8 @@ struct EngineBridge::Column : public trace::TraceSink {
 
     bool wants(const trace::ProbeRequest& r) const override {
         if (r.kind == trace::ProbeKind::Oracle) return want_oracle;
-        if (r.kind == trace::ProbeKind::Attention) return r.head == -1 || (recorder && recorder->wants(r));
+        if (r.kind == trace::ProbeKind::Attention)
+            return r.head == -1 || (recorder && recorder->wants(r));
         return true;
     }
     void on_run_start(const trace::RunInfo& info) override {
@@ -49,7 +50,8 @@ struct EngineBridge::Column : public trace::TraceSink {
     }
 };
 
-EngineBridge::EngineBridge(std::shared_ptr<Model> model, int threads) : m_model(std::move(model)), m_threads(threads) {
+EngineBridge::EngineBridge(std::shared_ptr<Model> model, int threads)
+    : m_model(std::move(model)), m_threads(threads) {
     m_thread = std::thread([this] { thread_main(); });
 }
 
@@ -124,13 +126,22 @@ std::string EngineBridge::flush_recording() {
     // Runs on the engine thread so the writer is not replaced underneath us; we wait for it.
     auto done = std::make_shared<std::promise<std::string>>();
     auto result = done->get_future();
-    m_queue.post({"", [this, done] { done->set_value(m_writer ? (m_writer->flush() ? "" : m_writer->error()) : ""); }});
+    m_queue.post({"", [this, done] {
+                      done->set_value(m_writer ? (m_writer->flush() ? "" : m_writer->error()) : "");
+                  }});
     return result.get();
 }
 
-void EngineBridge::set_playing(bool playing) { m_playing = playing; m_queue.post({"wake", [] {}}); }
-void EngineBridge::set_loop(bool loop) { m_loop = loop; }
-void EngineBridge::set_speed(int sps) { m_speed = sps; }
+void EngineBridge::set_playing(bool playing) {
+    m_playing = playing;
+    m_queue.post({"wake", [] {}});
+}
+void EngineBridge::set_loop(bool loop) {
+    m_loop = loop;
+}
+void EngineBridge::set_speed(int sps) {
+    m_speed = sps;
+}
 
 void EngineBridge::set_param(size_t column, const std::string& key, double value) {
     m_queue.post({"param/" + std::to_string(column) + "/" + key, [this, column, key, value] {
@@ -210,7 +221,8 @@ void EngineBridge::sync_to(size_t i, int step) {
         c.view.status.clear();
     }
     int max_step = 0;
-    for (const auto& col : m_columns) max_step = std::max(max_step, col->gen ? col->gen->steps_done() : 0);
+    for (const auto& col : m_columns)
+        max_step = std::max(max_step, col->gen ? col->gen->steps_done() : 0);
     m_max_step = max_step;
     m_busy = false;
 }
@@ -229,11 +241,13 @@ void EngineBridge::thread_main() {
         bool any = false;
         for (size_t i = 0; i < m_columns.size(); ++i) any |= step_column(i);
         int max_step = 0;
-        for (const auto& col : m_columns) max_step = std::max(max_step, col->gen ? col->gen->steps_done() : 0);
+        for (const auto& col : m_columns)
+            max_step = std::max(max_step, col->gen ? col->gen->steps_done() : 0);
         m_max_step = max_step;
         if (!any) {
             if (m_loop) {
-                for (size_t i = 0; i < m_columns.size(); ++i) rebuild(i);  // next lap; throughput keeps its history
+                for (size_t i = 0; i < m_columns.size(); ++i)
+                    rebuild(i);  // next lap; throughput keeps its history
                 m_max_step = 0;
             } else {
                 m_playing = false;

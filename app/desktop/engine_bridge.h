@@ -38,13 +38,13 @@ public:
     ~EngineBridge();
 
     // All of these post a command and return at once.
-    void configure(const RunSetup& setup);              // new runs for every column (step 0)
-    void advance(int steps);                            // every column forward by `steps`
-    void advance_to(int step);                          // every column to `step` (or its end)
+    void configure(const RunSetup& setup);  // new runs for every column (step 0)
+    void advance(int steps);                // every column forward by `steps`
+    void advance_to(int step);              // every column to `step` (or its end)
     void set_playing(bool playing);
-    void set_loop(bool loop);                           // regenerate continuously (throughput chart)
+    void set_loop(bool loop);  // regenerate continuously (throughput chart)
     void set_param(size_t column, const std::string& key, double value);  // re-runs that column
-    void set_speed(int steps_per_second);               // 0 = as fast as possible
+    void set_speed(int steps_per_second);                                 // 0 = as fast as possible
     // Record every run into `path` (a session file; appended to). Empty = stop recording.
     void set_recording(const std::string& path);
     std::string recording_path() const;
@@ -74,12 +74,13 @@ private:
     std::atomic<bool> m_stop{false}, m_playing{false}, m_loop{false}, m_busy{false};
     std::atomic<int> m_max_step{0}, m_speed{0};
     std::atomic<uint64_t> m_generation{0};
-    RunSetup m_setup;                          // engine thread only
+    RunSetup m_setup;                                // engine thread only
     std::vector<std::unique_ptr<Column>> m_columns;  // structure: engine thread; data: guarded
     mutable std::mutex m_data_mutex;
     std::string m_error;
     int32_t m_next_run_id = 0;
-    std::unique_ptr<sessions::SessionWriter> m_writer;  // engine thread creates/uses; flush from any thread
+    std::unique_ptr<sessions::SessionWriter>
+        m_writer;  // engine thread creates/uses; flush from any thread
     std::string m_recording_path;
 };
 

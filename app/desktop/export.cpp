@@ -9,12 +9,14 @@ namespace cl::app {
 std::string export_metrics_csv(const std::vector<viz::RunView>& runs, const std::string& path) {
     std::ofstream out(path);
     if (!out) return path + ": cannot open for writing";
-    out << "run,policy,step,block,step_in_block,seq_len,n_committed,wall_ms,flops,flops_full,recompute_fraction\n";
+    out << "run,policy,step,block,step_in_block,seq_len,n_committed,wall_ms,flops,flops_full,"
+           "recompute_fraction\n";
     for (const auto& r : runs)
         for (const auto& s : r.steps)
-            out << r.info.run_id << ',' << r.info.policy << ',' << s->step << ',' << s->block << ',' << s->step_in_block << ','
-                << s->seq_len << ',' << s->committed.size() << ',' << s->wall_ms << ',' << s->flops << ',' << s->flops_full
-                << ',' << s->recompute_fraction() << '\n';
+            out << r.info.run_id << ',' << r.info.policy << ',' << s->step << ',' << s->block << ','
+                << s->step_in_block << ',' << s->seq_len << ',' << s->committed.size() << ','
+                << s->wall_ms << ',' << s->flops << ',' << s->flops_full << ','
+                << s->recompute_fraction() << '\n';
     out.flush();
     return out ? "" : path + ": write failed";
 }
@@ -24,11 +26,19 @@ std::string export_metrics_json(const std::vector<viz::RunView>& runs, const std
     for (const auto& r : runs) {
         nlohmann::json steps = nlohmann::json::array();
         for (const auto& s : r.steps)
-            steps.push_back({{"step", s->step}, {"block", s->block}, {"n_committed", s->committed.size()},
-                             {"wall_ms", s->wall_ms}, {"flops", s->flops}, {"flops_full", s->flops_full},
+            steps.push_back({{"step", s->step},
+                             {"block", s->block},
+                             {"n_committed", s->committed.size()},
+                             {"wall_ms", s->wall_ms},
+                             {"flops", s->flops},
+                             {"flops_full", s->flops_full},
                              {"recompute_fraction", s->recompute_fraction()}});
-        j.push_back({{"run", r.info.run_id}, {"policy", r.info.policy}, {"params", r.info.policy_params},
-                     {"sampler", r.info.sampler}, {"prompt", r.info.prompt_text}, {"steps", steps}});
+        j.push_back({{"run", r.info.run_id},
+                     {"policy", r.info.policy},
+                     {"params", r.info.policy_params},
+                     {"sampler", r.info.sampler},
+                     {"prompt", r.info.prompt_text},
+                     {"steps", steps}});
     }
     std::ofstream out(path);
     if (!out) return path + ": cannot open for writing";

@@ -14,7 +14,9 @@
 
 // The shaders live in a Qt resource compiled into a static library: register it explicitly
 // (Q_INIT_RESOURCE must be called from the global namespace).
-static void init_shader_resources() { Q_INIT_RESOURCE(shaders); }
+static void init_shader_resources() {
+    Q_INIT_RESOURCE(shaders);
+}
 
 namespace cl::app {
 
@@ -60,8 +62,10 @@ ImGuiCanvas::~ImGuiCanvas() {
 void ImGuiCanvas::set_dark(bool dark) {
     m_dark = dark;
     ImGui::SetCurrentContext(m_ctx);
-    if (dark) ImGui::StyleColorsDark();
-    else ImGui::StyleColorsLight();
+    if (dark)
+        ImGui::StyleColorsDark();
+    else
+        ImGui::StyleColorsLight();
     ImGuiStyle& s = ImGui::GetStyle();
     s.WindowRounding = 0;
     s.ChildRounding = 3;
@@ -76,11 +80,13 @@ void ImGuiCanvas::rebuild_fonts() {
     // Rasterise at the device pixel ratio and scale back: crisp text, layout in logical pixels.
     for (const char* p : kFontPaths)
         if (QFile::exists(p)) {
-            // Latin, Greek, Cyrillic, punctuation, arrows, box drawing and block elements: what token
-            // texts and the masked-token glyph need.
-            static const ImWchar ranges[] = {0x0020, 0x024F, 0x0370, 0x03FF, 0x0400, 0x04FF, 0x2000, 0x206F,
-                                             0x2190, 0x21FF, 0x2200, 0x22FF, 0x2500, 0x259F, 0};
-            loaded = io.Fonts->AddFontFromFileTTF(p, static_cast<float>(15.0 * m_dpr), nullptr, ranges) != nullptr;
+            // Latin, Greek, Cyrillic, punctuation, arrows, box drawing and block elements: what
+            // token texts and the masked-token glyph need.
+            static const ImWchar ranges[] = {0x0020, 0x024F, 0x0370, 0x03FF, 0x0400,
+                                             0x04FF, 0x2000, 0x206F, 0x2190, 0x21FF,
+                                             0x2200, 0x22FF, 0x2500, 0x259F, 0};
+            loaded = io.Fonts->AddFontFromFileTTF(p, static_cast<float>(15.0 * m_dpr), nullptr,
+                                                  ranges) != nullptr;
             if (loaded) break;
         }
     if (!loaded) {
@@ -108,9 +114,12 @@ void ImGuiCanvas::initializeGL() {
         doneCurrent();
     });
     m_colormap = std::make_unique<QOpenGLShaderProgram>();
-    m_colormap->addShaderFromSourceCode(QOpenGLShader::Vertex, read_resource(":/shaders/heatmap.vert"));
-    m_colormap->addShaderFromSourceCode(QOpenGLShader::Fragment, read_resource(":/shaders/heatmap.frag"));
-    if (!m_colormap->link()) qWarning("heatmap shader failed to link: %s", qPrintable(m_colormap->log()));
+    m_colormap->addShaderFromSourceCode(QOpenGLShader::Vertex,
+                                        read_resource(":/shaders/heatmap.vert"));
+    m_colormap->addShaderFromSourceCode(QOpenGLShader::Fragment,
+                                        read_resource(":/shaders/heatmap.frag"));
+    if (!m_colormap->link())
+        qWarning("heatmap shader failed to link: %s", qPrintable(m_colormap->log()));
     glGenVertexArrays(1, &m_vao);
 }
 
@@ -149,12 +158,13 @@ void ImGuiCanvas::paintGL() {
     ImGui::SetNextWindowPos(ImVec2(0, 0));
     ImGui::SetNextWindowSize(io.DisplaySize);
     ImGui::Begin("##canvas", nullptr,
-                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoBringToFrontOnFocus |
-                     ImGuiWindowFlags_NoSavedSettings);
+                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                     ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoSavedSettings);
     if (m_draw) m_draw();
     ImGui::End();
     ImGui::Render();
-    m_frame_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    m_frame_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
     // Our own passes (colour maps) may have bound other framebuffers: back to the widget's.
     glBindFramebuffer(GL_FRAMEBUFFER, defaultFramebufferObject());
@@ -166,11 +176,21 @@ void ImGuiCanvas::paintGL() {
 
     // Cursor shape from ImGui.
     switch (ImGui::GetMouseCursor()) {
-        case ImGuiMouseCursor_TextInput: setCursor(Qt::IBeamCursor); break;
-        case ImGuiMouseCursor_Hand: setCursor(Qt::PointingHandCursor); break;
-        case ImGuiMouseCursor_ResizeEW: setCursor(Qt::SizeHorCursor); break;
-        case ImGuiMouseCursor_ResizeNS: setCursor(Qt::SizeVerCursor); break;
-        default: setCursor(Qt::ArrowCursor); break;
+        case ImGuiMouseCursor_TextInput:
+            setCursor(Qt::IBeamCursor);
+            break;
+        case ImGuiMouseCursor_Hand:
+            setCursor(Qt::PointingHandCursor);
+            break;
+        case ImGuiMouseCursor_ResizeEW:
+            setCursor(Qt::SizeHorCursor);
+            break;
+        case ImGuiMouseCursor_ResizeNS:
+            setCursor(Qt::SizeVerCursor);
+            break;
+        default:
+            setCursor(Qt::ArrowCursor);
+            break;
     }
     // Drop textures unused for a while (every step makes new ones).
     for (auto it = m_textures.begin(); it != m_textures.end();) {
@@ -209,13 +229,15 @@ ImTextureID ImGuiCanvas::cached(const std::string& key) {
     return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(it->second.id));
 }
 
-ImTextureID ImGuiCanvas::rgba_texture(const std::string& key, int w, int h, const std::vector<uint32_t>& rgba) {
+ImTextureID ImGuiCanvas::rgba_texture(const std::string& key, int w, int h,
+                                      const std::vector<uint32_t>& rgba) {
     auto it = m_textures.find(key);
     if (it != m_textures.end()) {
         it->second.last_used = m_frame;
         return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(it->second.id));
     }
-    if (w <= 0 || h <= 0 || rgba.size() != static_cast<size_t>(w) * static_cast<size_t>(h)) return nullptr;
+    if (w <= 0 || h <= 0 || rgba.size() != static_cast<size_t>(w) * static_cast<size_t>(h))
+        return nullptr;
     Texture t;
     glGenTextures(1, &t.id);
     glBindTexture(GL_TEXTURE_2D, t.id);
@@ -231,14 +253,17 @@ ImTextureID ImGuiCanvas::rgba_texture(const std::string& key, int w, int h, cons
     return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(id));
 }
 
-ImTextureID ImGuiCanvas::scalar_texture(const std::string& key, int w, int h, const std::vector<float>& values, float lo,
-                                        float hi, viz::Colormap cmap) {
+ImTextureID ImGuiCanvas::scalar_texture(const std::string& key, int w, int h,
+                                        const std::vector<float>& values, float lo, float hi,
+                                        viz::Colormap cmap) {
     auto it = m_textures.find(key);
     if (it != m_textures.end()) {
         it->second.last_used = m_frame;
         return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(it->second.id));
     }
-    if (!m_colormap || w <= 0 || h <= 0 || values.size() != static_cast<size_t>(w) * static_cast<size_t>(h)) return nullptr;
+    if (!m_colormap || w <= 0 || h <= 0 ||
+        values.size() != static_cast<size_t>(w) * static_cast<size_t>(h))
+        return nullptr;
     // Upload the scalar field, then colour-map it into an RGBA texture with shaders/heatmap.frag.
     GLuint field = 0;
     glGenTextures(1, &field);
@@ -248,7 +273,8 @@ ImTextureID ImGuiCanvas::scalar_texture(const std::string& key, int w, int h, co
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, w, h, 0, GL_RED, GL_FLOAT, values.data());
     Texture t;
-    t.fbo = std::make_unique<QOpenGLFramebufferObject>(w, h, QOpenGLFramebufferObject::NoAttachment, GL_TEXTURE_2D, GL_RGBA8);
+    t.fbo = std::make_unique<QOpenGLFramebufferObject>(w, h, QOpenGLFramebufferObject::NoAttachment,
+                                                       GL_TEXTURE_2D, GL_RGBA8);
     t.fbo->bind();
     glViewport(0, 0, w, h);
     glDisable(GL_BLEND);

@@ -20,7 +20,9 @@ class QOpenGLFramebufferObject;
 
 namespace cl::app {
 
-class ImGuiCanvas : public QOpenGLWidget, protected QOpenGLExtraFunctions, public viz::TextureProvider {
+class ImGuiCanvas : public QOpenGLWidget,
+                    protected QOpenGLExtraFunctions,
+                    public viz::TextureProvider {
     Q_OBJECT
 public:
     explicit ImGuiCanvas(QWidget* parent = nullptr);
@@ -31,9 +33,11 @@ public:
     void set_dark(bool dark);
     double last_frame_build_ms() const { return m_frame_ms; }
 
-    ImTextureID scalar_texture(const std::string& key, int w, int h, const std::vector<float>& values, float lo,
-                               float hi, viz::Colormap cmap) override;
-    ImTextureID rgba_texture(const std::string& key, int w, int h, const std::vector<uint32_t>& rgba) override;
+    ImTextureID scalar_texture(const std::string& key, int w, int h,
+                               const std::vector<float>& values, float lo, float hi,
+                               viz::Colormap cmap) override;
+    ImTextureID rgba_texture(const std::string& key, int w, int h,
+                             const std::vector<uint32_t>& rgba) override;
     ImTextureID cached(const std::string& key) override;
 
 protected:

@@ -3,8 +3,8 @@
 //   cachelens --prompt "..." --policies a,b,c --advance N --screenshot out.png
 #include <QApplication>
 #include <QCommandLineParser>
-#include <QSurfaceFormat>
 #include <QStatusBar>
+#include <QSurfaceFormat>
 #include <QTimer>
 #include <cstdio>
 
@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
     fmt.setVersion(3, 3);
     fmt.setProfile(QSurfaceFormat::CoreProfile);
     QSurfaceFormat::setDefaultFormat(fmt);
-    // QApplication consumes X11 session-management arguments ("-session ID"), which would swallow our
+    // QApplication consumes X11 session-management arguments ("-session ID"), which would swallow
+    // our
     // --session FILE: keep the command line as given and parse that copy.
     QStringList arguments;
     for (int i = 0; i < argc; ++i) arguments << QString::fromLocal8Bit(argv[i]);
@@ -27,13 +28,15 @@ int main(int argc, char** argv) {
     QApplication::setApplicationVersion(CL_VERSION);
 
     QCommandLineParser parser;
-    parser.setApplicationDescription("CacheLens: KV/feature caching in diffusion LLMs, live and side by side");
+    parser.setApplicationDescription(
+        "CacheLens: KV/feature caching in diffusion LLMs, live and side by side");
     parser.addHelpOption();
     parser.addVersionOption();
     QCommandLineOption model({"m", "model"}, "Model folder (default: the embedded model)", "DIR");
     QCommandLineOption prompt("prompt", "Prompt text", "TEXT");
     QCommandLineOption policies("policies", "Comma-separated policies to show", "LIST");
-    QCommandLineOption advance("advance", "Run N denoising steps before showing (headless figures)", "N");
+    QCommandLineOption advance("advance", "Run N denoising steps before showing (headless figures)",
+                               "N");
     QCommandLineOption screenshot("screenshot", "Render the window to a PNG and exit", "OUT.png");
     QCommandLineOption threads("threads", "CPU threads for the engine", "N", "1");
     QCommandLineOption light("light", "Light theme");
@@ -42,9 +45,14 @@ int main(int argc, char** argv) {
     QCommandLineOption step("step", "With --session: show this step", "N");
     QCommandLineOption no_record("no-record", "Do not record live runs into the session folder");
     QCommandLineOption lesson("lesson", "Start a lesson (a .lesson.json file)", "FILE");
-    QCommandLineOption lesson_step("lesson-step", "With --lesson: go to this lesson step (0-based)", "K");
-    QCommandLineOption export_file("export", "With --screenshot: also export the canvas figure (.png) or per-step metrics (.csv, .json)", "FILE");
-    parser.addOptions({model, prompt, policies, advance, screenshot, threads, light, size, session, step, no_record, export_file, lesson, lesson_step});
+    QCommandLineOption lesson_step("lesson-step", "With --lesson: go to this lesson step (0-based)",
+                                   "K");
+    QCommandLineOption export_file(
+        "export",
+        "With --screenshot: also export the canvas figure (.png) or per-step metrics (.csv, .json)",
+        "FILE");
+    parser.addOptions({model, prompt, policies, advance, screenshot, threads, light, size, session,
+                       step, no_record, export_file, lesson, lesson_step});
     parser.process(arguments);
 
     cl::app::LaunchOptions o;
@@ -87,8 +95,10 @@ int main(int argc, char** argv) {
         auto waited = std::make_shared<int>(0);
         QObject::connect(timer, &QTimer::timeout, &window, [&, timer, n, out, waited] {
             auto* bridge = window.bridge();
-            const bool ready = window.replaying() || !bridge || (!bridge->busy() && bridge->max_step() >= std::min(n, 1 << 30) &&
-                                           static_cast<int>(window.view().steps_available) >= std::min(n, bridge->max_step()));
+            const bool ready = window.replaying() || !bridge ||
+                               (!bridge->busy() && bridge->max_step() >= std::min(n, 1 << 30) &&
+                                static_cast<int>(window.view().steps_available) >=
+                                    std::min(n, bridge->max_step()));
             if (!ready && ++*waited < 1200) return;  // at most 60 s
             timer->stop();
             window.canvas()->update();
@@ -101,7 +111,8 @@ int main(int argc, char** argv) {
                     if (!err.isEmpty()) std::fprintf(stderr, "cachelens: %s\n", qPrintable(err));
                     ok = err.isEmpty();
                 }
-                std::fprintf(ok ? stdout : stderr, ok ? "wrote %s\n" : "cachelens: cannot write %s\n", qPrintable(out));
+                std::fprintf(ok ? stdout : stderr,
+                             ok ? "wrote %s\n" : "cachelens: cannot write %s\n", qPrintable(out));
                 QApplication::exit(ok ? 0 : 1);
             });
         });

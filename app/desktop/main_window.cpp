@@ -5,9 +5,12 @@
 #include <QCheckBox>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDateTime>
+#include <QDir>
 #include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -21,9 +24,6 @@
 #include <QShortcut>
 #include <QSlider>
 #include <QSpinBox>
-#include <QDateTime>
-#include <QDir>
-#include <QFileInfo>
 #include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -43,16 +43,20 @@ namespace {
 
 const char* kExamples[] = {
     "What is 47 + 385?",
-    "Remember: kab=417, tup=902, zel=338, mor=561, quv=204, dax=719, pil=853, sen=126. What is tup?",
+    "Remember: kab=417, tup=902, zel=338, mor=561, quv=204, dax=719, pil=853, sen=126. What is "
+    "tup?",
     "Reverse the list: 12 7 93 40 5 61",
     "Continue: In the beginning God created",
 };
 
-QString first_example() { return kExamples[0]; }
+QString first_example() {
+    return kExamples[0];
+}
 
 }  // namespace
 
-MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent) : QMainWindow(parent), m_threads(options.threads) {
+MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
+    : QMainWindow(parent), m_threads(options.threads) {
     setWindowTitle("CacheLens");
     QSettings settings;
     m_canvas = new ImGuiCanvas(this);
@@ -75,10 +79,15 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent) : QMainWin
     build_menus();
 
     // Settings (remembered between launches); command-line options win.
-    m_prompt->setPlainText(options.prompt.isEmpty() ? settings.value("prompt", first_example()).toString() : options.prompt);
+    m_prompt->setPlainText(options.prompt.isEmpty()
+                               ? settings.value("prompt", first_example()).toString()
+                               : options.prompt);
     QStringList policies = options.policies;
-    if (policies.isEmpty()) policies = settings.value("policies", QStringList{"none", "dkv-decode", "elastic"}).toStringList();
-    for (auto& [name, w] : m_policy_widgets) w.enabled->setChecked(policies.contains(QString::fromStdString(name)));
+    if (policies.isEmpty())
+        policies =
+            settings.value("policies", QStringList{"none", "dkv-decode", "elastic"}).toStringList();
+    for (auto& [name, w] : m_policy_widgets)
+        w.enabled->setChecked(policies.contains(QString::fromStdString(name)));
     m_gen_length->setValue(settings.value("gen_length", m_gen_length->value()).toInt());
     m_block_length->setValue(settings.value("block_length", m_block_length->value()).toInt());
     m_steps->setValue(settings.value("steps", m_steps->value()).toInt());
@@ -124,7 +133,9 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent) : QMainWin
     m_poll->start(33);
 }
 
-MainWindow::~MainWindow() { m_bridge.reset(); }
+MainWindow::~MainWindow() {
+    m_bridge.reset();
+}
 
 void MainWindow::closeEvent(QCloseEvent* e) {
     save_settings();
@@ -149,14 +160,16 @@ void MainWindow::build_menus() {
     auto* file = menuBar()->addMenu("&File");
     auto* open_model = file->addAction("Open &model folder...");
     connect(open_model, &QAction::triggered, this, [this] {
-        const auto dir = QFileDialog::getExistingDirectory(this, "Model folder (config.json, safetensors, tokenizer.json)");
+        const auto dir = QFileDialog::getExistingDirectory(
+            this, "Model folder (config.json, safetensors, tokenizer.json)");
         if (!dir.isEmpty()) load_model(dir);
     });
     auto* open = file->addAction("&Open session...");
     open->setShortcut(QKeySequence::Open);
     connect(open, &QAction::triggered, this, [this] {
-        const auto path = QFileDialog::getOpenFileName(this, "Open session", default_session_dir(),
-                                                       "CacheLens sessions (*.clsession *.db);;All files (*)");
+        const auto path =
+            QFileDialog::getOpenFileName(this, "Open session", default_session_dir(),
+                                         "CacheLens sessions (*.clsession *.db);;All files (*)");
         if (path.isEmpty()) return;
         const QString err = open_session(path);
         if (!err.isEmpty()) QMessageBox::warning(this, "Cannot open session", err);
@@ -164,22 +177,28 @@ void MainWindow::build_menus() {
     auto* save = file->addAction("&Save session as...");
     save->setShortcut(QKeySequence::Save);
     connect(save, &QAction::triggered, this, [this] {
-        const auto path = QFileDialog::getSaveFileName(this, "Save session", default_session_dir() + "/untitled.clsession",
-                                                       "CacheLens sessions (*.clsession)");
+        const auto path = QFileDialog::getSaveFileName(
+            this, "Save session", default_session_dir() + "/untitled.clsession",
+            "CacheLens sessions (*.clsession)");
         if (path.isEmpty()) return;
         const QString err = save_session(path);
-        if (!err.isEmpty()) QMessageBox::warning(this, "Cannot save session", err);
-        else statusBar()->showMessage("Saved " + path, 5000);
+        if (!err.isEmpty())
+            QMessageBox::warning(this, "Cannot save session", err);
+        else
+            statusBar()->showMessage("Saved " + path, 5000);
     });
     auto* exp = file->addAction("&Export...");
     exp->setShortcut(QKeySequence("Ctrl+E"));
     connect(exp, &QAction::triggered, this, [this] {
-        const auto path = QFileDialog::getSaveFileName(this, "Export", QDir::homePath() + "/cachelens.png",
-                                                       "Canvas figure (*.png);;Per-step metrics (*.csv);;Per-step metrics (*.json)");
+        const auto path = QFileDialog::getSaveFileName(
+            this, "Export", QDir::homePath() + "/cachelens.png",
+            "Canvas figure (*.png);;Per-step metrics (*.csv);;Per-step metrics (*.json)");
         if (path.isEmpty()) return;
         const QString err = export_to(path);
-        if (!err.isEmpty()) QMessageBox::warning(this, "Export failed", err);
-        else statusBar()->showMessage("Exported " + path, 5000);
+        if (!err.isEmpty())
+            QMessageBox::warning(this, "Export failed", err);
+        else
+            statusBar()->showMessage("Exported " + path, 5000);
     });
     auto* live = file->addAction("Back to &live engine");
     connect(live, &QAction::triggered, this, [this] {
@@ -268,8 +287,10 @@ void MainWindow::build_menus() {
     addAction(back_l);
     auto* help = menuBar()->addMenu("&Help");
     connect(help->addAction("&About CacheLens"), &QAction::triggered, this, [this] {
-        QMessageBox::about(this, "CacheLens",
-                           "CacheLens " CL_VERSION "\nA visualizer and playground for KV/feature caching in diffusion LLMs.");
+        QMessageBox::about(
+            this, "CacheLens",
+            "CacheLens " CL_VERSION
+            "\nA visualizer and playground for KV/feature caching in diffusion LLMs.");
     });
 }
 
@@ -316,7 +337,8 @@ QWidget* MainWindow::build_setup_dock() {
         return s;
     };
     m_threshold = dspin(0, 1, 0, 0.05);
-    m_threshold->setToolTip("Parallel decoding: commit every in-block mask with confidence >= threshold (0 = off)");
+    m_threshold->setToolTip(
+        "Parallel decoding: commit every in-block mask with confidence >= threshold (0 = off)");
     m_temperature = dspin(0, 10, 0, 0.1);
     m_cfg = dspin(0, 10, 0, 0.5);
     layout->addRow("Threshold", m_threshold);
@@ -363,28 +385,35 @@ QWidget* MainWindow::build_policies_dock() {
         connect(pw.enabled, &QCheckBox::toggled, this, [this] { apply_setup(); });
         for (const auto& spec : info.params) {
             auto* s = new QDoubleSpinBox();
-            s->setObjectName(policy_param_widget_name(QString::fromStdString(info.name), QString::fromStdString(spec.name)));
+            s->setObjectName(policy_param_widget_name(QString::fromStdString(info.name),
+                                                      QString::fromStdString(spec.name)));
             s->setRange(spec.min, spec.max);
             s->setDecimals(spec.integer ? 0 : 3);
             s->setSingleStep(spec.integer ? 1 : (spec.max - spec.min) / 50.0);
             s->setValue(spec.default_value);
-            s->setToolTip(QString::fromStdString(spec.help + " (paper default " + std::to_string(spec.default_value) + ")"));
+            s->setToolTip(QString::fromStdString(spec.help + " (paper default " +
+                                                 std::to_string(spec.default_value) + ")"));
             s->setKeyboardTracking(false);
-            auto* label = new QLabel(QString::fromStdString(spec.name) + QString(" [%1]").arg(spec.default_value));
+            auto* label = new QLabel(QString::fromStdString(spec.name) +
+                                     QString(" [%1]").arg(spec.default_value));
             label->setToolTip("the value in brackets is the paper default");
             bl->addRow(label, s);
             const std::string name = info.name, key = spec.name;
-            connect(s, QOverload<double>::of(&QDoubleSpinBox::valueChanged), this, [this, name, key](double value) {
-                // A parameter change re-runs that column to the current step, in the background.
-                for (size_t c = 0; c < m_column_policies.size(); ++c)
-                    if (m_column_policies[c] == name && m_bridge) m_bridge->set_param(c, key, value);
-            });
+            connect(s, QOverload<double>::of(&QDoubleSpinBox::valueChanged), this,
+                    [this, name, key](double value) {
+                        // A parameter change re-runs that column to the current step, in the
+                        // background.
+                        for (size_t c = 0; c < m_column_policies.size(); ++c)
+                            if (m_column_policies[c] == name && m_bridge)
+                                m_bridge->set_param(c, key, value);
+                    });
             pw.params[spec.name] = s;
         }
         if (!info.params.empty()) {
             auto* reset = new QPushButton("Reset to paper defaults");
             connect(reset, &QPushButton::clicked, this, [this, info] {
-                for (const auto& spec : info.params) m_policy_widgets[info.name].params[spec.name]->setValue(spec.default_value);
+                for (const auto& spec : info.params)
+                    m_policy_widgets[info.name].params[spec.name]->setValue(spec.default_value);
             });
             bl->addRow(reset);
         }
@@ -457,7 +486,9 @@ QString MainWindow::policy_param_widget_name(const QString& policy, const QStrin
 
 void MainWindow::load_model(const QString& dir) {
     if (dir.isEmpty()) {
-        m_model_label->setText("No model: the embedded default model is missing (assets/models/). Use File > Open model folder.");
+        m_model_label->setText(
+            "No model: the embedded default model is missing (assets/models/). Use File > Open "
+            "model folder.");
         return;
     }
     QApplication::setOverrideCursor(Qt::WaitCursor);
@@ -508,7 +539,8 @@ void MainWindow::set_engine_controls_enabled(bool on) {
     for (auto* w : m_engine_controls) {
         w->setEnabled(on);
         w->setToolTip(on ? w->toolTip().section(" \u2014 replay", 0, 0)
-                         : w->toolTip() + " \u2014 replay of a saved session: the engine is not running");
+                         : w->toolTip() +
+                               " \u2014 replay of a saved session: the engine is not running");
     }
 }
 
@@ -534,7 +566,8 @@ QString MainWindow::open_session(const QString& path) {
             for (const auto& s : v.steps)
                 for (const auto& [tid, t] : s->new_token_text) v.token_text[tid] = t;
             v.live = false;
-            if (v.summary && v.summary->status != trace::RunStatus::Complete) v.status = trace::to_string(v.summary->status);
+            if (v.summary && v.summary->status != trace::RunStatus::Complete)
+                v.status = trace::to_string(v.summary->status);
             views.push_back(std::move(v));
         }
         if (m_bridge) m_bridge->set_playing(false);
@@ -544,8 +577,10 @@ QString MainWindow::open_session(const QString& path) {
         m_view.step = -1;
         set_engine_controls_enabled(false);
         setWindowTitle("CacheLens \u2014 replay: " + QFileInfo(path).fileName());
-        statusBar()->showMessage(QString("Replaying %1 (%2 runs); File > Back to live engine returns.")
-                                     .arg(path).arg(m_replay_runs.size()));
+        statusBar()->showMessage(
+            QString("Replaying %1 (%2 runs); File > Back to live engine returns.")
+                .arg(path)
+                .arg(m_replay_runs.size()));
         m_canvas->update();
         refresh_transport();
         return "";
@@ -557,7 +592,8 @@ QString MainWindow::open_session(const QString& path) {
 QStringList MainWindow::bundled_lessons() {
     QDir dir(QString(CL_SOURCE_DIR) + "/assets/lessons");
     QStringList out;
-    for (const auto& f : dir.entryList({"*.lesson.json"}, QDir::Files, QDir::Name)) out << dir.filePath(f);
+    for (const auto& f : dir.entryList({"*.lesson.json"}, QDir::Files, QDir::Name))
+        out << dir.filePath(f);
     return out;
 }
 
@@ -608,10 +644,12 @@ void MainWindow::apply_lesson_step() {
     std::string banner = m_lesson.title + "  (" + std::to_string(m_lesson_index + 1) + "/" +
                          std::to_string(m_lesson.steps.size()) + ")  " + st.title + "\n" + st.text;
     for (const auto& a : st.annotations)
-        banner += "\n\u2022 step " + std::to_string(a.step) + ", position " + std::to_string(a.position) +
+        banner += "\n\u2022 step " + std::to_string(a.step) + ", position " +
+                  std::to_string(a.position) +
                   (a.layer >= 0 ? ", layer " + std::to_string(a.layer) : "") + ": " + a.text;
-    banner += m_lesson_index + 1 < static_cast<int>(m_lesson.steps.size()) ? "\n[Space: next   Shift+Space: back   Esc: end]"
-                                                                             : "\n[End of the lesson. Esc: end]";
+    banner += m_lesson_index + 1 < static_cast<int>(m_lesson.steps.size())
+                  ? "\n[Space: next   Shift+Space: back   Esc: end]"
+                  : "\n[End of the lesson. Esc: end]";
     m_view.lesson_banner = banner;
     m_canvas->update();
     refresh_transport();
@@ -619,9 +657,12 @@ void MainWindow::apply_lesson_step() {
 
 QString MainWindow::export_to(const QString& path) {
     const auto runs = current_runs();
-    if (path.endsWith(".csv", Qt::CaseInsensitive)) return QString::fromStdString(export_metrics_csv(runs, path.toStdString()));
-    if (path.endsWith(".json", Qt::CaseInsensitive)) return QString::fromStdString(export_metrics_json(runs, path.toStdString()));
-    if (!path.endsWith(".png", Qt::CaseInsensitive)) return path + ": choose a .png, .csv or .json file";
+    if (path.endsWith(".csv", Qt::CaseInsensitive))
+        return QString::fromStdString(export_metrics_csv(runs, path.toStdString()));
+    if (path.endsWith(".json", Qt::CaseInsensitive))
+        return QString::fromStdString(export_metrics_json(runs, path.toStdString()));
+    if (!path.endsWith(".png", Qt::CaseInsensitive))
+        return path + ": choose a .png, .csv or .json file";
     // Figure mode: the canvas without its controls, at the widget's full device resolution.
     m_view.figure_mode = true;
     const QImage img = m_canvas->grabFramebuffer();
@@ -631,7 +672,9 @@ QString MainWindow::export_to(const QString& path) {
 }
 
 QString MainWindow::save_session(const QString& path) {
-    const QString source = m_replaying ? m_replay_path : QString::fromStdString(m_bridge ? m_bridge->recording_path() : "");
+    const QString source = m_replaying
+                               ? m_replay_path
+                               : QString::fromStdString(m_bridge ? m_bridge->recording_path() : "");
     if (source.isEmpty()) return "Nothing to save: recording is off.";
     if (!m_replaying && m_bridge) {
         const auto err = m_bridge->flush_recording();
@@ -666,7 +709,8 @@ void MainWindow::apply_setup() {
     setup.config.gen_length = m_gen_length->value();
     setup.config.block_length = m_block_length->value();
     setup.config.steps = m_steps->value();
-    setup.config.remasking = m_remasking->currentIndex() == 1 ? Remasking::Random : Remasking::LowConfidence;
+    setup.config.remasking =
+        m_remasking->currentIndex() == 1 ? Remasking::Random : Remasking::LowConfidence;
     setup.config.threshold = m_threshold->value();
     setup.config.temperature = m_temperature->value();
     setup.config.cfg_scale = m_cfg->value();
@@ -726,13 +770,18 @@ void MainWindow::step_back() {
 }
 
 void MainWindow::jump_block(int direction) {
-    const int per_block = std::max(1, m_steps->value() / std::max(1, m_gen_length->value() / std::max(1, m_block_length->value())));
+    const int per_block =
+        std::max(1, m_steps->value() /
+                        std::max(1, m_gen_length->value() / std::max(1, m_block_length->value())));
     const int latest = available_steps() - 1;
     int cur = m_view.step < 0 ? latest : m_view.step;
-    int target = direction > 0 ? (cur / per_block + 1) * per_block : std::max(0, (cur - 1) / per_block * per_block);
+    int target = direction > 0 ? (cur / per_block + 1) * per_block
+                               : std::max(0, (cur - 1) / per_block * per_block);
     if (direction > 0 && target > latest) {
-        if (m_replaying) target = latest;
-        else m_bridge->advance_to(target + 1);
+        if (m_replaying)
+            target = latest;
+        else
+            m_bridge->advance_to(target + 1);
         m_view.step = -1;
     } else {
         m_view.step = std::max(0, target);
@@ -782,13 +831,16 @@ void MainWindow::refresh_transport() {
     if (!m_bridge && !m_replaying) return;
     const int available = available_steps();
     m_scrubber->setRange(0, std::max(0, available - 1));
-    if (!m_scrubber->isSliderDown()) m_scrubber->setValue(m_view.step < 0 ? std::max(0, available - 1) : m_view.step);
+    if (!m_scrubber->isSliderDown())
+        m_scrubber->setValue(m_view.step < 0 ? std::max(0, available - 1) : m_view.step);
     m_play->setText(m_bridge && m_bridge->playing() ? "Pause" : "Play");
     const QString err = m_bridge ? QString::fromStdString(m_bridge->last_error()) : QString();
     m_status->setText(err.isEmpty() ? QString("step %1 / %2%3   frame %4 ms")
                                           .arg(m_view.step < 0 ? available : m_view.step + 1)
                                           .arg(available)
-                                          .arg(m_replaying ? "  (replay)" : m_bridge && m_bridge->busy() ? "  (re-running)" : "")
+                                          .arg(m_replaying                    ? "  (replay)"
+                                               : m_bridge && m_bridge->busy() ? "  (re-running)"
+                                                                              : "")
                                           .arg(m_canvas->last_frame_build_ms(), 0, 'f', 1)
                                     : "error: " + err);
 }

@@ -31,9 +31,9 @@ struct LaunchOptions {
     QStringList policies;  // empty = remembered or none,dkv-decode,elastic
     int threads = 1;
     bool light = false;
-    bool record = true;       // record live runs into the per-user session folder (XDG data dir)
-    QString lesson;           // start this lesson (replays its session)
-    QString session;          // open this session file for replay instead of running live
+    bool record = true;  // record live runs into the per-user session folder (XDG data dir)
+    QString lesson;      // start this lesson (replays its session)
+    QString session;     // open this session file for replay instead of running live
 };
 
 class MainWindow : public QMainWindow {
@@ -58,7 +58,7 @@ public:
     QString export_to(const QString& path);
     // Lessons: start one (opens its session), step with Space; "" on success.
     QString start_lesson(const QString& path);
-    bool lesson_next();   // false at the end
+    bool lesson_next();  // false at the end
     bool lesson_prev();
     void end_lesson();
     bool in_lesson() const { return m_lesson_index >= 0; }
@@ -111,7 +111,8 @@ private:
     QPlainTextEdit* m_prompt = nullptr;
     QComboBox* m_examples = nullptr;
     QCheckBox* m_chat_template = nullptr;
-    QSpinBox *m_gen_length = nullptr, *m_block_length = nullptr, *m_steps = nullptr, *m_seed = nullptr;
+    QSpinBox *m_gen_length = nullptr, *m_block_length = nullptr, *m_steps = nullptr,
+             *m_seed = nullptr;
     QComboBox *m_remasking = nullptr, *m_device = nullptr;
     QDoubleSpinBox *m_threshold = nullptr, *m_temperature = nullptr, *m_cfg = nullptr;
     QCheckBox* m_oracle = nullptr;

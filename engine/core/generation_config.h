@@ -11,14 +11,14 @@ namespace cl {
 enum class Remasking { LowConfidence, Random };
 
 struct GenerationConfig {
-    int64_t gen_length = 128;    // G
-    int64_t block_length = 32;   // B; G % B == 0
-    int64_t steps = 128;         // T; T % (G / B) == 0
-    double temperature = 0.0;    // Gumbel-max temperature in float64; 0 = argmax
-    double cfg_scale = 0.0;      // classifier-free guidance; 0 = off
+    int64_t gen_length = 128;   // G
+    int64_t block_length = 32;  // B; G % B == 0
+    int64_t steps = 128;        // T; T % (G / B) == 0
+    double temperature = 0.0;   // Gumbel-max temperature in float64; 0 = argmax
+    double cfg_scale = 0.0;     // classifier-free guidance; 0 = off
     Remasking remasking = Remasking::LowConfidence;
-    double threshold = 0.0;      // > 0: commit every in-block mask with confidence >= threshold
-    double factor = 0.0;         // > 0: commit the top-n while c_(n) >= 1 - factor / (n + 1)
+    double threshold = 0.0;        // > 0: commit every in-block mask with confidence >= threshold
+    double factor = 0.0;           // > 0: commit the top-n while c_(n) >= 1 - factor / (n + 1)
     bool certainty_prior = false;  // d2Cache: rank by confidence x local density of known tokens
     double certainty_sigma = 10.0;
     bool logits_eos_inf = false;          // never predict EOS

@@ -14,7 +14,8 @@
 namespace cl {
 
 std::vector<int64_t> transfer_schedule(int64_t masked, int64_t steps) {
-    std::vector<int64_t> s(static_cast<size_t>(std::max<int64_t>(steps, 0)), steps > 0 ? masked / steps : 0);
+    std::vector<int64_t> s(static_cast<size_t>(std::max<int64_t>(steps, 0)),
+                           steps > 0 ? masked / steps : 0);
     for (int64_t i = 0; i < (steps > 0 ? masked % steps : 0); ++i) s[static_cast<size_t>(i)] += 1;
     return s;
 }
@@ -37,7 +38,9 @@ uint64_t mix(uint64_t x) {
 // The random-remasking confidence of (seed, step, position): a uniform draw in [0, 1) that does
 // not depend on the forward, so the commit order is known before it (dKV-Cache-Greedy uses this).
 double remask_uniform(uint64_t seed, int32_t step, int64_t pos) {
-    const uint64_t s = mix(mix(seed ^ 0x72656d61736bull) ^ mix(static_cast<uint64_t>(step) * 1000003ull + static_cast<uint64_t>(pos)));
+    const uint64_t s =
+        mix(mix(seed ^ 0x72656d61736bull) ^
+            mix(static_cast<uint64_t>(step) * 1000003ull + static_cast<uint64_t>(pos)));
     return static_cast<double>(s >> 11) * 0x1.0p-53;
 }
 
@@ -52,14 +55,14 @@ struct Generator::Impl {
     trace::RunInfo info;
 
     int64_t P = 0, L = 0, N = 0, B = 0, S = 0;
-    std::vector<int32_t> x;              // (L) current tokens
-    std::vector<uint8_t> masked;         // (L)
-    std::vector<int32_t> last_committed; // D_{t-1}
-    std::vector<int32_t> carried_pred;   // (L) last prediction at a masked row, -1 if none
-    std::vector<double> carried_conf;    // (L)
-    std::vector<int32_t> last_compute;   // (N, L) step at which K/V were last computed, -1 never
+    std::vector<int32_t> x;               // (L) current tokens
+    std::vector<uint8_t> masked;          // (L)
+    std::vector<int32_t> last_committed;  // D_{t-1}
+    std::vector<int32_t> carried_pred;    // (L) last prediction at a masked row, -1 if none
+    std::vector<double> carried_conf;     // (L)
+    std::vector<int32_t> last_compute;    // (N, L) step at which K/V were last computed, -1 never
     std::set<int32_t> seen_ids;
-    std::vector<int32_t> planned;        // commits known before the forward (random remasking)
+    std::vector<int32_t> planned;  // commits known before the forward (random remasking)
 
     int32_t step_idx = 0, block = 0, step_in_block = 0;
     std::vector<int64_t> schedule;
@@ -105,7 +108,8 @@ struct Generator::Impl {
     std::shared_ptr<const trace::StepRecord> step();
 };
 
-Generator::Generator(std::shared_ptr<const Model> model, GenerationRequest req, trace::TraceSink* sink)
+Generator::Generator(std::shared_ptr<const Model> model, GenerationRequest req,
+                     trace::TraceSink* sink)
     : m_impl(std::make_unique<Impl>()) {
     Impl& m = *m_impl;
     m.model = std::move(model);
@@ -121,11 +125,13 @@ Generator::Generator(std::shared_ptr<const Model> model, GenerationRequest req, 
     }
     for (int32_t id : prompt)
         if (id < 0 || id >= mc.vocab_size)
-            throw InputError("prompt: token id " + std::to_string(id) + " is outside the vocabulary");
+            throw InputError("prompt: token id " + std::to_string(id) +
+                             " is outside the vocabulary");
     m.cfg.validate(mc.max_sequence_length, static_cast<int64_t>(prompt.size()));
     m.policy = create_policy(req.policy, req.params);
     if (m.cfg.cfg_scale > 0 && req.policy != "none")
-        throw InputError("--cfg-scale: classifier-free guidance is only supported with --policy none");
+        throw InputError(
+            "--cfg-scale: classifier-free guidance is only supported with --policy none");
 
     m.P = static_cast<int64_t>(prompt.size());
     m.L = m.P + m.cfg.gen_length;
@@ -175,10 +181,18 @@ Generator::Generator(std::shared_ptr<const Model> model, GenerationRequest req, 
 
 Generator::~Generator() = default;
 
-bool Generator::done() const { return m_impl->block >= m_impl->cfg.num_blocks(); }
-const trace::RunInfo& Generator::info() const { return m_impl->info; }
-const std::vector<int32_t>& Generator::tokens() const { return m_impl->x; }
-int32_t Generator::steps_done() const { return m_impl->step_idx; }
+bool Generator::done() const {
+    return m_impl->block >= m_impl->cfg.num_blocks();
+}
+const trace::RunInfo& Generator::info() const {
+    return m_impl->info;
+}
+const std::vector<int32_t>& Generator::tokens() const {
+    return m_impl->x;
+}
+int32_t Generator::steps_done() const {
+    return m_impl->step_idx;
+}
 
 std::string Generator::response_text(bool skip_special) const {
     const Impl& m = *m_impl;
@@ -217,12 +231,16 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         policy->on_block_start(context(&rec->triggers));
     }
     planned.clear();
-    if (cfg.remasking == Remasking::Random && !cfg.parallel_decoding() && !cfg.certainty_prior && step_in_block < S) {
+    if (cfg.remasking == Remasking::Random && !cfg.parallel_decoding() && !cfg.certainty_prior &&
+        step_in_block < S) {
         std::vector<std::pair<double, int64_t>> u;
         for (int64_t i = block_start(); i < block_end(); ++i)
-            if (masked[static_cast<size_t>(i)]) u.emplace_back(remask_uniform(cfg.seed, step_idx, i), i);
-        std::stable_sort(u.begin(), u.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-        const auto k = std::min<size_t>(u.size(), static_cast<size_t>(schedule[static_cast<size_t>(step_in_block)]));
+            if (masked[static_cast<size_t>(i)])
+                u.emplace_back(remask_uniform(cfg.seed, step_idx, i), i);
+        std::stable_sort(u.begin(), u.end(),
+                         [](const auto& a, const auto& b) { return a.first > b.first; });
+        const auto k = std::min<size_t>(
+            u.size(), static_cast<size_t>(schedule[static_cast<size_t>(step_in_block)]));
         for (size_t i = 0; i < k; ++i) planned.push_back(static_cast<int32_t>(u[i].second));
     }
     StepContext ctx = context(&rec->triggers);
@@ -233,7 +251,8 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
     std::vector<std::vector<int32_t>> want_heads(static_cast<size_t>(N));
     if (sink) {
         for (int64_t l = 0; l < N; ++l) {
-            trace::ProbeRequest r{trace::ProbeKind::Attention, info.run_id, step_idx, static_cast<int32_t>(l), -1};
+            trace::ProbeRequest r{trace::ProbeKind::Attention, info.run_id, step_idx,
+                                  static_cast<int32_t>(l), -1};
             want_mean[static_cast<size_t>(l)] = sink->wants(r);
             for (int32_t h = 0; h < mc.n_heads; ++h) {
                 r.head = h;
@@ -243,7 +262,8 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
     }
 
     const auto long_opts = torch::TensorOptions().dtype(torch::kLong);
-    auto ids = torch::tensor(std::vector<int64_t>(x.begin(), x.end()), long_opts).to(net->device());  // (L)
+    auto ids = torch::tensor(std::vector<int64_t>(x.begin(), x.end()), long_opts)
+                   .to(net->device());                                         // (L)
     std::vector<std::vector<int64_t>> rows_per_layer(static_cast<size_t>(N));  // empty = all rows
     std::vector<bool> all_rows(static_cast<size_t>(N), true);
     rec->layer_ms.assign(static_cast<size_t>(N), 0.f);
@@ -256,7 +276,7 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         un.narrow(0, 0, P).fill_(mc.mask_token_id);
         auto both = net->forward_full(torch::stack({ids, un}));  // (2, L, V)
         auto c = both[0], u = both[1];
-        auto guided = u + (cfg.cfg_scale + 1.0) * (c - u);        // (L, V)
+        auto guided = u + (cfg.cfg_scale + 1.0) * (c - u);  // (L, V)
         for (int64_t i = 0; i < L; ++i)
             if (masked[static_cast<size_t>(i)]) head_positions.push_back(i);
         logits = guided.index_select(0, torch::tensor(head_positions, long_opts).to(net->device()));
@@ -264,7 +284,8 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
     } else {
         auto plan_fn = [&](int l) {
             auto p = policy->plan_layer(l);
-            if (want_mean[static_cast<size_t>(l)] || !want_heads[static_cast<size_t>(l)].empty()) p.want_probs = true;
+            if (want_mean[static_cast<size_t>(l)] || !want_heads[static_cast<size_t>(l)].empty())
+                p.want_probs = true;
             return p;
         };
         auto observer = [&](const detail::LayerResult& r) {
@@ -275,11 +296,14 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
             std::vector<int32_t> row_index;
             if (r.rows) {
                 auto cpu = r.rows->to(torch::kCPU).contiguous();
-                rows_per_layer[l].assign(cpu.data_ptr<int64_t>(), cpu.data_ptr<int64_t>() + cpu.numel());
+                rows_per_layer[l].assign(cpu.data_ptr<int64_t>(),
+                                         cpu.data_ptr<int64_t>() + cpu.numel());
             }
             if (!r.probs.defined()) return;
-            if (r.rows) row_index.assign(rows_per_layer[l].begin(), rows_per_layer[l].end());
-            else for (int64_t i = 0; i < L; ++i) row_index.push_back(static_cast<int32_t>(i));
+            if (r.rows)
+                row_index.assign(rows_per_layer[l].begin(), rows_per_layer[l].end());
+            else
+                for (int64_t i = 0; i < L; ++i) row_index.push_back(static_cast<int32_t>(i));
             auto store = [&](const torch::Tensor& m2, int32_t head) {  // (R, L)
                 auto cpu = m2.to(torch::kCPU, torch::kFloat32).contiguous();
                 trace::AttentionMap a;
@@ -295,14 +319,19 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
             for (int32_t h : want_heads[l]) store(r.probs[h], h);
         };
         torch::Tensor out_rows;  // (R_last)
-        auto hidden = net->forward_plan(ids, plan_fn, policy->cache(), observer, out_rows);  // (R_last, D)
+        auto hidden =
+            net->forward_plan(ids, plan_fn, policy->cache(), observer, out_rows);  // (R_last, D)
         auto rows_cpu = out_rows.to(torch::kCPU).contiguous();
         const int64_t* rp = rows_cpu.data_ptr<int64_t>();
         std::vector<int64_t> local;
         for (int64_t i = 0; i < rows_cpu.numel(); ++i)
-            if (masked[static_cast<size_t>(rp[i])]) { local.push_back(i); head_positions.push_back(rp[i]); }
+            if (masked[static_cast<size_t>(rp[i])]) {
+                local.push_back(i);
+                head_positions.push_back(rp[i]);
+            }
         if (!local.empty())
-            logits = net->head(hidden.index_select(0, torch::tensor(local, long_opts).to(net->device())));
+            logits = net->head(
+                hidden.index_select(0, torch::tensor(local, long_opts).to(net->device())));
     }
 
     // Predictions (float64): x0 by Gumbel-max, confidence by softmax or uniform draw.
@@ -316,14 +345,18 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         torch::Tensor scores = lg;
         std::vector<double> uniform(static_cast<size_t>(M), 0.0);
         for (int64_t i = 0; i < M; ++i)
-            uniform[static_cast<size_t>(i)] = remask_uniform(cfg.seed, step_idx, head_positions[static_cast<size_t>(i)]);
+            uniform[static_cast<size_t>(i)] =
+                remask_uniform(cfg.seed, step_idx, head_positions[static_cast<size_t>(i)]);
         if (cfg.temperature > 0) {
             std::vector<torch::Tensor> noise;
             for (int64_t i = 0; i < M; ++i) {
-                const uint64_t s = mix(mix(cfg.seed) ^ mix(static_cast<uint64_t>(step_idx) * 1000003ull +
-                                                             static_cast<uint64_t>(head_positions[static_cast<size_t>(i)])));
+                const uint64_t s =
+                    mix(mix(cfg.seed) ^
+                        mix(static_cast<uint64_t>(step_idx) * 1000003ull +
+                            static_cast<uint64_t>(head_positions[static_cast<size_t>(i)])));
                 auto gen = at::detail::createCPUGenerator(s);
-                noise.push_back(torch::rand({lg.size(1)}, gen, torch::TensorOptions().dtype(torch::kFloat64)));
+                noise.push_back(
+                    torch::rand({lg.size(1)}, gen, torch::TensorOptions().dtype(torch::kFloat64)));
             }
             // exp(logits) / (-log U)^temp, compared in the log domain (same argmax, no overflow).
             auto u = torch::stack(noise).clamp_min(1e-300);  // (M, V)
@@ -336,27 +369,33 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
             if (info.eos_id >= 0) conf_logits.select(1, info.eos_id).fill_(neg_inf);
             if (model->eot_id() >= 0) conf_logits.select(1, model->eot_id()).fill_(neg_inf);
         }
-        auto full_probs = torch::softmax(conf_logits, 1);                                     // (M, V)
-        auto probs = full_probs.gather(1, x0.unsqueeze(1)).squeeze(1).contiguous();             // (M)
+        auto full_probs = torch::softmax(conf_logits, 1);                            // (M, V)
+        auto probs = full_probs.gather(1, x0.unsqueeze(1)).squeeze(1).contiguous();  // (M)
         // Inspector data: top-k candidates, entropy and margin of each predicted row.
         const int64_t K = std::min<int64_t>(trace::StepRecord::kTopK, full_probs.size(1));
-        auto [top_p, top_i] = torch::softmax(lg, 1).topk(K, 1);                                 // (M, K)
-        auto ent = -(torch::softmax(lg, 1) * torch::log_softmax(lg, 1)).nan_to_num(0.0).sum(1);  // (M)
+        auto [top_p, top_i] = torch::softmax(lg, 1).topk(K, 1);  // (M, K)
+        auto ent =
+            -(torch::softmax(lg, 1) * torch::log_softmax(lg, 1)).nan_to_num(0.0).sum(1);  // (M)
         top_p = top_p.contiguous();
         top_i = top_i.contiguous();
         ent = ent.contiguous();
         rec->topk_ids.assign(static_cast<size_t>(L * trace::StepRecord::kTopK), -1);
-        rec->topk_probs.assign(static_cast<size_t>(L * trace::StepRecord::kTopK), std::numeric_limits<float>::quiet_NaN());
+        rec->topk_probs.assign(static_cast<size_t>(L * trace::StepRecord::kTopK),
+                               std::numeric_limits<float>::quiet_NaN());
         rec->entropy.assign(static_cast<size_t>(L), std::numeric_limits<float>::quiet_NaN());
         rec->margin.assign(static_cast<size_t>(L), std::numeric_limits<float>::quiet_NaN());
         for (int64_t i = 0; i < M; ++i) {
             const auto pos = static_cast<size_t>(head_positions[static_cast<size_t>(i)]);
             for (int64_t k2 = 0; k2 < K; ++k2) {
-                rec->topk_ids[pos * trace::StepRecord::kTopK + static_cast<size_t>(k2)] = static_cast<int32_t>(top_i[i][k2].item<int64_t>());
-                rec->topk_probs[pos * trace::StepRecord::kTopK + static_cast<size_t>(k2)] = static_cast<float>(top_p[i][k2].item<double>());
+                rec->topk_ids[pos * trace::StepRecord::kTopK + static_cast<size_t>(k2)] =
+                    static_cast<int32_t>(top_i[i][k2].item<int64_t>());
+                rec->topk_probs[pos * trace::StepRecord::kTopK + static_cast<size_t>(k2)] =
+                    static_cast<float>(top_p[i][k2].item<double>());
             }
             rec->entropy[pos] = static_cast<float>(ent[i].item<double>());
-            rec->margin[pos] = K > 1 ? static_cast<float>(top_p[i][0].item<double>() - top_p[i][1].item<double>()) : 1.f;
+            rec->margin[pos] =
+                K > 1 ? static_cast<float>(top_p[i][0].item<double>() - top_p[i][1].item<double>())
+                      : 1.f;
         }
         for (int64_t i = 0; i < M; ++i) {
             fresh_pred[static_cast<size_t>(i)] = static_cast<int32_t>(x0[i].item<int64_t>());
@@ -366,8 +405,10 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         }
     }
     for (int64_t i = 0; i < M; ++i) {
-        carried_pred[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] = fresh_pred[static_cast<size_t>(i)];
-        carried_conf[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] = fresh_conf[static_cast<size_t>(i)];
+        carried_pred[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] =
+            fresh_pred[static_cast<size_t>(i)];
+        carried_conf[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] =
+            fresh_conf[static_cast<size_t>(i)];
     }
 
     // Candidates: masked rows of the current block predicted by this step's forward. Rows a policy
@@ -405,10 +446,13 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
     if (cand.empty()) {
         k = 0;
     } else if (cfg.threshold > 0) {
-        while (k < cand.size() && carried_conf[static_cast<size_t>(cand[k].second)] >= cfg.threshold) ++k;
+        while (k < cand.size() &&
+               carried_conf[static_cast<size_t>(cand[k].second)] >= cfg.threshold)
+            ++k;
         k = std::max<size_t>(k, 1);
     } else if (cfg.factor > 0) {
-        while (k < cand.size() && cand[k].first >= 1.0 - cfg.factor / static_cast<double>(k + 2)) ++k;
+        while (k < cand.size() && cand[k].first >= 1.0 - cfg.factor / static_cast<double>(k + 2))
+            ++k;
         k = std::max<size_t>(k, 1);
     } else if (step_in_block < S) {
         k = static_cast<size_t>(schedule[static_cast<size_t>(step_in_block)]);
@@ -428,20 +472,25 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         o.v_cos = o.k_rel_l2 = o.v_rel_l2 = o.k_cos;
         auto fresh_cache = net->make_cache(L, false);
         torch::Tensor orows;
-        auto ohidden = net->forward_plan(ids, [](int) { return detail::LayerPlan{}; }, fresh_cache, {}, orows);  // (L, D)
+        auto ohidden = net->forward_plan(
+            ids, [](int) { return detail::LayerPlan{}; }, fresh_cache, {}, orows);  // (L, D)
         auto& pc = policy->cache();
         for (int64_t l = 0; l < N; ++l) {
             const auto& used = pc[static_cast<size_t>(l)];
             if (!used.k.defined() || !used.v.defined()) continue;  // nothing cached at this layer
-            auto compare = [&](const torch::Tensor& a, const torch::Tensor& b, std::vector<float>& cos_out,
-                               std::vector<float>& rel_out) {
-                auto x = a.transpose(0, 1).reshape({L, -1}).to(torch::kCPU, torch::kFloat64);  // (L, Hkv*Dh)
+            auto compare = [&](const torch::Tensor& a, const torch::Tensor& b,
+                               std::vector<float>& cos_out, std::vector<float>& rel_out) {
+                auto x = a.transpose(0, 1).reshape({L, -1}).to(torch::kCPU,
+                                                               torch::kFloat64);  // (L, Hkv*Dh)
                 auto y = b.transpose(0, 1).reshape({L, -1}).to(torch::kCPU, torch::kFloat64);
-                auto cos = torch::cosine_similarity(x, y, 1, 1e-12).contiguous();           // (L)
-                auto rel = ((x - y).norm(2, 1) / y.norm(2, 1).clamp_min(1e-12)).contiguous();  // (L)
+                auto cos = torch::cosine_similarity(x, y, 1, 1e-12).contiguous();  // (L)
+                auto rel =
+                    ((x - y).norm(2, 1) / y.norm(2, 1).clamp_min(1e-12)).contiguous();  // (L)
                 for (int64_t i = 0; i < L; ++i) {
-                    cos_out[static_cast<size_t>(l * L + i)] = static_cast<float>(cos[i].item<double>());
-                    rel_out[static_cast<size_t>(l * L + i)] = static_cast<float>(rel[i].item<double>());
+                    cos_out[static_cast<size_t>(l * L + i)] =
+                        static_cast<float>(cos[i].item<double>());
+                    rel_out[static_cast<size_t>(l * L + i)] =
+                        static_cast<float>(rel[i].item<double>());
                 }
             };
             compare(used.k, fresh_cache[static_cast<size_t>(l)].k, o.k_cos, o.k_rel_l2);
@@ -449,15 +498,18 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         }
         if (M > 0) {
             auto pos = torch::tensor(head_positions, long_opts).to(net->device());
-            auto full_logits = net->head(ohidden.index_select(0, pos)).to(torch::kCPU, torch::kFloat64);  // (M, V)
+            auto full_logits =
+                net->head(ohidden.index_select(0, pos)).to(torch::kCPU, torch::kFloat64);  // (M, V)
             auto cached_logits = logits.to(torch::kCPU, torch::kFloat64);
-            auto lp_full = torch::log_softmax(full_logits, 1), lp_cached = torch::log_softmax(cached_logits, 1);
+            auto lp_full = torch::log_softmax(full_logits, 1),
+                 lp_cached = torch::log_softmax(cached_logits, 1);
             o.logits_kl = (lp_full.exp() * (lp_full - lp_cached)).sum(1).mean().item<double>();
             auto full_x0 = full_logits.argmax(1).contiguous();
             for (size_t c = 0; c < k; ++c) {
                 const int64_t p = cand[c].second;
                 const auto it = std::find(head_positions.begin(), head_positions.end(), p);
-                if (full_x0[it - head_positions.begin()].item<int64_t>() != carried_pred[static_cast<size_t>(p)])
+                if (full_x0[it - head_positions.begin()].item<int64_t>() !=
+                    carried_pred[static_cast<size_t>(p)])
                     o.commit_differs = true;
             }
         }
@@ -477,15 +529,19 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
     rec->committed = committed;
     rec->states.assign(static_cast<size_t>(L), trace::TokenState::DecodedEarlier);
     for (int64_t i = 0; i < L; ++i) {
-        if (i < P) rec->states[static_cast<size_t>(i)] = trace::TokenState::Prompt;
-        else if (masked[static_cast<size_t>(i)]) rec->states[static_cast<size_t>(i)] = trace::TokenState::Masked;
+        if (i < P)
+            rec->states[static_cast<size_t>(i)] = trace::TokenState::Prompt;
+        else if (masked[static_cast<size_t>(i)])
+            rec->states[static_cast<size_t>(i)] = trace::TokenState::Masked;
     }
     for (int32_t c : committed) rec->states[static_cast<size_t>(c)] = trace::TokenState::DecodedNow;
     rec->predicted.assign(static_cast<size_t>(L), -1);
     rec->confidence.assign(static_cast<size_t>(L), std::numeric_limits<float>::quiet_NaN());
     for (int64_t i = 0; i < M; ++i) {
-        rec->predicted[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] = fresh_pred[static_cast<size_t>(i)];
-        rec->confidence[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] = static_cast<float>(fresh_conf[static_cast<size_t>(i)]);
+        rec->predicted[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] =
+            fresh_pred[static_cast<size_t>(i)];
+        rec->confidence[static_cast<size_t>(head_positions[static_cast<size_t>(i)])] =
+            static_cast<float>(fresh_conf[static_cast<size_t>(i)]);
     }
     note_ids(rec->tokens, rec->new_token_text);
     note_ids(rec->predicted, rec->new_token_text);
@@ -498,7 +554,8 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         const size_t base = static_cast<size_t>(l * L);
         int64_t R = L;
         if (all_rows[static_cast<size_t>(l)]) {
-            for (int64_t i = 0; i < L; ++i) rec->actions[base + static_cast<size_t>(i)] = trace::RowAction::Recomputed;
+            for (int64_t i = 0; i < L; ++i)
+                rec->actions[base + static_cast<size_t>(i)] = trace::RowAction::Recomputed;
         } else {
             R = static_cast<int64_t>(rows_per_layer[static_cast<size_t>(l)].size());
             for (int64_t r : rows_per_layer[static_cast<size_t>(l)])
@@ -526,7 +583,8 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         ++block;
         step_in_block = 0;
     } else if (step_in_block >= S + B + 1) {
-        throw RuntimeFailure("policy '" + info.policy + "' made no progress in block " + std::to_string(block));
+        throw RuntimeFailure("policy '" + info.policy + "' made no progress in block " +
+                             std::to_string(block));
     }
     rec->wall_ms = ms_since(t_step);
 

@@ -25,13 +25,14 @@ struct GenerationRequest {
     std::string policy = "none";
     std::map<std::string, double> params;  // overrides of the policy's defaults
     int32_t run_id = 0;
-    int32_t threads = 1;              // recorded; the caller sets the thread count
+    int32_t threads = 1;  // recorded; the caller sets the thread count
 };
 
 class Generator {
 public:
     // Throws InputError for bad requests (unknown policy, bad parameters, sequence too long).
-    Generator(std::shared_ptr<const Model> model, GenerationRequest request, trace::TraceSink* sink = nullptr);
+    Generator(std::shared_ptr<const Model> model, GenerationRequest request,
+              trace::TraceSink* sink = nullptr);
     ~Generator();
 
     bool done() const;

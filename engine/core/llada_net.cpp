@@ -32,7 +32,8 @@ LladaNet::LladaNet(ModelConfig config, LladaWeights weights, torch::Device devic
     const int64_t dh = m_config.head_dim();
     // inv_freq = 1 / theta^(arange(0, Dh, 2) / Dh), in float64 as LLaDA's rope_full_precision.
     auto idx = torch::arange(0, dh, 2, torch::TensorOptions().dtype(torch::kFloat64));
-    m_inv_freq = (1.0 / torch::pow(m_config.rope_theta, idx / static_cast<double>(dh))).to(m_device);
+    m_inv_freq =
+        (1.0 / torch::pow(m_config.rope_theta, idx / static_cast<double>(dh))).to(m_device);
 }
 
 std::vector<torch::Tensor> LladaNet::parameters() {
@@ -47,7 +48,8 @@ torch::Tensor LladaNet::rms_norm(const torch::Tensor& x, const torch::Tensor& we
     return x * torch::rsqrt(variance + m_config.rms_norm_eps) * weight;
 }
 
-std::pair<torch::Tensor, torch::Tensor> LladaNet::rope_tables(const torch::Tensor& positions) const {
+std::pair<torch::Tensor, torch::Tensor> LladaNet::rope_tables(
+    const torch::Tensor& positions) const {
     // positions (T) -> freqs (T, Dh/2) -> emb (T, Dh) = cat(freqs, freqs)
     auto freqs = positions.to(torch::kFloat64).unsqueeze(1) * m_inv_freq.unsqueeze(0);
     auto emb = torch::cat({freqs, freqs}, -1);
@@ -81,22 +83,29 @@ torch::Tensor LladaNet::forward_full(const torch::Tensor& ids) const {
     const int64_t B = ids.size(0), L = ids.size(1), H = c.n_heads, Hkv = c.n_kv_heads,
                   Dh = c.head_dim(), D = c.d_model;
     auto h = m_weights.wte.index_select(0, ids.reshape({-1})).reshape({B, L, D});  // (B, L, D)
-    auto [cos, sin] = rope_tables(torch::arange(L, torch::TensorOptions().dtype(torch::kLong).device(m_device)));
+    auto [cos, sin] =
+        rope_tables(torch::arange(L, torch::TensorOptions().dtype(torch::kLong).device(m_device)));
     const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
     for (int64_t l = 0; l < c.n_layers; ++l) {
         const auto& w = m_weights.layers[static_cast<size_t>(l)];
-        auto x = rms_norm(h, w.attn_norm);                                              // (B, L, D)
-        auto q = torch::matmul(x, w.q_proj.t()).view({B, L, H, Dh}).transpose(1, 2);    // (B, H, L, Dh)
-        auto k = torch::matmul(x, w.k_proj.t()).view({B, L, Hkv, Dh}).transpose(1, 2);  // (B, Hkv, L, Dh)
-        auto v = torch::matmul(x, w.v_proj.t()).view({B, L, Hkv, Dh}).transpose(1, 2);  // (B, Hkv, L, Dh)
+        auto x = rms_norm(h, w.attn_norm);  // (B, L, D)
+        auto q =
+            torch::matmul(x, w.q_proj.t()).view({B, L, H, Dh}).transpose(1, 2);  // (B, H, L, Dh)
+        auto k = torch::matmul(x, w.k_proj.t())
+                     .view({B, L, Hkv, Dh})
+                     .transpose(1, 2);  // (B, Hkv, L, Dh)
+        auto v = torch::matmul(x, w.v_proj.t())
+                     .view({B, L, Hkv, Dh})
+                     .transpose(1, 2);  // (B, Hkv, L, Dh)
         q = apply_rope(q, cos, sin);
         k = apply_rope(k, cos, sin);
         if (Hkv != H) {
             k = k.repeat_interleave(H / Hkv, 1);  // (B, H, L, Dh)
             v = v.repeat_interleave(H / Hkv, 1);
         }
-        auto probs = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * scale, -1);  // (B, H, L, L)
-        auto att = torch::matmul(probs, v).transpose(1, 2).reshape({B, L, H * Dh});     // (B, L, H*Dh)
+        auto probs =
+            torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * scale, -1);       // (B, H, L, L)
+        auto att = torch::matmul(probs, v).transpose(1, 2).reshape({B, L, H * Dh});  // (B, L, H*Dh)
         h = h + torch::matmul(att, w.attn_out.t());
         h = h + mlp(static_cast<int>(l), rms_norm(h, w.ff_norm));
     }
@@ -115,22 +124,28 @@ std::vector<LayerCache> LladaNet::make_cache(int64_t seq_len, bool with_hidden) 
     return cache;
 }
 
-torch::Tensor LladaNet::attention_rows(int layer, const torch::Tensor& x, const torch::Tensor& rows, bool all_rows,
-                                       const torch::Tensor& cos_all, const torch::Tensor& sin_all, LayerCache& lc,
-                                       bool write_kv, torch::Tensor* probs_out) const {
+torch::Tensor LladaNet::attention_rows(int layer, const torch::Tensor& x, const torch::Tensor& rows,
+                                       bool all_rows, const torch::Tensor& cos_all,
+                                       const torch::Tensor& sin_all, LayerCache& lc, bool write_kv,
+                                       torch::Tensor* probs_out) const {
     const auto& c = m_config;
     const auto& w = m_weights.layers[static_cast<size_t>(layer)];
     const int64_t R = rows.size(0), H = c.n_heads, Hkv = c.n_kv_heads, Dh = c.head_dim();
     auto cos = all_rows ? cos_all : cos_all.index_select(0, rows);  // (R, Dh)
     auto sin = all_rows ? sin_all : sin_all.index_select(0, rows);
-    auto q = apply_rope(torch::matmul(x, w.q_proj.t()).view({R, H, Dh}).transpose(0, 1), cos, sin);    // (H, R, Dh)
-    auto k = apply_rope(torch::matmul(x, w.k_proj.t()).view({R, Hkv, Dh}).transpose(0, 1), cos, sin);  // (Hkv, R, Dh)
-    auto v = torch::matmul(x, w.v_proj.t()).view({R, Hkv, Dh}).transpose(0, 1);                        // (Hkv, R, Dh)
-    torch::Tensor k_all, v_all;  // (Hkv, L, Dh)
+    auto q = apply_rope(torch::matmul(x, w.q_proj.t()).view({R, H, Dh}).transpose(0, 1), cos,
+                        sin);  // (H, R, Dh)
+    auto k = apply_rope(torch::matmul(x, w.k_proj.t()).view({R, Hkv, Dh}).transpose(0, 1), cos,
+                        sin);                                                    // (Hkv, R, Dh)
+    auto v = torch::matmul(x, w.v_proj.t()).view({R, Hkv, Dh}).transpose(0, 1);  // (Hkv, R, Dh)
+    torch::Tensor k_all, v_all;                                                  // (Hkv, L, Dh)
     if (all_rows) {
         k_all = k;
         v_all = v;
-        if (write_kv) { lc.k.copy_(k); lc.v.copy_(v); }
+        if (write_kv) {
+            lc.k.copy_(k);
+            lc.v.copy_(v);
+        }
     } else if (write_kv) {
         lc.k.index_copy_(1, rows, k);
         lc.v.index_copy_(1, rows, v);
@@ -145,10 +160,11 @@ torch::Tensor LladaNet::attention_rows(int layer, const torch::Tensor& x, const 
         v_all = v_all.repeat_interleave(H / Hkv, 0);
     }
     const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
-    auto probs = torch::softmax(torch::matmul(q, k_all.transpose(-2, -1)) * scale, -1);  // (H, R, L)
+    auto probs =
+        torch::softmax(torch::matmul(q, k_all.transpose(-2, -1)) * scale, -1);  // (H, R, L)
     if (probs_out) *probs_out = probs;
-    auto att = torch::matmul(probs, v_all).transpose(0, 1).reshape({R, H * Dh});       // (R, H*Dh)
-    return torch::matmul(att, w.attn_out.t());                                           // (R, D)
+    auto att = torch::matmul(probs, v_all).transpose(0, 1).reshape({R, H * Dh});  // (R, H*Dh)
+    return torch::matmul(att, w.attn_out.t());                                    // (R, D)
 }
 
 torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& plan,
@@ -160,8 +176,8 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
     if (static_cast<int64_t>(cache.size()) != c.n_layers)
         throw std::logic_error("forward_plan: cache has the wrong number of layers");
 
-    const auto all_positions = torch::arange(L, long_opts);   // (L)
-    auto [cos_all, sin_all] = rope_tables(all_positions);      // (L, Dh)
+    const auto all_positions = torch::arange(L, long_opts);  // (L)
+    auto [cos_all, sin_all] = rope_tables(all_positions);    // (L, Dh)
     torch::Tensor h;          // (R_prev, D) hidden of the rows the previous layer computed
     torch::Tensor prev_rows;  // (R_prev) positions; undefined before layer 0
     bool prev_all = true;
@@ -178,16 +194,21 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
             if (l == 0) {
                 h = m_weights.wte.index_select(0, ids);
             } else if (!prev_all) {
-                throw std::logic_error("forward_plan: feature-cache layers need every row's residual");
+                throw std::logic_error(
+                    "forward_plan: feature-cache layers need every row's residual");
             }
             rows = p.all_rows ? all_positions : p.rows;
             if (p.probe_rows.defined() && p.select) {
-                auto xp = rms_norm(h.index_select(0, p.probe_rows), w.attn_norm);                   // (P, D)
-                auto vp = torch::matmul(xp, w.v_proj.t()).view({-1, Hkv, Dh}).transpose(0, 1);    // (Hkv, P, Dh)
-                torch::Tensor kp;                                                                   // (Hkv, P, Dh)
+                auto xp = rms_norm(h.index_select(0, p.probe_rows), w.attn_norm);  // (P, D)
+                auto vp = torch::matmul(xp, w.v_proj.t())
+                              .view({-1, Hkv, Dh})
+                              .transpose(0, 1);  // (Hkv, P, Dh)
+                torch::Tensor kp;                // (Hkv, P, Dh)
                 if (p.probe_k)
-                    kp = apply_rope(torch::matmul(xp, w.k_proj.t()).view({-1, Hkv, Dh}).transpose(0, 1),
-                                    cos_all.index_select(0, p.probe_rows), sin_all.index_select(0, p.probe_rows));
+                    kp = apply_rope(
+                        torch::matmul(xp, w.k_proj.t()).view({-1, Hkv, Dh}).transpose(0, 1),
+                        cos_all.index_select(0, p.probe_rows),
+                        sin_all.index_select(0, p.probe_rows));
                 rows = p.select(kp, vp);
             }
             const bool all = rows.size(0) == L && p.all_rows;
@@ -196,14 +217,19 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
                 h = h + lc.attn_out;
                 h = h + lc.ffn_out;
             } else {
-                auto x = rms_norm(h.index_select(0, rows), w.attn_norm);                             // (R, D)
-                auto attn = attention_rows(static_cast<int>(l), x, rows, all, cos_all, sin_all, lc, p.write_kv,
-                                           p.want_probs ? &probs : nullptr);                         // (R, D)
-                auto attn_full = (lc.attn_out.defined() && !all) ? lc.attn_out.index_copy(0, rows, attn) : attn;
-                if (p.write_features && lc.attn_out.defined()) lc.attn_out.index_copy_(0, rows, attn);
+                auto x = rms_norm(h.index_select(0, rows), w.attn_norm);  // (R, D)
+                auto attn = attention_rows(static_cast<int>(l), x, rows, all, cos_all, sin_all, lc,
+                                           p.write_kv,
+                                           p.want_probs ? &probs : nullptr);  // (R, D)
+                auto attn_full =
+                    (lc.attn_out.defined() && !all) ? lc.attn_out.index_copy(0, rows, attn) : attn;
+                if (p.write_features && lc.attn_out.defined())
+                    lc.attn_out.index_copy_(0, rows, attn);
                 h = h + attn_full;
-                auto f = mlp(static_cast<int>(l), rms_norm(h.index_select(0, rows), w.ff_norm));      // (R, D)
-                auto ffn_full = (lc.ffn_out.defined() && !all) ? lc.ffn_out.index_copy(0, rows, f) : f;
+                auto f = mlp(static_cast<int>(l),
+                             rms_norm(h.index_select(0, rows), w.ff_norm));  // (R, D)
+                auto ffn_full =
+                    (lc.ffn_out.defined() && !all) ? lc.ffn_out.index_copy(0, rows, f) : f;
                 if (p.write_features && lc.ffn_out.defined()) lc.ffn_out.index_copy_(0, rows, f);
                 h = h + ffn_full;
             }
@@ -214,7 +240,9 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
                 r.layer = static_cast<int>(l);
                 r.rows = all ? nullptr : &prev_rows;
                 r.probs = probs;
-                r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+                r.ms =
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                        .count();
                 observer(r);
             }
             continue;
@@ -230,19 +258,22 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
                    torch::equal(rows, prev_rows)) {
             // Same rows as the previous layer.
         } else {
-            // Rows change between layers: a row computed at l-1 keeps its fresh state, any other row
-            // comes from this layer's hidden cache (a policy that shrinks row sets needs no cache).
+            // Rows change between layers: a row computed at l-1 keeps its fresh state, any other
+            // row comes from this layer's hidden cache (a policy that shrinks row sets needs no
+            // cache).
             torch::Tensor full;  // (L, D)
             if (lc.hidden.defined()) {
                 full = lc.hidden.clone();
             } else {
                 full = torch::zeros({L, c.d_model}, h.options());
                 // Without a hidden cache the new rows must be a subset of the previous ones.
-                auto present = torch::zeros({L}, torch::TensorOptions().dtype(torch::kBool).device(m_device));
+                auto present =
+                    torch::zeros({L}, torch::TensorOptions().dtype(torch::kBool).device(m_device));
                 present.index_fill_(0, prev_all ? all_positions : prev_rows, true);
                 if (!present.index_select(0, rows).all().item<bool>())
-                    throw std::logic_error("forward_plan: layer " + std::to_string(l) +
-                                           " needs rows the previous layer did not compute and no hidden cache");
+                    throw std::logic_error(
+                        "forward_plan: layer " + std::to_string(l) +
+                        " needs rows the previous layer did not compute and no hidden cache");
             }
             full.index_copy_(0, prev_all ? all_positions : prev_rows, h);
             h = full.index_select(0, rows);
@@ -252,27 +283,35 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
         auto x = rms_norm(h, w.attn_norm);  // (R, D)
         const bool may_escalate = static_cast<bool>(p.escalate) && !p.all_rows;
         auto attn = attention_rows(static_cast<int>(l), x, rows, p.all_rows, cos_all, sin_all, lc,
-                                   p.write_kv && !may_escalate, (p.want_probs || may_escalate) ? &probs : nullptr);
+                                   p.write_kv && !may_escalate,
+                                   (p.want_probs || may_escalate) ? &probs : nullptr);
         bool escalated = false;
         if (may_escalate && p.escalate(probs)) {
-            // Recompute the layer for every row: fresh rows keep their inputs, others come from the cache.
+            // Recompute the layer for every row: fresh rows keep their inputs, others come from the
+            // cache.
             escalated = true;
-            if (!lc.hidden.defined()) throw std::logic_error("forward_plan: escalation needs a hidden cache");
+            if (!lc.hidden.defined())
+                throw std::logic_error("forward_plan: escalation needs a hidden cache");
             auto full = lc.hidden.clone();  // (L, D)
             full.index_copy_(0, rows, h);
             h = full;
             if (p.write_hidden) lc.hidden.copy_(h);
             rows = all_positions;
             p.all_rows = true;
-            attn = attention_rows(static_cast<int>(l), rms_norm(h, w.attn_norm), rows, true, cos_all, sin_all, lc,
-                                  p.write_kv, &probs);
+            attn = attention_rows(static_cast<int>(l), rms_norm(h, w.attn_norm), rows, true,
+                                  cos_all, sin_all, lc, p.write_kv, &probs);
         } else if (may_escalate && p.write_kv) {
             // Not escalated: store the K/V of the computed rows now (deferred above).
             const auto& wl = m_weights.layers[static_cast<size_t>(l)];
-            auto [cos, sin] = std::make_pair(cos_all.index_select(0, rows), sin_all.index_select(0, rows));
+            auto [cos, sin] =
+                std::make_pair(cos_all.index_select(0, rows), sin_all.index_select(0, rows));
             const int64_t R = rows.size(0);
-            lc.k.index_copy_(1, rows, apply_rope(torch::matmul(x, wl.k_proj.t()).view({R, Hkv, Dh}).transpose(0, 1), cos, sin));
-            lc.v.index_copy_(1, rows, torch::matmul(x, wl.v_proj.t()).view({R, Hkv, Dh}).transpose(0, 1));
+            lc.k.index_copy_(
+                1, rows,
+                apply_rope(torch::matmul(x, wl.k_proj.t()).view({R, Hkv, Dh}).transpose(0, 1), cos,
+                           sin));
+            lc.v.index_copy_(1, rows,
+                             torch::matmul(x, wl.v_proj.t()).view({R, Hkv, Dh}).transpose(0, 1));
         }
         h = h + attn;
         h = h + mlp(static_cast<int>(l), rms_norm(h, w.ff_norm));
@@ -285,7 +324,8 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
             r.rows = p.all_rows ? nullptr : &prev_rows;
             r.escalated = escalated;
             r.probs = probs;
-            r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                       .count();
             observer(r);
         }
     }
@@ -305,7 +345,8 @@ double layer_flops(const ModelConfig& c, int64_t rows, int64_t keys) {
 }
 
 double head_flops(const ModelConfig& c, int64_t rows) {
-    return 2.0 * static_cast<double>(rows) * static_cast<double>(c.d_model) * static_cast<double>(c.vocab_size);
+    return 2.0 * static_cast<double>(rows) * static_cast<double>(c.d_model) *
+           static_cast<double>(c.vocab_size);
 }
 
 }  // namespace cl::detail

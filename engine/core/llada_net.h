@@ -49,11 +49,11 @@ struct LayerCache {
 
 // What one layer does in a plan forward.
 struct LayerPlan {
-    bool all_rows = true;     // fast path: every row computed
-    torch::Tensor rows;       // (R) int64 sorted positions computed when !all_rows
-    bool write_kv = true;     // write the fresh K/V of computed rows into the cache
+    bool all_rows = true;       // fast path: every row computed
+    torch::Tensor rows;         // (R) int64 sorted positions computed when !all_rows
+    bool write_kv = true;       // write the fresh K/V of computed rows into the cache
     bool write_hidden = false;  // store the layer input of computed rows in cache.hidden
-    bool want_probs = false;  // hand the attention probabilities to the observer
+    bool want_probs = false;    // hand the attention probabilities to the observer
 
     // Feature-cache mode (dLLM-Cache): every row keeps a live residual stream; rows that are not
     // computed add their cached attention and FFN outputs (cache.attn_out / ffn_out) instead.
@@ -64,7 +64,8 @@ struct LayerPlan {
     // none). Feature mode only.
     torch::Tensor probe_rows;  // (P) int64
     bool probe_k = false;
-    std::function<torch::Tensor(const torch::Tensor& probe_k, const torch::Tensor& probe_v)> select;  // (Hkv, P, Dh)
+    std::function<torch::Tensor(const torch::Tensor& probe_k, const torch::Tensor& probe_v)>
+        select;  // (Hkv, P, Dh)
 
     // Optional escalation (Elastic-Cache): after the attention of the planned rows, `escalate`
     // sees their probabilities (H, R, L); returning true recomputes this whole layer for every row
@@ -75,9 +76,9 @@ struct LayerPlan {
 // What the plan forward reports after each layer.
 struct LayerResult {
     int layer = 0;
-    const torch::Tensor* rows = nullptr;   // (R) positions computed (nullptr = all)
-    bool escalated = false;                // the layer was recomputed for every row
-    torch::Tensor probs;                   // (H, R, L) when want_probs, else undefined
+    const torch::Tensor* rows = nullptr;  // (R) positions computed (nullptr = all)
+    bool escalated = false;               // the layer was recomputed for every row
+    torch::Tensor probs;                  // (H, R, L) when want_probs, else undefined
     double ms = 0.0;
 };
 
@@ -121,9 +122,10 @@ public:
     // Attention block for `rows` (R) with normalised inputs x (R, D): fresh Q/K/V for the rows,
     // K/V of every other row from `lc` (written back when write_kv). Returns (R, D); probabilities
     // (H, R, L) into *probs_out when given.
-    torch::Tensor attention_rows(int layer, const torch::Tensor& x, const torch::Tensor& rows, bool all_rows,
-                                 const torch::Tensor& cos_all, const torch::Tensor& sin_all, LayerCache& lc,
-                                 bool write_kv, torch::Tensor* probs_out) const;
+    torch::Tensor attention_rows(int layer, const torch::Tensor& x, const torch::Tensor& rows,
+                                 bool all_rows, const torch::Tensor& cos_all,
+                                 const torch::Tensor& sin_all, LayerCache& lc, bool write_kv,
+                                 torch::Tensor* probs_out) const;
 
 private:
     ModelConfig m_config;

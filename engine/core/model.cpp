@@ -74,7 +74,8 @@ std::vector<std::filesystem::path> find_weight_files(const std::filesystem::path
         }
         std::vector<std::filesystem::path> files;
         for (const auto& s : shards) {
-            if (!std::filesystem::exists(dir / s)) throw InputError(dir / s, "shard listed in the index is missing");
+            if (!std::filesystem::exists(dir / s))
+                throw InputError(dir / s, "shard listed in the index is missing");
             files.push_back(dir / s);
         }
         return files;
@@ -85,14 +86,21 @@ std::vector<std::filesystem::path> find_weight_files(const std::filesystem::path
 torch::Tensor to_float_tensor(const SafetensorsFile& f, const TensorInfo& t) {
     torch::ScalarType st;
     switch (t.dtype) {
-        case DType::F32: st = torch::kFloat32; break;
-        case DType::F16: st = torch::kFloat16; break;
-        case DType::BF16: st = torch::kBFloat16; break;
+        case DType::F32:
+            st = torch::kFloat32;
+            break;
+        case DType::F16:
+            st = torch::kFloat16;
+            break;
+        case DType::BF16:
+            st = torch::kBFloat16;
+            break;
         default:
             throw InputError(f.path(), "tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) +
                                            " (expected F32, F16 or BF16)");
     }
-    auto view = torch::from_blob(const_cast<std::byte*>(f.data(t)), t.shape, torch::TensorOptions().dtype(st));
+    auto view = torch::from_blob(const_cast<std::byte*>(f.data(t)), t.shape,
+                                 torch::TensorOptions().dtype(st));
     return view.to(torch::kFloat32).clone();
 }
 
@@ -110,13 +118,15 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     m.tokenizer = Tokenizer::load(tok_file);
     if (m.tokenizer->vocab_size() > m.config.vocab_size)
         throw InputError(tok_file, "tokenizer has " + std::to_string(m.tokenizer->vocab_size()) +
-                                       " ids but the model's vocabulary is " + std::to_string(m.config.vocab_size));
+                                       " ids but the model's vocabulary is " +
+                                       std::to_string(m.config.vocab_size));
     if (auto eot = m.tokenizer->token_to_id("<|eot_id|>")) m.eot = *eot;
 
     torch::Device device(torch::kCPU);
     if (options.device != "cpu") {
         if (options.device.rfind("cuda", 0) != 0)
-            throw InputError("--device: unknown device '" + options.device + "' (expected cpu or cuda)");
+            throw InputError("--device: unknown device '" + options.device +
+                             "' (expected cpu or cuda)");
         const auto why = cuda_unavailable_reason();
         if (!why.empty()) throw InputError("--device cuda: " + why);
         device = torch::Device(options.device);
@@ -157,11 +167,13 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
                 msg << "tensor '" << t.name << "' has shape [";
                 for (size_t k = 0; k < t.shape.size(); ++k) msg << (k ? ", " : "") << t.shape[k];
                 msg << "] but config.json implies [";
-                for (size_t k = 0; k < it->second.size(); ++k) msg << (k ? ", " : "") << it->second[k];
+                for (size_t k = 0; k < it->second.size(); ++k)
+                    msg << (k ? ", " : "") << it->second[k];
                 msg << "]";
                 throw InputError(file, msg.str());
             }
-            if (loaded.count(t.name)) throw InputError(file, "tensor '" + t.name + "' appears in two shards");
+            if (loaded.count(t.name))
+                throw InputError(file, "tensor '" + t.name + "' appears in two shards");
             loaded[t.name] = to_float_tensor(*st, t).to(device);
             m.tensors.push_back({t.name, t.shape, dtype_name(t.dtype), file.filename().string()});
         }
@@ -180,30 +192,52 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     return model;
 }
 
-const ModelConfig& Model::config() const { return m_impl->config; }
-const Tokenizer& Model::tokenizer() const { return *m_impl->tokenizer; }
-const GenerationDefaults& Model::generation_defaults() const { return m_impl->defaults; }
-const std::filesystem::path& Model::directory() const { return m_impl->dir; }
+const ModelConfig& Model::config() const {
+    return m_impl->config;
+}
+const Tokenizer& Model::tokenizer() const {
+    return *m_impl->tokenizer;
+}
+const GenerationDefaults& Model::generation_defaults() const {
+    return m_impl->defaults;
+}
+const std::filesystem::path& Model::directory() const {
+    return m_impl->dir;
+}
 std::string Model::name() const {
     auto p = m_impl->dir;
     if (p.filename().empty()) p = p.parent_path();
     return p.filename().string();
 }
-std::string Model::content_hash() const { return m_impl->hash; }
-std::string Model::device() const { return m_impl->net->device().str(); }
-int64_t Model::parameter_count() const { return m_impl->config.parameter_count(); }
+std::string Model::content_hash() const {
+    return m_impl->hash;
+}
+std::string Model::device() const {
+    return m_impl->net->device().str();
+}
+int64_t Model::parameter_count() const {
+    return m_impl->config.parameter_count();
+}
 int64_t Model::weight_bytes_in_memory() const {
     int64_t bytes = 0;
-    for (auto& t : m_impl->net->parameters()) bytes += t.numel() * static_cast<int64_t>(t.element_size());
+    for (auto& t : m_impl->net->parameters())
+        bytes += t.numel() * static_cast<int64_t>(t.element_size());
     return bytes;
 }
-const std::vector<TensorSummary>& Model::tensors() const { return m_impl->tensors; }
-int32_t Model::eot_id() const { return m_impl->eot; }
-detail::LladaNet& Model::net() const { return *m_impl->net; }
+const std::vector<TensorSummary>& Model::tensors() const {
+    return m_impl->tensors;
+}
+int32_t Model::eot_id() const {
+    return m_impl->eot;
+}
+detail::LladaNet& Model::net() const {
+    return *m_impl->net;
+}
 
 std::string cuda_unavailable_reason() {
     if (!torch::cuda::is_available()) {
-        return "this LibTorch build has no usable CUDA (Debian's libtorch-dev is CPU-only, or no GPU is "
+        return "this LibTorch build has no usable CUDA (Debian's libtorch-dev is CPU-only, or no "
+               "GPU is "
                "present); configure CMake with a CUDA LibTorch (Torch_DIR) on a machine with a GPU";
     }
     return "";
@@ -215,7 +249,8 @@ void set_thread_count(int threads) {
     // OpenBLAS keeps its own pool beside LibTorch's; resolve it at run time so the build does not
     // depend on which BLAS the alternatives system selected.
     using SetThreads = void (*)(int);
-    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(threads);
+    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+        fn(threads);
 }
 
 std::filesystem::path default_model_dir() {

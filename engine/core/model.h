@@ -33,7 +33,8 @@ struct TensorSummary {
 class Model {
 public:
     // Throws InputError naming the file and the problem (missing files, bad JSON, wrong shapes).
-    static std::shared_ptr<Model> load(const std::filesystem::path& dir, const LoadOptions& options = {});
+    static std::shared_ptr<Model> load(const std::filesystem::path& dir,
+                                       const LoadOptions& options = {});
     ~Model();
 
     const ModelConfig& config() const;
@@ -58,7 +59,8 @@ private:
 
 // Describes why `--device cuda` cannot be used here, or returns "" when it can.
 std::string cuda_unavailable_reason();
-// Sets LibTorch's intra-op threads and OpenBLAS's own pool (both must agree, or they oversubscribe).
+// Sets LibTorch's intra-op threads and OpenBLAS's own pool (both must agree, or they
+// oversubscribe).
 void set_thread_count(int threads);
 // The folder of the embedded default model (assets/models/<name>), or "" if it is not present.
 std::filesystem::path default_model_dir();

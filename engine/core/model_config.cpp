@@ -36,10 +36,10 @@ T get_or(const nlohmann::json& j, const char* key, T fallback, const std::filesy
 
 int64_t ModelConfig::parameter_count() const {
     const int64_t kv_dim = n_kv_heads * head_dim();
-    const int64_t per_layer = 2 * d_model                  // attn_norm, ff_norm
-                              + d_model * d_model           // q_proj
-                              + 2 * kv_dim * d_model        // k_proj, v_proj
-                              + d_model * d_model           // attn_out
+    const int64_t per_layer = 2 * d_model                       // attn_norm, ff_norm
+                              + d_model * d_model               // q_proj
+                              + 2 * kv_dim * d_model            // k_proj, v_proj
+                              + d_model * d_model               // attn_out
                               + 3 * mlp_hidden_size * d_model;  // ff_proj, up_proj, ff_out
     const int64_t head = weight_tying ? 0 : vocab_size * d_model;
     return vocab_size * d_model + n_layers * per_layer + d_model + head;
@@ -64,7 +64,8 @@ void ModelConfig::validate(const std::filesystem::path& source) const {
     if (!(rms_norm_eps > 0)) throw InputError(source, "rms_norm_eps must be positive");
     if (mask_token_id < 0 || mask_token_id >= vocab_size)
         throw InputError(source, "mask_token_id is missing or outside the vocabulary");
-    if (eos_token_id >= vocab_size) throw InputError(source, "eos_token_id is outside the vocabulary");
+    if (eos_token_id >= vocab_size)
+        throw InputError(source, "eos_token_id is outside the vocabulary");
     // Guard against absurd sizes before anything is allocated.
     if (d_model > 65536 || n_layers > 1024 || vocab_size > 10'000'000 || mlp_hidden_size > 1 << 20)
         throw InputError(source, "model dimensions are implausibly large");

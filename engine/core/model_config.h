@@ -14,7 +14,7 @@ struct ModelConfig {
     int64_t n_kv_heads = 0;
     int64_t n_layers = 0;
     int64_t mlp_hidden_size = 0;
-    int64_t vocab_size = 0;      // rows of the embedding / head (LLaDA: embedding_size)
+    int64_t vocab_size = 0;  // rows of the embedding / head (LLaDA: embedding_size)
     int64_t max_sequence_length = 4096;
     double rope_theta = 500000.0;
     double rms_norm_eps = 1e-5;

@@ -4,8 +4,8 @@
 
 #include <fstream>
 #include <map>
-#include <unordered_map>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "engine/core/errors.h"
 #include "engine/core/llada_net.h"
@@ -22,7 +22,8 @@ StorageDType parse_storage_dtype(const std::string& text) {
     throw InputError("--dtype: expected f32, f16 or bf16, got '" + text + "'");
 }
 
-std::string make_byte_level_tokenizer_json(const std::vector<std::string>& merges, bool split_digits) {
+std::string make_byte_level_tokenizer_json(const std::vector<std::string>& merges,
+                                           bool split_digits) {
     nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
     const auto& alphabet = byte_level_alphabet();
     int32_t next = 0;
@@ -35,10 +36,16 @@ std::string make_byte_level_tokenizer_json(const std::vector<std::string>& merge
         merge_list.push_back(m);
     }
     nlohmann::json added = nlohmann::json::array();
-    for (const char* s : {SpecialTokens::kBos, SpecialTokens::kEos, SpecialTokens::kMask, SpecialTokens::kStartHeader,
-                          SpecialTokens::kEndHeader, SpecialTokens::kEot}) {
-        added.push_back({{"id", next++}, {"content", s}, {"single_word", false}, {"lstrip", false},
-                         {"rstrip", false}, {"normalized", false}, {"special", true}});
+    for (const char* s :
+         {SpecialTokens::kBos, SpecialTokens::kEos, SpecialTokens::kMask,
+          SpecialTokens::kStartHeader, SpecialTokens::kEndHeader, SpecialTokens::kEot}) {
+        added.push_back({{"id", next++},
+                         {"content", s},
+                         {"single_word", false},
+                         {"lstrip", false},
+                         {"rstrip", false},
+                         {"normalized", false},
+                         {"special", true}});
     }
     nlohmann::ordered_json j;
     j["version"] = "1.0";
@@ -46,26 +53,44 @@ std::string make_byte_level_tokenizer_json(const std::vector<std::string>& merge
     j["padding"] = nullptr;
     j["added_tokens"] = added;
     j["normalizer"] = nullptr;
-    const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
+    const nlohmann::json byte_level = {{"type", "ByteLevel"},
+                                       {"add_prefix_space", false},
+                                       {"trim_offsets", true},
+                                       {"use_regex", true}};
     if (split_digits) {
-        const nlohmann::json digits = {{"type", "Split"}, {"pattern", {{"Regex", "\\p{N}"}}}, {"behavior", "Isolated"}, {"invert", false}};
+        const nlohmann::json digits = {{"type", "Split"},
+                                       {"pattern", {{"Regex", "\\p{N}"}}},
+                                       {"behavior", "Isolated"},
+                                       {"invert", false}};
         j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {digits, byte_level}}};
     } else {
         j["pre_tokenizer"] = byte_level;
     }
     j["post_processor"] = nullptr;
-    j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
-    j["model"] = {{"type", "BPE"},           {"dropout", nullptr},     {"unk_token", nullptr},
-                  {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr},
-                  {"fuse_unk", false},       {"byte_fallback", false}, {"ignore_merges", false},
-                  {"vocab", vocab},          {"merges", merge_list}};
+    j["decoder"] = {{"type", "ByteLevel"},
+                    {"add_prefix_space", true},
+                    {"trim_offsets", true},
+                    {"use_regex", true}};
+    j["model"] = {{"type", "BPE"},
+                  {"dropout", nullptr},
+                  {"unk_token", nullptr},
+                  {"continuing_subword_prefix", nullptr},
+                  {"end_of_word_suffix", nullptr},
+                  {"fuse_unk", false},
+                  {"byte_fallback", false},
+                  {"ignore_merges", false},
+                  {"vocab", vocab},
+                  {"merges", merge_list}};
     return j.dump(1);
 }
 
-std::string train_byte_level_bpe(const std::vector<std::string>& texts, int vocab_size, bool split_digits) {
-    if (vocab_size < 262 || vocab_size > 1'000'000) throw InputError("--vocab-size: must be between 262 and 1000000");
+std::string train_byte_level_bpe(const std::vector<std::string>& texts, int vocab_size,
+                                 bool split_digits) {
+    if (vocab_size < 262 || vocab_size > 1'000'000)
+        throw InputError("--vocab-size: must be between 262 and 1000000");
     // Pre-tokenize with exactly the pipeline the finished tokenizer will use.
-    auto base = Tokenizer::from_json_text(make_byte_level_tokenizer_json({}, split_digits), "bpe-trainer");
+    auto base =
+        Tokenizer::from_json_text(make_byte_level_tokenizer_json({}, split_digits), "bpe-trainer");
     std::unordered_map<std::string, int64_t> word_counts;
     for (const auto& t : texts)
         for (auto& piece : base->pre_tokenize(t)) ++word_counts[piece];
@@ -78,7 +103,10 @@ std::string train_byte_level_bpe(const std::vector<std::string>& texts, int voca
         symbols.push_back(s);
         return symbol_id[s] = static_cast<int32_t>(symbols.size() - 1);
     };
-    struct Word { std::vector<int32_t> ids; int64_t count; };
+    struct Word {
+        std::vector<int32_t> ids;
+        int64_t count;
+    };
     std::vector<Word> words;
     for (const auto& [w, n] : word_counts) {
         Word word{{}, n};
@@ -86,7 +114,12 @@ std::string train_byte_level_bpe(const std::vector<std::string>& texts, int voca
         while (i < w.size()) {  // split into UTF-8 characters of the byte-level alphabet
             size_t len = 1;
             const auto c = static_cast<unsigned char>(w[i]);
-            if (c >= 0xf0) len = 4; else if (c >= 0xe0) len = 3; else if (c >= 0xc0) len = 2;
+            if (c >= 0xf0)
+                len = 4;
+            else if (c >= 0xe0)
+                len = 3;
+            else if (c >= 0xc0)
+                len = 2;
             word.ids.push_back(intern(w.substr(i, len)));
             i += len;
         }
@@ -97,7 +130,8 @@ std::string train_byte_level_bpe(const std::vector<std::string>& texts, int voca
     while (static_cast<int>(merges.size()) < target_merges) {
         std::map<std::pair<int32_t, int32_t>, int64_t> pairs;
         for (const auto& w : words)
-            for (size_t i = 0; i + 1 < w.ids.size(); ++i) pairs[{w.ids[i], w.ids[i + 1]}] += w.count;
+            for (size_t i = 0; i + 1 < w.ids.size(); ++i)
+                pairs[{w.ids[i], w.ids[i + 1]}] += w.count;
         if (pairs.empty()) break;
         auto best = pairs.begin();
         for (auto it = pairs.begin(); it != pairs.end(); ++it)
@@ -110,8 +144,11 @@ std::string train_byte_level_bpe(const std::vector<std::string>& texts, int voca
             std::vector<int32_t> out;
             out.reserve(w.ids.size());
             for (size_t i = 0; i < w.ids.size(); ++i) {
-                if (i + 1 < w.ids.size() && w.ids[i] == a && w.ids[i + 1] == b) { out.push_back(merged); ++i; }
-                else out.push_back(w.ids[i]);
+                if (i + 1 < w.ids.size() && w.ids[i] == a && w.ids[i + 1] == b) {
+                    out.push_back(merged);
+                    ++i;
+                } else
+                    out.push_back(w.ids[i]);
             }
             w.ids = std::move(out);
         }

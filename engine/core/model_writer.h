@@ -27,11 +27,13 @@ struct SpecialTokens {
 // byte-level alphabet, in rank order) and the special tokens appended after the merged vocab.
 // With `split_digits`, every digit is its own pre-token (numbers never merge), which makes
 // arithmetic learnable for small models.
-std::string make_byte_level_tokenizer_json(const std::vector<std::string>& merges = {}, bool split_digits = false);
+std::string make_byte_level_tokenizer_json(const std::vector<std::string>& merges = {},
+                                           bool split_digits = false);
 
 // Trains byte-level BPE merges on `texts` until the vocabulary (bytes + merges) reaches
 // `vocab_size` - 6 (the special tokens come after). Returns the tokenizer.json text.
-std::string train_byte_level_bpe(const std::vector<std::string>& texts, int vocab_size, bool split_digits = true);
+std::string train_byte_level_bpe(const std::vector<std::string>& texts, int vocab_size,
+                                 bool split_digits = true);
 
 // Writes a randomly initialised LLaDA model (normal(0, 0.02) projections, unit norms) with a
 // byte-level tokenizer to `dir`. `config.vocab_size` is raised to fit the tokenizer if needed and
@@ -40,6 +42,7 @@ ModelConfig init_random_model(const std::filesystem::path& dir, ModelConfig conf
                               StorageDType dtype = StorageDType::F32, int shards = 1);
 
 // Convenience shape for tests: a tiny model in a few kilobytes.
-ModelConfig tiny_config(int64_t d_model = 32, int64_t n_layers = 2, int64_t n_heads = 4, int64_t n_kv_heads = 4);
+ModelConfig tiny_config(int64_t d_model = 32, int64_t n_layers = 2, int64_t n_heads = 4,
+                        int64_t n_kv_heads = 4);
 
 }  // namespace cl

@@ -16,19 +16,20 @@ namespace cl {
 
 // What the engine tells a policy about the current step (before its forward).
 struct StepContext {
-    int32_t step = 0;           // global step index
+    int32_t step = 0;  // global step index
     int32_t block = 0;
     int32_t step_in_block = 0;
-    int64_t prompt_len = 0;     // P
-    int64_t seq_len = 0;        // L
-    int64_t block_start = 0;    // [block_start, block_end) absolute positions
+    int64_t prompt_len = 0;   // P
+    int64_t seq_len = 0;      // L
+    int64_t block_start = 0;  // [block_start, block_end) absolute positions
     int64_t block_end = 0;
-    const std::vector<int32_t>* tokens = nullptr;          // (L) before this step
-    const std::vector<uint8_t>* masked = nullptr;          // (L) 1 = still [MASK]
+    const std::vector<int32_t>* tokens = nullptr;             // (L) before this step
+    const std::vector<uint8_t>* masked = nullptr;             // (L) 1 = still [MASK]
     const std::vector<int32_t>* decoded_last_step = nullptr;  // D_{t-1} positions
-    std::vector<trace::TriggerEvent>* triggers = nullptr;  // append explanations here
-    const std::vector<int32_t>* last_prediction = nullptr;  // (L) latest prediction per masked row, -1 none
-    const std::vector<double>* last_confidence = nullptr;   // (L) its confidence
+    std::vector<trace::TriggerEvent>* triggers = nullptr;     // append explanations here
+    const std::vector<int32_t>* last_prediction =
+        nullptr;  // (L) latest prediction per masked row, -1 none
+    const std::vector<double>* last_confidence = nullptr;  // (L) its confidence
     // Positions the sampler will commit this step when that is known before the forward (random
     // remasking with a fixed schedule): dKV-Cache-Greedy needs it. Empty otherwise.
     const std::vector<int32_t>* planned_commits = nullptr;
@@ -42,7 +43,10 @@ public:
     virtual ~CachePolicy() = default;
     virtual const PolicyInfo& info() const = 0;
 
-    void set_params(const std::map<std::string, double>& params) { m_params = params; on_params_changed(); }
+    void set_params(const std::map<std::string, double>& params) {
+        m_params = params;
+        on_params_changed();
+    }
     double param(const std::string& name) const { return m_params.at(name); }
 
     // Called once before the first step; allocate caches on the model's device here.
@@ -71,9 +75,11 @@ using PolicyFactory = std::function<std::unique_ptr<CachePolicy>()>;
 // Registers a policy at static-initialisation time; returns true so it can initialise a constant.
 bool register_policy(const PolicyInfo& info, PolicyFactory factory);
 // Creates a policy with resolved parameters; throws InputError for unknown names.
-std::unique_ptr<CachePolicy> create_policy(const std::string& name, const std::map<std::string, double>& params);
+std::unique_ptr<CachePolicy> create_policy(const std::string& name,
+                                           const std::map<std::string, double>& params);
 
-#define CL_REGISTER_POLICY(Type) \
-    static const bool cl_registered_##Type = ::cl::register_policy(Type::static_info(), [] { return std::make_unique<Type>(); })
+#define CL_REGISTER_POLICY(Type)             \
+    static const bool cl_registered_##Type = \
+        ::cl::register_policy(Type::static_info(), [] { return std::make_unique<Type>(); })
 
 }  // namespace cl

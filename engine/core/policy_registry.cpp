@@ -42,8 +42,8 @@ const PolicyInfo* find_policy(const std::string& name) {
     return nullptr;
 }
 
-std::map<std::string, double> resolve_policy_params(const std::string& policy,
-                                                    const std::map<std::string, double>& overrides) {
+std::map<std::string, double> resolve_policy_params(
+    const std::string& policy, const std::map<std::string, double>& overrides) {
     const PolicyInfo* info = find_policy(policy);
     if (!info) {
         std::string names;
@@ -59,7 +59,8 @@ std::map<std::string, double> resolve_policy_params(const std::string& policy,
             throw InputError("--param: policy '" + policy + "' has no parameter '" + key + "'");
         if (!std::isfinite(value) || value < spec->min || value > spec->max)
             throw InputError("--param: " + policy + "." + key + " = " + std::to_string(value) +
-                             " is outside [" + std::to_string(spec->min) + ", " + std::to_string(spec->max) + "]");
+                             " is outside [" + std::to_string(spec->min) + ", " +
+                             std::to_string(spec->max) + "]");
         if (spec->integer && value != std::floor(value))
             throw InputError("--param: " + policy + "." + key + " must be an integer");
         params[key] = value;
@@ -67,7 +68,8 @@ std::map<std::string, double> resolve_policy_params(const std::string& policy,
     return params;
 }
 
-std::unique_ptr<CachePolicy> create_policy(const std::string& name, const std::map<std::string, double>& params) {
+std::unique_ptr<CachePolicy> create_policy(const std::string& name,
+                                           const std::map<std::string, double>& params) {
     auto resolved = resolve_policy_params(name, params);
     for (const auto& e : registry())
         if (e.info.name == name) {

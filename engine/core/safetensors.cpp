@@ -19,37 +19,60 @@ static_assert(std::endian::native == std::endian::little, "CacheLens assumes a l
 
 size_t dtype_size(DType d) {
     switch (d) {
-        case DType::F64: case DType::I64: return 8;
-        case DType::F32: case DType::I32: return 4;
-        case DType::F16: case DType::BF16: case DType::I16: return 2;
-        case DType::I8: case DType::U8: case DType::Bool: return 1;
+        case DType::F64:
+        case DType::I64:
+            return 8;
+        case DType::F32:
+        case DType::I32:
+            return 4;
+        case DType::F16:
+        case DType::BF16:
+        case DType::I16:
+            return 2;
+        case DType::I8:
+        case DType::U8:
+        case DType::Bool:
+            return 1;
     }
     return 0;
 }
 
 const char* dtype_name(DType d) {
     switch (d) {
-        case DType::F32: return "F32";
-        case DType::F16: return "F16";
-        case DType::BF16: return "BF16";
-        case DType::F64: return "F64";
-        case DType::I64: return "I64";
-        case DType::I32: return "I32";
-        case DType::I16: return "I16";
-        case DType::I8: return "I8";
-        case DType::U8: return "U8";
-        case DType::Bool: return "BOOL";
+        case DType::F32:
+            return "F32";
+        case DType::F16:
+            return "F16";
+        case DType::BF16:
+            return "BF16";
+        case DType::F64:
+            return "F64";
+        case DType::I64:
+            return "I64";
+        case DType::I32:
+            return "I32";
+        case DType::I16:
+            return "I16";
+        case DType::I8:
+            return "I8";
+        case DType::U8:
+            return "U8";
+        case DType::Bool:
+            return "BOOL";
     }
     return "?";
 }
 
 bool parse_dtype(const std::string& name, DType& out) {
     static const std::pair<const char*, DType> table[] = {
-        {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16}, {"F64", DType::F64},
-        {"I64", DType::I64}, {"I32", DType::I32}, {"I16", DType::I16},   {"I8", DType::I8},
+        {"F32", DType::F32}, {"F16", DType::F16},  {"BF16", DType::BF16}, {"F64", DType::F64},
+        {"I64", DType::I64}, {"I32", DType::I32},  {"I16", DType::I16},   {"I8", DType::I8},
         {"U8", DType::U8},   {"BOOL", DType::Bool}};
     for (const auto& [n, d] : table)
-        if (name == n) { out = d; return true; }
+        if (name == n) {
+            out = d;
+            return true;
+        }
     return false;
 }
 
@@ -79,19 +102,21 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
     f->m_size = static_cast<size_t>(st.st_size);
     if (f->m_size < 8) {
         ::close(fd);
-        throw InputError(path, "truncated safetensors file (shorter than the 8-byte header length)");
+        throw InputError(path,
+                         "truncated safetensors file (shorter than the 8-byte header length)");
     }
     void* map = ::mmap(nullptr, f->m_size, PROT_READ, MAP_PRIVATE, fd, 0);
     ::close(fd);
-    if (map == MAP_FAILED) throw InputError(path, std::string("cannot map: ") + std::strerror(errno));
+    if (map == MAP_FAILED)
+        throw InputError(path, std::string("cannot map: ") + std::strerror(errno));
     f->m_map = map;
     const auto* bytes = static_cast<const std::byte*>(map);
 
     uint64_t header_len = 0;
     std::memcpy(&header_len, bytes, 8);
     if (header_len == 0 || header_len > kMaxHeaderBytes || header_len > f->m_size - 8)
-        throw InputError(path, "bad header length " + std::to_string(header_len) + " for a file of " +
-                                   std::to_string(f->m_size) + " bytes");
+        throw InputError(path, "bad header length " + std::to_string(header_len) +
+                                   " for a file of " + std::to_string(f->m_size) + " bytes");
     const char* header = reinterpret_cast<const char*>(bytes + 8);
     nlohmann::json j;
     try {
@@ -119,11 +144,13 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
         info.name = name;
         if (!e["dtype"].is_string() || !parse_dtype(e["dtype"].get<std::string>(), info.dtype))
             throw InputError(path, "tensor '" + name + "' has an unknown dtype");
-        if (!e["shape"].is_array()) throw InputError(path, "tensor '" + name + "' shape is not a list");
+        if (!e["shape"].is_array())
+            throw InputError(path, "tensor '" + name + "' shape is not a list");
         uint64_t numel = 1;
         for (const auto& s : e["shape"]) {
             if (!s.is_number_integer() || s.get<int64_t>() < 0)
-                throw InputError(path, "tensor '" + name + "' has a negative or non-integer dimension");
+                throw InputError(path,
+                                 "tensor '" + name + "' has a negative or non-integer dimension");
             const auto dim = s.get<int64_t>();
             info.shape.push_back(dim);
             if (dim != 0 && numel > (1ull << 62) / static_cast<uint64_t>(dim))
@@ -133,14 +160,17 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
         const auto& off = e["data_offsets"];
         if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
             !off[1].is_number_unsigned())
-            throw InputError(path, "tensor '" + name + "' data_offsets must be two unsigned integers");
+            throw InputError(path,
+                             "tensor '" + name + "' data_offsets must be two unsigned integers");
         const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
         if (begin > end || end > data_size)
-            throw InputError(path, "tensor '" + name + "' data_offsets [" + std::to_string(begin) + ", " +
-                                       std::to_string(end) + ") fall outside the data section of " +
+            throw InputError(path, "tensor '" + name + "' data_offsets [" + std::to_string(begin) +
+                                       ", " + std::to_string(end) +
+                                       ") fall outside the data section of " +
                                        std::to_string(data_size) + " bytes");
         if (end - begin != numel * dtype_size(info.dtype))
-            throw InputError(path, "tensor '" + name + "' byte size " + std::to_string(end - begin) +
+            throw InputError(path, "tensor '" + name + "' byte size " +
+                                       std::to_string(end - begin) +
                                        " does not match its shape and dtype");
         info.offset = begin;
         info.nbytes = end - begin;
@@ -213,7 +243,10 @@ float half_to_float(uint16_t h) {
             bits = sign;
         } else {  // subnormal: renormalise
             exp = 127 - 15 + 1;
-            while ((mant & 0x400u) == 0) { mant <<= 1; --exp; }
+            while ((mant & 0x400u) == 0) {
+                mant <<= 1;
+                --exp;
+            }
             mant &= 0x3ffu;
             bits = sign | (exp << 23) | (mant << 13);
         }
@@ -230,7 +263,8 @@ uint16_t float_to_half(float f) {
     const uint32_t sign = (x >> 16) & 0x8000u;
     const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
     uint32_t mant = x & 0x7fffffu;
-    if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+    if (((x >> 23) & 0xff) == 0xff)
+        return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
     if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
     if (exp <= 0) {
         if (exp < -10) return static_cast<uint16_t>(sign);
@@ -248,7 +282,9 @@ uint16_t float_to_half(float f) {
     return static_cast<uint16_t>(half);
 }
 
-float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+float bf16_to_float(uint16_t b) {
+    return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
 
 uint16_t float_to_bf16(float f) {
     uint32_t x = std::bit_cast<uint32_t>(f);

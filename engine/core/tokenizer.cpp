@@ -2,8 +2,8 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
-#include <uninorm.h>
 #include <unicase.h>
+#include <uninorm.h>
 
 #include <algorithm>
 #include <fstream>
@@ -30,10 +30,17 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
     size_t n;
     uint32_t cp;
     if (c < 0x80) return 1;
-    if ((c & 0xe0) == 0xc0) { n = 2; cp = c & 0x1f; }
-    else if ((c & 0xf0) == 0xe0) { n = 3; cp = c & 0x0f; }
-    else if ((c & 0xf8) == 0xf0) { n = 4; cp = c & 0x07; }
-    else return 0;
+    if ((c & 0xe0) == 0xc0) {
+        n = 2;
+        cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+        n = 3;
+        cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+        n = 4;
+        cp = c & 0x07;
+    } else
+        return 0;
     if (i + n > s.size()) return 0;
     for (size_t k = 1; k < n; ++k) {
         const auto cc = static_cast<unsigned char>(s[i + k]);
@@ -77,7 +84,9 @@ std::vector<std::string> split_chars(std::string_view s) {
     return chars;
 }
 
-bool is_space_char(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space_char(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 }  // namespace
 
@@ -94,8 +103,13 @@ std::string sanitize_utf8(std::string_view text) {
     std::string out;
     for (size_t i = 0; i < text.size();) {
         const size_t n = utf8_sequence_length(text, i);
-        if (n == 0) { out += "\xef\xbf\xbd"; ++i; }
-        else { out.append(text.substr(i, n)); i += n; }
+        if (n == 0) {
+            out += "\xef\xbf\xbd";
+            ++i;
+        } else {
+            out.append(text.substr(i, n));
+            i += n;
+        }
     }
     return out;
 }
@@ -130,10 +144,11 @@ public:
         if (!m_code) {
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(err, msg, sizeof msg);
-            throw InputError(source, "invalid split regex '" + pattern + "': " +
-                                         reinterpret_cast<const char*>(msg));
+            throw InputError(source, "invalid split regex '" + pattern +
+                                         "': " + reinterpret_cast<const char*>(msg));
         }
-        pcre2_jit_compile(m_code, PCRE2_JIT_COMPLETE);  // best effort; falls back to the interpreter
+        pcre2_jit_compile(m_code,
+                          PCRE2_JIT_COMPLETE);  // best effort; falls back to the interpreter
     }
     ~Regex() { pcre2_code_free(m_code); }
     Regex(const Regex&) = delete;
@@ -145,8 +160,8 @@ public:
         pcre2_match_data* md = pcre2_match_data_create_from_pattern(m_code, nullptr);
         size_t pos = 0;
         while (pos <= text.size()) {
-            const int rc = pcre2_match(m_code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
-                                       pos, PCRE2_NO_UTF_CHECK, md, nullptr);
+            const int rc = pcre2_match(m_code, reinterpret_cast<PCRE2_SPTR>(text.data()),
+                                       text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
             if (rc < 0) break;
             const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
             const size_t b = ov[0], e = ov[1];
@@ -170,7 +185,8 @@ private:
 std::string regex_escape(const std::string& s) {
     std::string out;
     for (char c : s) {
-        if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out.push_back('\\');
+        if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos)
+            out.push_back('\\');
         out.push_back(c);
     }
     return out;
@@ -178,7 +194,8 @@ std::string regex_escape(const std::string& s) {
 
 // A pattern is either {"String": "..."} (literal) or {"Regex": "..."}.
 std::shared_ptr<Regex> compile_pattern(const json& pattern, const std::string& source) {
-    if (pattern.contains("Regex")) return std::make_shared<Regex>(pattern["Regex"].get<std::string>(), source);
+    if (pattern.contains("Regex"))
+        return std::make_shared<Regex>(pattern["Regex"].get<std::string>(), source);
     if (pattern.contains("String"))
         return std::make_shared<Regex>(regex_escape(pattern["String"].get<std::string>()), source);
     throw InputError(source, "split pattern must be {\"String\": ...} or {\"Regex\": ...}");
@@ -189,10 +206,13 @@ const char* kGpt2Pattern =
 
 enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
 
-std::vector<std::string> split_with(const Regex& re, const std::string& text, SplitBehavior behavior,
-                                    bool invert) {
+std::vector<std::string> split_with(const Regex& re, const std::string& text,
+                                    SplitBehavior behavior, bool invert) {
     // Segments covering the text: (begin, end, is_match).
-    struct Seg { size_t b, e; bool match; };
+    struct Seg {
+        size_t b, e;
+        bool match;
+    };
     std::vector<Seg> segs;
     size_t last = 0;
     for (auto [b, e] : re.find_all(text)) {
@@ -215,15 +235,21 @@ std::vector<std::string> split_with(const Regex& re, const std::string& text, Sp
             break;
         case SplitBehavior::MergedWithPrevious:
             for (const auto& s : segs) {
-                if (s.match && !out.empty()) out.back() += piece(s);
-                else out.push_back(piece(s));
+                if (s.match && !out.empty())
+                    out.back() += piece(s);
+                else
+                    out.push_back(piece(s));
             }
             break;
         case SplitBehavior::MergedWithNext: {
             std::string pending;
             for (const auto& s : segs) {
-                if (s.match) { pending += piece(s); }
-                else { out.push_back(pending + piece(s)); pending.clear(); }
+                if (s.match) {
+                    pending += piece(s);
+                } else {
+                    out.push_back(pending + piece(s));
+                    pending.clear();
+                }
             }
             if (!pending.empty()) out.push_back(pending);
             break;
@@ -231,15 +257,18 @@ std::vector<std::string> split_with(const Regex& re, const std::string& text, Sp
         case SplitBehavior::Contiguous: {
             bool prev_match = false;
             for (const auto& s : segs) {
-                if (s.match && prev_match && !out.empty()) out.back() += piece(s);
-                else out.push_back(piece(s));
+                if (s.match && prev_match && !out.empty())
+                    out.back() += piece(s);
+                else
+                    out.push_back(piece(s));
                 prev_match = s.match;
             }
             break;
         }
     }
-    out.erase(std::remove_if(out.begin(), out.end(), [](const std::string& p) { return p.empty(); }),
-              out.end());
+    out.erase(
+        std::remove_if(out.begin(), out.end(), [](const std::string& p) { return p.empty(); }),
+        out.end());
     return out;
 }
 
@@ -249,7 +278,8 @@ using Decoder = std::function<std::vector<std::string>(std::vector<std::string>)
 
 std::string unicode_normalize(const std::string& s, uninorm_t form) {
     size_t len = 0;
-    uint8_t* r = u8_normalize(form, reinterpret_cast<const uint8_t*>(s.data()), s.size(), nullptr, &len);
+    uint8_t* r =
+        u8_normalize(form, reinterpret_cast<const uint8_t*>(s.data()), s.size(), nullptr, &len);
     if (!r) return s;
     std::string out(reinterpret_cast<char*>(r), len);
     free(r);
@@ -292,7 +322,10 @@ Normalizer make_normalizer(const json& j, const std::string& src) {
         return [re, content](std::string s) {
             std::string out;
             size_t last = 0;
-            for (auto [b, e] : re->find_all(s)) { out += s.substr(last, b - last) + content; last = e; }
+            for (auto [b, e] : re->find_all(s)) {
+                out += s.substr(last, b - last) + content;
+                last = e;
+            }
             return out + s.substr(last);
         };
     }
@@ -300,8 +333,10 @@ Normalizer make_normalizer(const json& j, const std::string& src) {
         const bool left = j.value("strip_left", true), right = j.value("strip_right", true);
         return [left, right](std::string s) {
             size_t b = 0, e = s.size();
-            if (left) while (b < e && is_space_char(s[b])) ++b;
-            if (right) while (e > b && is_space_char(s[e - 1])) --e;
+            if (left)
+                while (b < e && is_space_char(s[b])) ++b;
+            if (right)
+                while (e > b && is_space_char(s[e - 1])) --e;
             return s.substr(b, e - b);
         };
     }
@@ -370,7 +405,8 @@ PreTokenizer make_pre_tokenizer(const json& j, const std::string& src) {
         return [=](std::vector<std::string> pieces) {
             std::vector<std::string> out;
             for (const auto& p : pieces)
-                for (auto& s : split_with(*re, p, SplitBehavior::Isolated, false)) out.push_back(std::move(s));
+                for (auto& s : split_with(*re, p, SplitBehavior::Isolated, false))
+                    out.push_back(std::move(s));
             return out;
         };
     }
@@ -379,7 +415,8 @@ PreTokenizer make_pre_tokenizer(const json& j, const std::string& src) {
         return [=](std::vector<std::string> pieces) {
             std::vector<std::string> out;
             for (const auto& p : pieces)
-                for (auto& s : split_with(*re, p, SplitBehavior::Removed, false)) out.push_back(std::move(s));
+                for (auto& s : split_with(*re, p, SplitBehavior::Removed, false))
+                    out.push_back(std::move(s));
             return out;
         };
     }
@@ -396,8 +433,10 @@ std::string from_byte_level(const std::string& s) {
     std::string out;
     for (const auto& ch : split_chars(s)) {
         auto it = inverse.find(ch);
-        if (it != inverse.end()) out.push_back(it->second);
-        else out += ch;
+        if (it != inverse.end())
+            out.push_back(it->second);
+        else
+            out += ch;
     }
     return out;
 }
@@ -433,7 +472,10 @@ Decoder make_decoder(const json& j, const std::string& src) {
             for (auto& s : toks) {
                 std::string out;
                 size_t last = 0;
-                for (auto [b, e] : re->find_all(s)) { out += s.substr(last, b - last) + content; last = e; }
+                for (auto [b, e] : re->find_all(s)) {
+                    out += s.substr(last, b - last) + content;
+                    last = e;
+                }
                 s = out + s.substr(last);
             }
             return toks;
@@ -445,10 +487,16 @@ Decoder make_decoder(const json& j, const std::string& src) {
         return [=](std::vector<std::string> toks) {
             for (auto& s : toks) {
                 size_t b = 0, e = s.size(), n = 0;
-                while (n < start && s.compare(b, content.size(), content) == 0) { b += content.size(); ++n; }
+                while (n < start && s.compare(b, content.size(), content) == 0) {
+                    b += content.size();
+                    ++n;
+                }
                 n = 0;
                 while (n < stop && e >= b + content.size() &&
-                       s.compare(e - content.size(), content.size(), content) == 0) { e -= content.size(); ++n; }
+                       s.compare(e - content.size(), content.size(), content) == 0) {
+                    e -= content.size();
+                    ++n;
+                }
                 s = s.substr(b, e - b);
             }
             return toks;
@@ -465,7 +513,10 @@ struct Tokenizer::Impl {
     std::string source;
     std::unordered_map<std::string, int32_t> vocab;
     std::vector<std::string> id_to_token;
-    struct Merge { int32_t rank; int32_t merged; };
+    struct Merge {
+        int32_t rank;
+        int32_t merged;
+    };
     std::unordered_map<uint64_t, Merge> merges;  // key = (left id << 32) | right id
     std::vector<AddedToken> added;
     std::unordered_map<int32_t, size_t> added_by_id;
@@ -496,7 +547,10 @@ struct Tokenizer::Impl {
         } else {
             for (const auto& ch : split_chars(word)) {
                 auto it = vocab.find(ch);
-                if (it != vocab.end()) { ids.push_back(it->second); continue; }
+                if (it != vocab.end()) {
+                    ids.push_back(it->second);
+                    continue;
+                }
                 if (byte_fallback) {
                     bool ok = true;
                     std::vector<int32_t> bytes;
@@ -504,10 +558,16 @@ struct Tokenizer::Impl {
                         char buf[8];
                         std::snprintf(buf, sizeof buf, "<0x%02X>", c);
                         auto b = vocab.find(buf);
-                        if (b == vocab.end()) { ok = false; break; }
+                        if (b == vocab.end()) {
+                            ok = false;
+                            break;
+                        }
                         bytes.push_back(b->second);
                     }
-                    if (ok) { ids.insert(ids.end(), bytes.begin(), bytes.end()); continue; }
+                    if (ok) {
+                        ids.insert(ids.end(), bytes.begin(), bytes.end());
+                        continue;
+                    }
                 }
                 if (unk_id) ids.push_back(*unk_id);
                 // Without unk or byte fallback the character is dropped, as the reference does.
@@ -558,7 +618,8 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
     return from_json_text(buffer.str(), path.string());
 }
 
-std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text, const std::string& src) {
+std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text,
+                                                     const std::string& src) {
     json j;
     try {
         j = json::parse(text);
@@ -573,13 +634,16 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text, co
             throw InputError(src, "no 'model' section");
         const auto& model = j["model"];
         const auto type = model.value("type", std::string("BPE"));
-        if (type != "BPE") throw InputError(src, "model type '" + type + "' is not supported (expected BPE)");
+        if (type != "BPE")
+            throw InputError(src, "model type '" + type + "' is not supported (expected BPE)");
         if (!model.contains("vocab") || !model["vocab"].is_object())
             throw InputError(src, "BPE model has no vocab object");
         int32_t max_id = -1;
         for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
-            if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 50'000'000)
-                throw InputError(src, "vocab entry '" + sanitize_utf8(it.key()) + "' has an invalid id");
+            if (!it->is_number_integer() || it->get<int64_t>() < 0 ||
+                it->get<int64_t>() > 50'000'000)
+                throw InputError(src,
+                                 "vocab entry '" + sanitize_utf8(it.key()) + "' has an invalid id");
             const auto id = it->get<int32_t>();
             m.vocab[it.key()] = id;
             max_id = std::max(max_id, id);
@@ -593,7 +657,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text, co
                 if (mj.is_string()) {
                     const auto s = mj.get<std::string>();
                     const auto sp = s.find(' ');
-                    if (sp == std::string::npos) throw InputError(src, "merge '" + s + "' has no space");
+                    if (sp == std::string::npos)
+                        throw InputError(src, "merge '" + s + "' has no space");
                     a = s.substr(0, sp);
                     b = s.substr(sp + 1);
                 } else if (mj.is_array() && mj.size() == 2) {
@@ -606,7 +671,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text, co
                 if (ia == m.vocab.end() || ib == m.vocab.end() || im == m.vocab.end())
                     throw InputError(src, "merge '" + sanitize_utf8(a) + " " + sanitize_utf8(b) +
                                               "' refers to tokens missing from the vocab");
-                m.merges.emplace(Impl::key(ia->second, ib->second), Impl::Merge{rank++, im->second});
+                m.merges.emplace(Impl::key(ia->second, ib->second),
+                                 Impl::Merge{rank++, im->second});
             }
         }
         if (model.contains("unk_token") && model["unk_token"].is_string()) {
@@ -615,7 +681,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text, co
         }
         m.byte_fallback = model.value("byte_fallback", false);
         m.ignore_merges = model.value("ignore_merges", false);
-        if (model.contains("continuing_subword_prefix") && !model["continuing_subword_prefix"].is_null() &&
+        if (model.contains("continuing_subword_prefix") &&
+            !model["continuing_subword_prefix"].is_null() &&
             !model["continuing_subword_prefix"].get<std::string>().empty())
             throw InputError(src, "continuing_subword_prefix is not supported");
 
@@ -628,7 +695,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text, co
                 t.lstrip = a.value("lstrip", false);
                 t.rstrip = a.value("rstrip", false);
                 if (t.content.empty()) throw InputError(src, "an added token has empty content");
-                if (t.id < 0) throw InputError(src, "added token '" + t.content + "' has a negative id");
+                if (t.id < 0)
+                    throw InputError(src, "added token '" + t.content + "' has a negative id");
                 m.added_by_id[t.id] = m.added.size();
                 m.added.push_back(t);
             }
@@ -661,7 +729,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
         if (it != m.added_by_first_byte.end()) {
             for (size_t idx : it->second) {
                 const auto& t = m.added[idx];
-                if (text.compare(i, t.content.size(), t.content) == 0) { hit = &t; break; }
+                if (text.compare(i, t.content.size(), t.content) == 0) {
+                    hit = &t;
+                    break;
+                }
             }
         }
         if (!hit) {
@@ -715,7 +786,9 @@ std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text) const {
     return pieces;
 }
 
-std::string Tokenizer::token_text(int32_t id) const { return sanitize_utf8(decode({id})); }
+std::string Tokenizer::token_text(int32_t id) const {
+    return sanitize_utf8(decode({id}));
+}
 
 std::optional<int32_t> Tokenizer::token_to_id(const std::string& token) const {
     for (const auto& t : m_impl->added)
@@ -736,7 +809,9 @@ bool Tokenizer::is_special(int32_t id) const {
     return a != m_impl->added_by_id.end() && m_impl->added[a->second].special;
 }
 
-const std::vector<AddedToken>& Tokenizer::added_tokens() const { return m_impl->added; }
+const std::vector<AddedToken>& Tokenizer::added_tokens() const {
+    return m_impl->added;
+}
 
 bool Tokenizer::has_chat_tokens() const {
     return token_to_id("<|start_header_id|>") && token_to_id("<|end_header_id|>") &&

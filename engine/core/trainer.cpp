@@ -22,17 +22,22 @@ namespace {
 using json = nlohmann::json;
 
 struct Batch {
-    torch::Tensor ids;       // (B, L) int64 clean tokens
-    torch::Tensor response;  // (B, L) bool: positions that may be masked (everything after the prompt)
+    torch::Tensor ids;  // (B, L) int64 clean tokens
+    torch::Tensor
+        response;  // (B, L) bool: positions that may be masked (everything after the prompt)
     int64_t tokens = 0;
 };
 
 class BatchMaker {
 public:
-    BatchMaker(const TrainOptions& o, const Tokenizer& tok, const ModelConfig& c, std::vector<std::string> verses)
+    BatchMaker(const TrainOptions& o, const Tokenizer& tok, const ModelConfig& c,
+               std::vector<std::string> verses)
         : m_o(o), m_tok(tok), m_cfg(c), m_verses(std::move(verses)) {
         for (const auto& [f, w] : o.mixture)
-            if (w > 0) { m_families.push_back(f); m_weights.push_back(w); }
+            if (w > 0) {
+                m_families.push_back(f);
+                m_weights.push_back(w);
+            }
         if (m_families.empty()) throw InputError("--mixture: no family has a positive weight");
     }
 
@@ -56,8 +61,10 @@ public:
             responses.push_back(r);
             max_resp = std::max(max_resp, r.size());
         }
-        for (int b = 0; b < m_o.batch_size; ++b) max_len = std::max(max_len, prompts[b].size() + max_resp);
-        auto ids = torch::full({m_o.batch_size, static_cast<int64_t>(max_len)}, m_cfg.eos_token_id, torch::kLong);
+        for (int b = 0; b < m_o.batch_size; ++b)
+            max_len = std::max(max_len, prompts[b].size() + max_resp);
+        auto ids = torch::full({m_o.batch_size, static_cast<int64_t>(max_len)}, m_cfg.eos_token_id,
+                               torch::kLong);
         auto resp = torch::zeros({m_o.batch_size, static_cast<int64_t>(max_len)}, torch::kBool);
         auto ia = ids.accessor<int64_t, 2>();
         auto ra = resp.accessor<bool, 2>();
@@ -65,7 +72,8 @@ public:
             size_t i = 0;
             for (int32_t t : prompts[b]) ia[b][static_cast<int64_t>(i++)] = t;
             for (int32_t t : responses[b]) ia[b][static_cast<int64_t>(i++)] = t;
-            for (size_t k = prompts[b].size(); k < max_len; ++k) ra[b][static_cast<int64_t>(k)] = true;
+            for (size_t k = prompts[b].size(); k < max_len; ++k)
+                ra[b][static_cast<int64_t>(k)] = true;
         }
         return {ids, resp, static_cast<int64_t>(m_o.batch_size * max_len)};
     }
@@ -83,28 +91,34 @@ private:
 torch::Tensor diffusion_loss(detail::LladaNet& net, const Batch& batch, int64_t mask_id, double eps,
                              at::Generator& gen) {
     const int64_t B = batch.ids.size(0), L = batch.ids.size(1);
-    auto t = torch::rand({B, 1}, gen) * (1 - eps) + eps;                                // (B, 1)
-    auto masked = (torch::rand({B, L}, gen) < t) & batch.response;                      // (B, L)
+    auto t = torch::rand({B, 1}, gen) * (1 - eps) + eps;            // (B, 1)
+    auto masked = (torch::rand({B, L}, gen) < t) & batch.response;  // (B, L)
     auto noised = torch::where(masked, torch::full_like(batch.ids, mask_id), batch.ids);
-    auto logits = net.forward_full(noised);                                             // (B, L, V)
+    auto logits = net.forward_full(noised);  // (B, L, V)
     auto ce = torch::nn::functional::cross_entropy(
                   logits.reshape({B * L, -1}), batch.ids.reshape({-1}),
                   torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
-                  .reshape({B, L});                                                     // (B, L)
-    auto weighted = (ce * masked.to(torch::kFloat32)) / t;                              // (B, L)
-    auto resp_len = batch.response.sum(1).clamp_min(1).to(torch::kFloat32);            // (B)
+                  .reshape({B, L});                                          // (B, L)
+    auto weighted = (ce * masked.to(torch::kFloat32)) / t;                   // (B, L)
+    auto resp_len = batch.response.sum(1).clamp_min(1).to(torch::kFloat32);  // (B)
     return (weighted.sum(1) / resp_len).mean();
 }
 
 double lr_at(const TrainOptions& o, int64_t step) {
-    if (step < o.warmup_steps) return o.lr * static_cast<double>(step + 1) / static_cast<double>(o.warmup_steps);
-    const double progress = std::min(1.0, static_cast<double>(step - o.warmup_steps) /
-                                              std::max<double>(1.0, static_cast<double>(o.total_steps - o.warmup_steps)));
+    if (step < o.warmup_steps)
+        return o.lr * static_cast<double>(step + 1) / static_cast<double>(o.warmup_steps);
+    const double progress = std::min(
+        1.0, static_cast<double>(step - o.warmup_steps) /
+                 std::max<double>(1.0, static_cast<double>(o.total_steps - o.warmup_steps)));
     return o.min_lr + 0.5 * (o.lr - o.min_lr) * (1 + std::cos(M_PI * progress));
 }
 
 void write_generation_defaults(const std::filesystem::path& dir) {
-    json g = {{"bos_token_id", nullptr}, {"gen_length", 64}, {"block_length", 32}, {"steps", 64}, {"chat_template", true}};
+    json g = {{"bos_token_id", nullptr},
+              {"gen_length", 64},
+              {"block_length", 32},
+              {"steps", 64},
+              {"chat_template", true}};
     std::ofstream(dir / "generation_config.json") << g.dump(2);
 }
 
@@ -112,7 +126,8 @@ void write_generation_defaults(const std::filesystem::path& dir) {
 
 TrainResult train_model(const TrainOptions& o) {
     if (o.out_dir.empty()) throw InputError("--out: an output folder is required");
-    if (o.batch_size < 1 || o.batch_size > 4096) throw InputError("--batch-size: must be between 1 and 4096");
+    if (o.batch_size < 1 || o.batch_size > 4096)
+        throw InputError("--batch-size: must be between 1 and 4096");
     if (o.total_steps < 1) throw InputError("--steps: must be positive");
     if (!(o.lr > 0)) throw InputError("--lr: must be positive");
     std::filesystem::create_directories(o.out_dir);
@@ -172,10 +187,13 @@ TrainResult train_model(const TrainOptions& o) {
     std::vector<torch::Tensor> decay, no_decay;
     for (auto& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
     std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
-                                   torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay)));
-    groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
-                                      torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(0.0)));
+    groups.emplace_back(
+        decay,
+        std::make_unique<torch::optim::AdamWOptions>(
+            torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay)));
+    groups.emplace_back(no_decay,
+                        std::make_unique<torch::optim::AdamWOptions>(
+                            torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(0.0)));
     torch::optim::AdamW opt(groups);
     int64_t step = 0, tokens_seen = 0;
     double val_loss = -1;
@@ -193,7 +211,8 @@ TrainResult train_model(const TrainOptions& o) {
         torch::NoGradGuard ng;
         auto gen = at::detail::createCPUGenerator(12345);
         double sum = 0;
-        for (const auto& b : val_batches) sum += diffusion_loss(net, b, c.mask_token_id, o.eps, gen).item<double>();
+        for (const auto& b : val_batches)
+            sum += diffusion_loss(net, b, c.mask_token_id, o.eps, gen).item<double>();
         return sum / static_cast<double>(val_batches.size());
     };
     std::ofstream log(o.out_dir / "train_log.jsonl", std::ios::app);
@@ -207,8 +226,12 @@ TrainResult train_model(const TrainOptions& o) {
         write_generation_defaults(tmp);
         detail::save_weights(tmp, net.weights(), StorageDType::F32);
         torch::save(opt, (tmp / "optimizer.pt").string());
-        std::ofstream(tmp / "state.json") << json{{"step", step}, {"tokens_seen", tokens_seen}, {"val_loss", val_loss},
-                                                  {"seed", o.seed}, {"total_steps", o.total_steps}}.dump(2);
+        std::ofstream(tmp / "state.json") << json{
+            {"step", step},
+            {"tokens_seen", tokens_seen},
+            {"val_loss", val_loss},
+            {"seed", o.seed},
+            {"total_steps", o.total_steps}}.dump(2);
         std::filesystem::remove_all(ckpt);
         std::filesystem::rename(tmp, ckpt);
         // The output folder itself is always a loadable model (f16 weights keep it small).
@@ -219,18 +242,22 @@ TrainResult train_model(const TrainOptions& o) {
 
     const int64_t first_step = step;
     const auto t_start = std::chrono::steady_clock::now();
-    auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
+    auto elapsed_s = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+    };
     int64_t session_tokens = 0;
     double window_loss = 0;
     int window_n = 0;
     TrainResult result;
     auto noise = at::detail::createCPUGenerator(o.seed ^ 0x5eedull);
     while (step < o.total_steps) {
-        // Noise for batch `step` is re-seeded from the step, so a resumed run continues identically.
+        // Noise for batch `step` is re-seeded from the step, so a resumed run continues
+        // identically.
         noise.set_current_seed(o.seed * 7919 + static_cast<uint64_t>(step));
         Batch batch = maker.make(step, tasks::Split::Train);
         const double lr = lr_at(o, step);
-        for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+        for (auto& g : opt.param_groups())
+            static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
         opt.zero_grad();
         auto loss = diffusion_loss(net, batch, c.mask_token_id, o.eps, noise);
         loss.backward();
@@ -242,7 +269,8 @@ TrainResult train_model(const TrainOptions& o) {
         window_loss += loss.item<double>();
         ++window_n;
         const bool stop_for_time = o.max_minutes > 0 && elapsed_s() > o.max_minutes * 60.0;
-        if (step % o.eval_every == 0 || step == o.total_steps || stop_for_time) val_loss = validate();
+        if (step % o.eval_every == 0 || step == o.total_steps || stop_for_time)
+            val_loss = validate();
         if (step % o.log_every == 0 || step == o.total_steps || stop_for_time) {
             TrainProgress p;
             p.step = step;
@@ -254,8 +282,14 @@ TrainResult train_model(const TrainOptions& o) {
             p.eta_s = per_step * static_cast<double>(o.total_steps - step);
             p.lr = lr;
             p.tokens_seen = tokens_seen;
-            log << json{{"step", step}, {"loss", p.loss}, {"val_loss", val_loss}, {"lr", lr},
-                        {"tokens_seen", tokens_seen}, {"tokens_per_s", p.tokens_per_s}}.dump() << '\n';
+            log << json{{"step", step},
+                        {"loss", p.loss},
+                        {"val_loss", val_loss},
+                        {"lr", lr},
+                        {"tokens_seen", tokens_seen},
+                        {"tokens_per_s", p.tokens_per_s}}
+                       .dump()
+                << '\n';
             log.flush();
             if (o.on_progress) o.on_progress(p);
             result.final_loss = p.loss;

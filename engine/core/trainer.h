@@ -29,10 +29,10 @@ struct TrainProgress {
 };
 
 struct TrainOptions {
-    std::filesystem::path out_dir;         // the model folder written (and resumed from)
-    bool resume = false;                   // continue from out_dir/checkpoint
-    ModelConfig shape;                     // d_model, n_layers, n_heads, n_kv_heads, mlp_hidden_size
-    int vocab_size = 1024;                 // BPE vocabulary incl. 6 special tokens
+    std::filesystem::path out_dir;  // the model folder written (and resumed from)
+    bool resume = false;            // continue from out_dir/checkpoint
+    ModelConfig shape;              // d_model, n_layers, n_heads, n_kv_heads, mlp_hidden_size
+    int vocab_size = 1024;          // BPE vocabulary incl. 6 special tokens
     int64_t total_steps = 20000;
     int batch_size = 16;
     double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, clip = 1.0, eps = 1e-3;
@@ -41,10 +41,11 @@ struct TrainOptions {
     int64_t eval_every = 250;
     int64_t log_every = 25;
     uint64_t seed = 0;
-    std::map<std::string, double> mixture{{"arith", 0.35}, {"kv", 0.35}, {"reverse", 0.15}, {"prose", 0.15}};
+    std::map<std::string, double> mixture{
+        {"arith", 0.35}, {"kv", 0.35}, {"reverse", 0.15}, {"prose", 0.15}};
     tasks::Difficulty difficulty;
-    int response_pad = 64;                 // responses are padded with EOS to at least this length
-    double max_minutes = 0;                // > 0: checkpoint and stop after this long
+    int response_pad = 64;   // responses are padded with EOS to at least this length
+    double max_minutes = 0;  // > 0: checkpoint and stop after this long
     std::function<void(const TrainProgress&)> on_progress;
 };
 

@@ -30,24 +30,34 @@ LladaWeights init_weights(const ModelConfig& c) {
     return w;
 }
 
-void save_weights(const std::filesystem::path& dir, LladaWeights& weights, StorageDType dtype, int shards) {
+void save_weights(const std::filesystem::path& dir, LladaWeights& weights, StorageDType dtype,
+                  int shards) {
     std::vector<std::pair<std::string, torch::Tensor>> items;
     for (auto& [name, t] : weights.named()) {
         torch::Tensor cpu = t->detach().to(torch::kCPU).contiguous();
         switch (dtype) {
-            case StorageDType::F32: cpu = cpu.to(torch::kFloat32); break;
-            case StorageDType::F16: cpu = cpu.to(torch::kFloat16); break;
-            case StorageDType::BF16: cpu = cpu.to(torch::kBFloat16); break;
+            case StorageDType::F32:
+                cpu = cpu.to(torch::kFloat32);
+                break;
+            case StorageDType::F16:
+                cpu = cpu.to(torch::kFloat16);
+                break;
+            case StorageDType::BF16:
+                cpu = cpu.to(torch::kBFloat16);
+                break;
         }
         items.emplace_back(name, cpu.contiguous());
     }
-    const DType dt = dtype == StorageDType::F32 ? DType::F32 : dtype == StorageDType::F16 ? DType::F16 : DType::BF16;
+    const DType dt = dtype == StorageDType::F32   ? DType::F32
+                     : dtype == StorageDType::F16 ? DType::F16
+                                                  : DType::BF16;
     shards = std::max(1, std::min<int>(shards, static_cast<int>(items.size())));
     auto to_write = [&](size_t begin, size_t end) {
         std::vector<TensorToWrite> out;
         for (size_t i = begin; i < end; ++i) {
             const auto& [name, t] = items[i];
-            out.push_back({name, dt, t.sizes().vec(), t.data_ptr(), static_cast<size_t>(t.numel() * t.element_size())});
+            out.push_back({name, dt, t.sizes().vec(), t.data_ptr(),
+                           static_cast<size_t>(t.numel() * t.element_size())});
         }
         return out;
     };
@@ -60,7 +70,8 @@ void save_weights(const std::filesystem::path& dir, LladaWeights& weights, Stora
     index["metadata"] = {{"total_size", 0}};
     nlohmann::ordered_json map = nlohmann::ordered_json::object();
     size_t total = 0;
-    const size_t per = (items.size() + static_cast<size_t>(shards) - 1) / static_cast<size_t>(shards);
+    const size_t per =
+        (items.size() + static_cast<size_t>(shards) - 1) / static_cast<size_t>(shards);
     for (int s = 0; s < shards; ++s) {
         const size_t b = static_cast<size_t>(s) * per, e = std::min(items.size(), b + per);
         if (b >= e) break;

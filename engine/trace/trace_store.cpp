@@ -6,8 +6,10 @@ namespace cl::trace {
 
 bool TraceStore::wants(const ProbeRequest& request) const {
     switch (request.kind) {
-        case ProbeKind::StepRecord: return true;
-        case ProbeKind::Oracle: return m_oracle.load();
+        case ProbeKind::StepRecord:
+            return true;
+        case ProbeKind::Oracle:
+            return m_oracle.load();
         case ProbeKind::Attention: {
             if (request.head == -1 && m_all_attention_means.load()) return true;
             std::lock_guard lock(m_mutex);

@@ -36,21 +36,30 @@ enum class RowAction : uint8_t {
 
 inline const char* to_string(TokenState s) {
     switch (s) {
-        case TokenState::Prompt: return "prompt";
-        case TokenState::Masked: return "masked";
-        case TokenState::DecodedNow: return "decoded-now";
-        case TokenState::DecodedEarlier: return "decoded-earlier";
+        case TokenState::Prompt:
+            return "prompt";
+        case TokenState::Masked:
+            return "masked";
+        case TokenState::DecodedNow:
+            return "decoded-now";
+        case TokenState::DecodedEarlier:
+            return "decoded-earlier";
     }
     return "?";
 }
 
 inline const char* to_string(RowAction a) {
     switch (a) {
-        case RowAction::Skipped: return "skipped";
-        case RowAction::Recomputed: return "recomputed";
-        case RowAction::KvReused: return "kv-reused";
-        case RowAction::ProbedOnly: return "probed-only";
-        case RowAction::FeatureReused: return "feature-reused";
+        case RowAction::Skipped:
+            return "skipped";
+        case RowAction::Recomputed:
+            return "recomputed";
+        case RowAction::KvReused:
+            return "kv-reused";
+        case RowAction::ProbedOnly:
+            return "probed-only";
+        case RowAction::FeatureReused:
+            return "feature-reused";
     }
     return "?";
 }
@@ -60,25 +69,25 @@ inline const char* to_string(RowAction a) {
 // Everything needed to understand (and reproduce) a run, fixed when the run starts.
 struct RunInfo {
     int32_t run_id = 0;
-    std::string policy;                              // e.g. "none", "dkv-decode"
+    std::string policy;                                // e.g. "none", "dkv-decode"
     std::map<std::string, std::string> policy_params;  // resolved parameters, as text
     std::map<std::string, std::string> sampler;        // generation config, as text
     std::string model_name;
-    std::string model_hash;   // content hash of the weights file(s)
-    std::string device;       // "cpu" or "cuda:0"
+    std::string model_hash;  // content hash of the weights file(s)
+    std::string device;      // "cpu" or "cuda:0"
     int32_t threads = 1;
     uint64_t seed = 0;
     std::string prompt_text;
-    int32_t prompt_len = 0;   // P
-    int32_t gen_len = 0;      // G
-    int32_t block_len = 0;    // B
-    int32_t steps = 0;        // T (planned; parallel decoding may use fewer)
-    int32_t n_layers = 0;     // N
+    int32_t prompt_len = 0;  // P
+    int32_t gen_len = 0;     // G
+    int32_t block_len = 0;   // B
+    int32_t steps = 0;       // T (planned; parallel decoding may use fewer)
+    int32_t n_layers = 0;    // N
     int32_t n_heads = 0;
     int32_t mask_id = -1;
     int32_t eos_id = -1;
-    std::vector<int32_t> initial_tokens;           // (L) prompt ++ [MASK]*G
-    std::map<int32_t, std::string> token_text;     // id -> display text, filled as ids appear
+    std::vector<int32_t> initial_tokens;        // (L) prompt ++ [MASK]*G
+    std::map<int32_t, std::string> token_text;  // id -> display text, filled as ids appear
     std::string app_version;
 
     int32_t seq_len() const { return prompt_len + gen_len; }
@@ -101,55 +110,55 @@ struct TriggerEvent {
 struct AttentionMap {
     int32_t layer = 0;
     int32_t head = -1;
-    int32_t rows = 0;                 // query rows present (<= L)
-    int32_t cols = 0;                 // key columns (= L)
-    std::vector<int32_t> row_index;   // (rows) sequence position of each query row
-    std::vector<float> data;          // (rows, cols) row-major probabilities
+    int32_t rows = 0;                // query rows present (<= L)
+    int32_t cols = 0;                // key columns (= L)
+    std::vector<int32_t> row_index;  // (rows) sequence position of each query row
+    std::vector<float> data;         // (rows, cols) row-major probabilities
 };
 
 // Oracle mode: the cached forward compared with a full forward at the same step.
 struct OracleRecord {
-    std::vector<float> k_cos;      // (N, L) cosine of reused vs fresh K; NaN where computed
-    std::vector<float> v_cos;      // (N, L)
-    std::vector<float> k_rel_l2;   // (N, L) |reused - fresh| / |fresh|
-    std::vector<float> v_rel_l2;   // (N, L)
-    double logits_kl = 0.0;        // mean KL(full || cached) over the step's decodable rows
-    bool commit_differs = false;   // the full forward would have committed other tokens
+    std::vector<float> k_cos;     // (N, L) cosine of reused vs fresh K; NaN where computed
+    std::vector<float> v_cos;     // (N, L)
+    std::vector<float> k_rel_l2;  // (N, L) |reused - fresh| / |fresh|
+    std::vector<float> v_rel_l2;  // (N, L)
+    double logits_kl = 0.0;       // mean KL(full || cached) over the step's decodable rows
+    bool commit_differs = false;  // the full forward would have committed other tokens
 };
 
 struct StepRecord {
     int32_t run_id = 0;
-    int32_t step = 0;        // 0-based global step
-    int32_t block = 0;       // current block index
+    int32_t step = 0;   // 0-based global step
+    int32_t block = 0;  // current block index
     int32_t step_in_block = 0;
-    int32_t seq_len = 0;     // L
-    int32_t n_layers = 0;    // N
+    int32_t seq_len = 0;   // L
+    int32_t n_layers = 0;  // N
 
-    std::vector<int32_t> tokens;        // (L) ids after this step
-    std::vector<TokenState> states;     // (L) after this step
-    std::vector<int32_t> predicted;     // (L) argmax candidate at rows that were masked, else -1
-    std::vector<float> confidence;      // (L) confidence of that candidate, NaN if none
+    std::vector<int32_t> tokens;     // (L) ids after this step
+    std::vector<TokenState> states;  // (L) after this step
+    std::vector<int32_t> predicted;  // (L) argmax candidate at rows that were masked, else -1
+    std::vector<float> confidence;   // (L) confidence of that candidate, NaN if none
     // Inspector data for rows predicted this step: the top kTopK candidates with probabilities,
     // the entropy of the prediction and the margin p1 - p2 (empty/NaN/-1 where not predicted).
     static constexpr int kTopK = 5;
-    std::vector<int32_t> topk_ids;      // (L, kTopK)
-    std::vector<float> topk_probs;      // (L, kTopK)
-    std::vector<float> entropy;         // (L) nats
-    std::vector<float> margin;          // (L)
-    std::vector<int32_t> committed;     // positions committed this step, in commit order
+    std::vector<int32_t> topk_ids;   // (L, kTopK)
+    std::vector<float> topk_probs;   // (L, kTopK)
+    std::vector<float> entropy;      // (L) nats
+    std::vector<float> margin;       // (L)
+    std::vector<int32_t> committed;  // positions committed this step, in commit order
     // Display text of ids that appear in this run for the first time at this step (tokens or
     // predictions), so a replay can show text without the tokenizer.
     std::map<int32_t, std::string> new_token_text;
 
-    std::vector<RowAction> actions;     // (N, L) what each layer did for each row
-    std::vector<uint16_t> cache_age;    // (N, L) steps since the row's K/V were computed
+    std::vector<RowAction> actions;   // (N, L) what each layer did for each row
+    std::vector<uint16_t> cache_age;  // (N, L) steps since the row's K/V were computed
     std::vector<TriggerEvent> triggers;
     std::vector<AttentionMap> attention;
 
-    double wall_ms = 0.0;               // whole step
-    std::vector<float> layer_ms;        // (N)
-    double flops = 0.0;                 // analytical, what was computed
-    double flops_full = 0.0;            // analytical, a full forward at this step
+    double wall_ms = 0.0;         // whole step
+    std::vector<float> layer_ms;  // (N)
+    double flops = 0.0;           // analytical, what was computed
+    double flops_full = 0.0;      // analytical, a full forward at this step
 
     bool has_oracle = false;
     OracleRecord oracle;
@@ -167,9 +176,12 @@ enum class RunStatus : uint8_t { Running = 0, Complete = 1, Aborted = 2 };
 
 inline const char* to_string(RunStatus s) {
     switch (s) {
-        case RunStatus::Running: return "running";
-        case RunStatus::Complete: return "complete";
-        case RunStatus::Aborted: return "aborted";
+        case RunStatus::Running:
+            return "running";
+        case RunStatus::Complete:
+            return "complete";
+        case RunStatus::Aborted:
+            return "aborted";
     }
     return "?";
 }
@@ -177,7 +189,7 @@ inline const char* to_string(RunStatus s) {
 struct RunSummary {
     RunStatus status = RunStatus::Running;
     int32_t steps = 0;
-    int32_t generated_tokens = 0;   // up to and excluding the first EOS
+    int32_t generated_tokens = 0;  // up to and excluding the first EOS
     double wall_ms = 0.0;
     double tokens_per_s = 0.0;
     double flops = 0.0;

@@ -12,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     char path[] = "/tmp/cachelens-fuzz-XXXXXX";
     const int fd = mkstemp(path);
     if (fd < 0) return 0;
-    if (write(fd, data, size) != static_cast<ssize_t>(size)) {}
+    if (write(fd, data, size) != static_cast<ssize_t>(size)) {
+    }
     close(fd);
     try {
         auto r = cl::sessions::SessionReader::open(path, /*repair=*/true);

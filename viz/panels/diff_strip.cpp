@@ -7,12 +7,14 @@ namespace cl::viz {
 
 void draw_diff_strip(ColumnContext& c) {
     if (!c.baseline || c.baseline == &c.run) {
-        ImGui::TextDisabled(c.baseline ? "baseline column" : "add `none` to compare against the baseline");
+        ImGui::TextDisabled(c.baseline ? "baseline column"
+                                       : "add `none` to compare against the baseline");
         return;
     }
     if (c.step < 0 || c.baseline->steps.empty()) return;
     const auto& s = *c.run.steps[static_cast<size_t>(c.step)];
-    const auto& b = *c.baseline->steps[static_cast<size_t>(std::min<int32_t>(c.step, static_cast<int32_t>(c.baseline->steps.size()) - 1))];
+    const auto& b = *c.baseline->steps[static_cast<size_t>(
+        std::min<int32_t>(c.step, static_cast<int32_t>(c.baseline->steps.size()) - 1))];
     const auto& pal = palette(c.view.dark);
     const int32_t P = c.run.info.prompt_len, L = s.seq_len;
     const float w = c.width / std::max(1, L - P);
@@ -24,11 +26,15 @@ void draw_diff_strip(ColumnContext& c) {
     int32_t run_start = P;
     ImU32 run_color = 0;
     auto flush = [&](int32_t end) {
-        if (end > run_start) dl->AddRectFilled({pos.x + (run_start - P) * w, pos.y}, {pos.x + (end - P) * w, pos.y + h}, run_color);
+        if (end > run_start)
+            dl->AddRectFilled({pos.x + (run_start - P) * w, pos.y},
+                              {pos.x + (end - P) * w, pos.y + h}, run_color);
     };
     for (int32_t i = P; i < L && static_cast<size_t>(i) < b.tokens.size(); ++i) {
-        const bool both = s.states[static_cast<size_t>(i)] != trace::TokenState::Masked && b.states[static_cast<size_t>(i)] != trace::TokenState::Masked;
-        const bool diff = both && s.tokens[static_cast<size_t>(i)] != b.tokens[static_cast<size_t>(i)];
+        const bool both = s.states[static_cast<size_t>(i)] != trace::TokenState::Masked &&
+                          b.states[static_cast<size_t>(i)] != trace::TokenState::Masked;
+        const bool diff =
+            both && s.tokens[static_cast<size_t>(i)] != b.tokens[static_cast<size_t>(i)];
         differ += diff;
         const ImU32 col = !both ? pal.masked : diff ? pal.bad : pal.grid;
         if (i == P) run_color = col;
@@ -42,7 +48,9 @@ void draw_diff_strip(ColumnContext& c) {
     ImGui::Dummy({c.width, h});
     const auto m = column_metrics(c.run, c.baseline, c.step);
     ImGui::TextDisabled("vs baseline: %d tokens differ; first divergence %s", differ,
-                        m.first_divergence < 0 ? "none" : ("at step " + std::to_string(m.first_divergence)).c_str());
+                        m.first_divergence < 0
+                            ? "none"
+                            : ("at step " + std::to_string(m.first_divergence)).c_str());
 }
 
 }  // namespace cl::viz

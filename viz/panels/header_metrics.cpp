@@ -8,11 +8,14 @@
 namespace cl::viz {
 
 namespace {
-void metric(const char* label, const char* fmt, double v, const char* formula, const std::string& raw) {
+void metric(const char* label, const char* fmt, double v, const char* formula,
+            const std::string& raw) {
     ImGui::BeginGroup();
     ImGui::TextDisabled("%s", label);
-    if (std::isfinite(v)) ImGui::Text(fmt, v);
-    else ImGui::TextUnformatted("-");
+    if (std::isfinite(v))
+        ImGui::Text(fmt, v);
+    else
+        ImGui::TextUnformatted("-");
     ImGui::EndGroup();
     if (ImGui::IsItemHovered()) {
         ImGui::BeginTooltip();
@@ -32,21 +35,30 @@ void draw_header_metrics(ColumnContext& c) {
     ImGui::SameLine();
     std::string params;
     for (const auto& [k, v] : c.run.info.policy_params) params += k + "=" + v + " ";
-    ImGui::TextDisabled("%s%s", params.c_str(), c.run.status.empty() ? "" : ("  [" + c.run.status + "]").c_str());
+    ImGui::TextDisabled("%s%s", params.c_str(),
+                        c.run.status.empty() ? "" : ("  [" + c.run.status + "]").c_str());
     const ColumnMetrics m = column_metrics(c.run, c.baseline, c.step);
     char raw[256];
     std::snprintf(raw, sizeof raw, "%d tokens / %.1f ms", m.generated, m.wall_ms);
-    metric("tok/s", "%.1f", m.tokens_per_s, "tokens/s = decoded tokens / wall time of the steps so far", raw);
-    std::snprintf(raw, sizeof raw, "baseline vs this column over the same %zu steps", c.run.steps.size());
-    metric("speedup", "%.2fx", m.speedup, "speedup = baseline wall time / policy wall time (same steps)", raw);
-    std::snprintf(raw, sizeof raw, "%.3g GFLOP computed, %.3g GFLOP for full forwards", m.flops / 1e9, m.flops_full / 1e9);
-    metric("FLOP-x", "%.2fx", m.flop_ratio, "FLOP ratio = baseline FLOPs / policy FLOPs (the ideal speedup)", raw);
+    metric("tok/s", "%.1f", m.tokens_per_s,
+           "tokens/s = decoded tokens / wall time of the steps so far", raw);
+    std::snprintf(raw, sizeof raw, "baseline vs this column over the same %zu steps",
+                  c.run.steps.size());
+    metric("speedup", "%.2fx", m.speedup,
+           "speedup = baseline wall time / policy wall time (same steps)", raw);
+    std::snprintf(raw, sizeof raw, "%.3g GFLOP computed, %.3g GFLOP for full forwards",
+                  m.flops / 1e9, m.flops_full / 1e9);
+    metric("FLOP-x", "%.2fx", m.flop_ratio,
+           "FLOP ratio = baseline FLOPs / policy FLOPs (the ideal speedup)", raw);
     metric("effic.", "%.2f", m.efficiency, "efficiency = measured speedup / FLOP ratio", raw);
-    std::snprintf(raw, sizeof raw, "first divergence: %s",
-                  m.first_divergence < 0 ? "none" : ("step " + std::to_string(m.first_divergence)).c_str());
-    metric("agree", "%.0f%%", 100 * m.agreement, "agreement = decoded tokens equal to the baseline's / decoded tokens", raw);
+    std::snprintf(
+        raw, sizeof raw, "first divergence: %s",
+        m.first_divergence < 0 ? "none" : ("step " + std::to_string(m.first_divergence)).c_str());
+    metric("agree", "%.0f%%", 100 * m.agreement,
+           "agreement = decoded tokens equal to the baseline's / decoded tokens", raw);
     std::snprintf(raw, sizeof raw, "mean over %zu steps", c.run.steps.size());
-    metric("recomp.", "%.0f%%", 100 * m.recompute, "recompute fraction = computed (layer, row) pairs / (N x L), averaged", raw);
+    metric("recomp.", "%.0f%%", 100 * m.recompute,
+           "recompute fraction = computed (layer, row) pairs / (N x L), averaged", raw);
     ImGui::NewLine();
 }
 

@@ -29,10 +29,12 @@ void draw_inspector(std::vector<RunView>& runs, ViewState& view) {
         ImGui::TextDisabled("Click a token in a strip to pin it here; hover to preview.");
         return;
     }
-    ImGui::Text("position %d %s", pos, view.pinned_pos >= 0 ? "(pinned; click it again to unpin)" : "(hover)");
+    ImGui::Text("position %d %s", pos,
+                view.pinned_pos >= 0 ? "(pinned; click it again to unpin)" : "(hover)");
     const auto& pal = palette(view.dark);
     int32_t max_steps = 0;
-    for (const auto& r : runs) max_steps = std::max(max_steps, static_cast<int32_t>(r.steps.size()));
+    for (const auto& r : runs)
+        max_steps = std::max(max_steps, static_cast<int32_t>(r.steps.size()));
     if (!ImGui::BeginTable("##inspector", static_cast<int>(std::max<size_t>(1, runs.size())),
                            ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchSame))
         return;
@@ -40,7 +42,8 @@ void draw_inspector(std::vector<RunView>& runs, ViewState& view) {
         ImGui::TableNextColumn();
         ImGui::PushID(&run);
         const int32_t step = column_step(run, view, max_steps);
-        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.accent), "%s", run.info.policy.c_str());
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.accent), "%s",
+                           run.info.policy.c_str());
         if (step < 0 || pos >= run.steps[static_cast<size_t>(step)]->seq_len) {
             ImGui::TextDisabled("no data");
             ImGui::PopID();
@@ -48,11 +51,16 @@ void draw_inspector(std::vector<RunView>& runs, ViewState& view) {
         }
         const auto& s = *run.steps[static_cast<size_t>(step)];
         const size_t p = static_cast<size_t>(pos);
-        ImGui::Text("token %d %s (%s)", s.tokens[p], text_of(run, s.tokens[p]).c_str(), trace::to_string(s.states[p]));
+        ImGui::Text("token %d %s (%s)", s.tokens[p], text_of(run, s.tokens[p]).c_str(),
+                    trace::to_string(s.states[p]));
         int32_t decoded_at = -1;
         for (const auto& r : run.steps)
-            if (r->states[p] == trace::TokenState::DecodedNow) { decoded_at = r->step; break; }
-        ImGui::Text("decoded at step %s", decoded_at < 0 ? "-" : std::to_string(decoded_at).c_str());
+            if (r->states[p] == trace::TokenState::DecodedNow) {
+                decoded_at = r->step;
+                break;
+            }
+        ImGui::Text("decoded at step %s",
+                    decoded_at < 0 ? "-" : std::to_string(decoded_at).c_str());
         // Top-k at the latest step (<= current) that predicted this row.
         const trace::StepRecord* pred = nullptr;
         for (int32_t t = step; t >= 0 && !pred; --t) {
@@ -62,9 +70,11 @@ void draw_inspector(std::vector<RunView>& runs, ViewState& view) {
         if (pred) {
             ImGui::TextDisabled("candidates at step %d:", pred->step);
             for (int k = 0; k < trace::StepRecord::kTopK; ++k) {
-                const int32_t id = pred->topk_ids[p * trace::StepRecord::kTopK + static_cast<size_t>(k)];
+                const int32_t id =
+                    pred->topk_ids[p * trace::StepRecord::kTopK + static_cast<size_t>(k)];
                 if (id < 0) break;
-                const float pr = pred->topk_probs[p * trace::StepRecord::kTopK + static_cast<size_t>(k)];
+                const float pr =
+                    pred->topk_probs[p * trace::StepRecord::kTopK + static_cast<size_t>(k)];
                 ImGui::Text("  %5.3f  %d %s", pr, id, text_of(run, id).c_str());
             }
         }
@@ -77,7 +87,8 @@ void draw_inspector(std::vector<RunView>& runs, ViewState& view) {
             mar.push_back(r->margin.size() > p ? r->margin[p] : NAN);
         }
         plot::Plot pl;
-        if (plot::begin_plot("confidence / margin / entropy", {-1, ImGui::GetFontSize() * 4.5f}, pl)) {
+        if (plot::begin_plot("confidence / margin / entropy", {-1, ImGui::GetFontSize() * 4.5f},
+                             pl)) {
             float hi = 1.f;
             for (float e : ent)
                 if (std::isfinite(e)) hi = std::max(hi, e);
@@ -93,7 +104,8 @@ void draw_inspector(std::vector<RunView>& runs, ViewState& view) {
         plot::legend_item("entropy", pal.trigger);
         ImGui::NewLine();
         // Per-layer cache history up to the current step.
-        if (ImGui::BeginTable("##layers", 4, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
+        if (ImGui::BeginTable("##layers", 4,
+                              ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
             ImGui::TableSetupColumn("layer");
             ImGui::TableSetupColumn("now");
             ImGui::TableSetupColumn("last recompute");
@@ -102,12 +114,15 @@ void draw_inspector(std::vector<RunView>& runs, ViewState& view) {
             for (int32_t l = 0; l < s.n_layers; ++l) {
                 int32_t last = -1;
                 for (int32_t t = step; t >= 0 && last < 0; --t)
-                    if (run.steps[static_cast<size_t>(t)]->action(l, pos) == trace::RowAction::Recomputed) last = t;
+                    if (run.steps[static_cast<size_t>(t)]->action(l, pos) ==
+                        trace::RowAction::Recomputed)
+                        last = t;
                 std::string drift = "-";
                 for (const auto& e : s.triggers)
                     if (e.layer == l && std::isfinite(e.value) && std::isfinite(e.threshold)) {
                         char buf[64];
-                        std::snprintf(buf, sizeof buf, "%.3f / %.3f%s", e.value, e.threshold, e.fired ? " *" : "");
+                        std::snprintf(buf, sizeof buf, "%.3f / %.3f%s", e.value, e.threshold,
+                                      e.fired ? " *" : "");
                         drift = buf;
                     }
                 ImGui::TableNextRow();
@@ -126,8 +141,10 @@ void draw_inspector(std::vector<RunView>& runs, ViewState& view) {
         for (const auto& a : s.attention)
             if (a.layer == view.layer && a.head == view.head && a.rows > 0 && pos < a.cols) {
                 double sum = 0;
-                for (int32_t r = 0; r < a.rows; ++r) sum += a.data[static_cast<size_t>(r) * static_cast<size_t>(a.cols) + p];
-                ImGui::Text("attention received at layer %d: %.4f (mean over %d query rows)", a.layer, sum / a.rows, a.rows);
+                for (int32_t r = 0; r < a.rows; ++r)
+                    sum += a.data[static_cast<size_t>(r) * static_cast<size_t>(a.cols) + p];
+                ImGui::Text("attention received at layer %d: %.4f (mean over %d query rows)",
+                            a.layer, sum / a.rows, a.rows);
             }
         ImGui::PopID();
     }

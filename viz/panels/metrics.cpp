@@ -33,7 +33,9 @@ ColumnMetrics column_metrics(const RunView& run, const RunView* base, int32_t up
     m.recompute = t.n ? t.recompute / t.n : 0;
     if (!run.steps.empty() && t.n > 0) {
         const auto& last = *run.steps[static_cast<size_t>(t.n - 1)];
-        for (auto s : last.states) m.generated += s == trace::TokenState::DecodedNow || s == trace::TokenState::DecodedEarlier;
+        for (auto s : last.states)
+            m.generated +=
+                s == trace::TokenState::DecodedNow || s == trace::TokenState::DecodedEarlier;
     }
     m.tokens_per_s = t.wall > 0 ? m.generated / (t.wall / 1000.0) : 0;
     if (base && base != &run) {
@@ -41,7 +43,10 @@ ColumnMetrics column_metrics(const RunView& run, const RunView* base, int32_t up
         // Compare over the same steps: the baseline's time for as many steps as this column has.
         if (b.n >= t.n && t.n > 0 && t.wall > 0) {
             double bw = 0, bf = 0;
-            for (int32_t i = 0; i < t.n; ++i) { bw += base->steps[static_cast<size_t>(i)]->wall_ms; bf += base->steps[static_cast<size_t>(i)]->flops; }
+            for (int32_t i = 0; i < t.n; ++i) {
+                bw += base->steps[static_cast<size_t>(i)]->wall_ms;
+                bf += base->steps[static_cast<size_t>(i)]->flops;
+            }
             m.speedup = bw / t.wall;
             m.flop_ratio = t.flops > 0 ? bf / t.flops : NAN;
             m.efficiency = m.speedup / m.flop_ratio;
@@ -50,8 +55,11 @@ ColumnMetrics column_metrics(const RunView& run, const RunView* base, int32_t up
             const auto& a = *run.steps[static_cast<size_t>(t.n - 1)];
             const auto& bb = *base->steps[static_cast<size_t>(std::min(t.n, b.n) - 1)];
             int same = 0, total = 0;
-            for (size_t i = static_cast<size_t>(run.info.prompt_len); i < std::min(a.tokens.size(), bb.tokens.size()); ++i) {
-                if (a.states[i] == trace::TokenState::Masked || bb.states[i] == trace::TokenState::Masked) continue;
+            for (size_t i = static_cast<size_t>(run.info.prompt_len);
+                 i < std::min(a.tokens.size(), bb.tokens.size()); ++i) {
+                if (a.states[i] == trace::TokenState::Masked ||
+                    bb.states[i] == trace::TokenState::Masked)
+                    continue;
                 ++total;
                 same += a.tokens[i] == bb.tokens[i];
             }
@@ -61,7 +69,8 @@ ColumnMetrics column_metrics(const RunView& run, const RunView* base, int32_t up
             for (int32_t i = 0; i < t.n && m.first_divergence < 0; ++i)
                 for (int32_t pos : run.steps[static_cast<size_t>(i)]->committed)
                     if (final_base.states[static_cast<size_t>(pos)] != trace::TokenState::Masked &&
-                        run.steps[static_cast<size_t>(i)]->tokens[static_cast<size_t>(pos)] != final_base.tokens[static_cast<size_t>(pos)]) {
+                        run.steps[static_cast<size_t>(i)]->tokens[static_cast<size_t>(pos)] !=
+                            final_base.tokens[static_cast<size_t>(pos)]) {
                         m.first_divergence = run.steps[static_cast<size_t>(i)]->step;
                         break;
                     }

@@ -12,7 +12,7 @@ struct ColumnContext {
     const RunView* baseline;  // the `none` column when present (speedup, agreement, diff)
     ViewState& view;
     TextureProvider& textures;
-    int32_t step;             // the step this column shows (-1: no step yet)
+    int32_t step;  // the step this column shows (-1: no step yet)
     float width;
 };
 

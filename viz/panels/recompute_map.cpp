@@ -14,14 +14,15 @@ void draw_recompute_map(ColumnContext& c) {
     const auto& s = *c.run.steps[static_cast<size_t>(c.step)];
     const int32_t N = s.n_layers, L = s.seq_len;
     if (N <= 0 || L <= 0) return;
-    const std::string key = "recompute/" + std::to_string(c.run.info.run_id) + "/" + std::to_string(s.step) +
-                            (c.view.dark ? "d" : "l");
+    const std::string key = "recompute/" + std::to_string(c.run.info.run_id) + "/" +
+                            std::to_string(s.step) + (c.view.dark ? "d" : "l");
     ImTextureID tex = c.textures.cached(key);
     if (!tex) {
         std::vector<uint32_t> px(static_cast<size_t>(N) * static_cast<size_t>(L));
         for (int32_t l = 0; l < N; ++l)
             for (int32_t i = 0; i < L; ++i) {
-                const size_t k = static_cast<size_t>(l) * static_cast<size_t>(L) + static_cast<size_t>(i);
+                const size_t k =
+                    static_cast<size_t>(l) * static_cast<size_t>(L) + static_cast<size_t>(i);
                 ImU32 col = action_color(s.actions[k], c.view.dark);
                 if (s.actions[k] != trace::RowAction::Recomputed && !s.cache_age.empty()) {
                     // Shade by age: a row reused for 32+ steps is drawn at 45% brightness.
@@ -38,7 +39,8 @@ void draw_recompute_map(ColumnContext& c) {
     ImGui::TextDisabled("layers x positions at step %d", s.step);
     const float marker = ImGui::GetFontSize() * 0.8f;
     const ImVec2 pos = ImGui::GetCursorScreenPos();
-    const ImVec2 size{std::max(10.f, c.width - marker), std::clamp(N * 10.f, ImGui::GetFontSize() * 2, ImGui::GetFontSize() * 8)};
+    const ImVec2 size{std::max(10.f, c.width - marker),
+                      std::clamp(N * 10.f, ImGui::GetFontSize() * 2, ImGui::GetFontSize() * 8)};
     ImGui::InvisibleButton("##recompute", {size.x + marker, size.y});
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 img{pos.x + marker, pos.y};
@@ -47,27 +49,29 @@ void draw_recompute_map(ColumnContext& c) {
     for (const auto& t : s.triggers)
         if (t.fired && t.layer >= 0 && t.layer < N) {
             const float y = pos.y + (t.layer + 0.5f) * row_h;
-            dl->AddTriangleFilled({pos.x, y - 4}, {pos.x, y + 4}, {pos.x + marker - 2, y}, palette(c.view.dark).trigger);
+            dl->AddTriangleFilled({pos.x, y - 4}, {pos.x, y + 4}, {pos.x + marker - 2, y},
+                                  palette(c.view.dark).trigger);
         }
     if (ImGui::IsItemHovered()) {
         const ImVec2 m = ImGui::GetIO().MousePos;
         const int32_t layer = std::clamp(static_cast<int32_t>((m.y - img.y) / row_h), 0, N - 1);
         const int32_t row = std::clamp(static_cast<int32_t>((m.x - img.x) / size.x * L), 0, L - 1);
         c.view.hovered_pos = row;
-        const size_t k = static_cast<size_t>(layer) * static_cast<size_t>(L) + static_cast<size_t>(row);
+        const size_t k =
+            static_cast<size_t>(layer) * static_cast<size_t>(L) + static_cast<size_t>(row);
         ImGui::BeginTooltip();
         ImGui::Text("layer %d, position %d: %s", layer, row, trace::to_string(s.actions[k]));
         if (!s.cache_age.empty()) ImGui::Text("cache age %d steps", s.cache_age[k]);
         for (const auto& t : s.triggers)
             if (t.layer == layer || t.layer < 0)
-                ImGui::Text("%s%s: value %.3f, threshold %.3f -> %s", t.fired ? "* " : "", t.kind.c_str(), t.value,
-                            t.threshold, t.action.c_str());
+                ImGui::Text("%s%s: value %.3f, threshold %.3f -> %s", t.fired ? "* " : "",
+                            t.kind.c_str(), t.value, t.threshold, t.action.c_str());
         ImGui::EndTooltip();
         if (ImGui::IsMouseClicked(0)) c.view.layer = layer;
     }
     if (!c.view.figure_mode) {
-        for (auto a : {trace::RowAction::Recomputed, trace::RowAction::KvReused, trace::RowAction::ProbedOnly,
-                       trace::RowAction::FeatureReused})
+        for (auto a : {trace::RowAction::Recomputed, trace::RowAction::KvReused,
+                       trace::RowAction::ProbedOnly, trace::RowAction::FeatureReused})
             plot::legend_item(trace::to_string(a), action_color(a, c.view.dark));
         ImGui::NewLine();
     }

@@ -11,7 +11,8 @@ namespace cl::viz {
 
 void draw_throughput_chart(const std::vector<RunView>& runs, const ViewState& view) {
     plot::Plot p;
-    if (!plot::begin_plot("throughput (tokens/s per policy)", {-1, ImGui::GetFontSize() * 5}, p)) return;
+    if (!plot::begin_plot("throughput (tokens/s per policy)", {-1, ImGui::GetFontSize() * 5}, p))
+        return;
     size_t n = 1;
     float hi = 1.f;
     for (const auto& r : runs) {
@@ -24,20 +25,23 @@ void draw_throughput_chart(const std::vector<RunView>& runs, const ViewState& vi
         const auto& r = runs[k];
         std::vector<float> xs(r.throughput.size());
         for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i);
-        const ImU32 col = colormap_color(Colormap::Viridis, runs.size() > 1 ? static_cast<float>(k) / (runs.size() - 1) : 0.5f);
+        const ImU32 col = colormap_color(
+            Colormap::Viridis, runs.size() > 1 ? static_cast<float>(k) / (runs.size() - 1) : 0.5f);
         plot::plot_line(p, xs.data(), r.throughput.data(), static_cast<int>(xs.size()), col, 2.f);
     }
     plot::end_plot(p);
     for (size_t k = 0; k < runs.size(); ++k)
-        plot::legend_item(runs[k].info.policy.c_str(),
-                          colormap_color(Colormap::Viridis, runs.size() > 1 ? static_cast<float>(k) / (runs.size() - 1) : 0.5f));
+        plot::legend_item(
+            runs[k].info.policy.c_str(),
+            colormap_color(Colormap::Viridis,
+                           runs.size() > 1 ? static_cast<float>(k) / (runs.size() - 1) : 0.5f));
     ImGui::NewLine();
     (void)view;
 }
 
 void draw_legend(const ViewState& view) {
-    for (auto s : {trace::TokenState::Prompt, trace::TokenState::Masked, trace::TokenState::DecodedEarlier,
-                   trace::TokenState::DecodedNow})
+    for (auto s : {trace::TokenState::Prompt, trace::TokenState::Masked,
+                   trace::TokenState::DecodedEarlier, trace::TokenState::DecodedNow})
         plot::legend_item(trace::to_string(s), state_color(s, view.dark));
     plot::legend_item("recomputed (outline)", palette(view.dark).recomputed);
     ImGui::NewLine();

@@ -14,8 +14,8 @@ void draw_timeline(ColumnContext& c) {
     const int32_t L = c.run.steps.front()->seq_len;
     const int32_t P = std::max(0, c.run.info.prompt_len - 4);
     const int32_t W = std::max(1, L - P);
-    const std::string key = "timeline/" + std::to_string(c.run.info.run_id) + "/" + std::to_string(n_steps) + "/" +
-                            (c.view.dark ? "d" : "l");
+    const std::string key = "timeline/" + std::to_string(c.run.info.run_id) + "/" +
+                            std::to_string(n_steps) + "/" + (c.view.dark ? "d" : "l");
     ImTextureID tex = c.textures.cached(key);
     if (!tex) {
         std::vector<uint32_t> px(static_cast<size_t>(W) * static_cast<size_t>(n_steps));
@@ -23,14 +23,18 @@ void draw_timeline(ColumnContext& c) {
             const auto& s = *c.run.steps[static_cast<size_t>(t)];
             for (int32_t i = P; i < L && i < s.seq_len; ++i) {
                 ImU32 col = state_color(s.states[static_cast<size_t>(i)], c.view.dark);
-                const bool recomputed = s.n_layers > 0 && s.action(s.n_layers - 1, i) == trace::RowAction::Recomputed;
-                if (recomputed && s.states[static_cast<size_t>(i)] == trace::TokenState::Masked) col = palette(c.view.dark).recomputed;
-                px[static_cast<size_t>(t) * static_cast<size_t>(W) + static_cast<size_t>(i - P)] = to_rgba8(col);
+                const bool recomputed =
+                    s.n_layers > 0 && s.action(s.n_layers - 1, i) == trace::RowAction::Recomputed;
+                if (recomputed && s.states[static_cast<size_t>(i)] == trace::TokenState::Masked)
+                    col = palette(c.view.dark).recomputed;
+                px[static_cast<size_t>(t) * static_cast<size_t>(W) + static_cast<size_t>(i - P)] =
+                    to_rgba8(col);
             }
         }
         tex = c.textures.rgba_texture(key, W, n_steps, px);
     }
-    const float height = std::clamp(static_cast<float>(n_steps) * 2.f, ImGui::GetFontSize() * 3, ImGui::GetFontSize() * 10);
+    const float height = std::clamp(static_cast<float>(n_steps) * 2.f, ImGui::GetFontSize() * 3,
+                                    ImGui::GetFontSize() * 10);
     ImGui::TextDisabled("steps x positions (masked rows recomputed: orange)");
     const ImVec2 pos = ImGui::GetCursorScreenPos();
     const ImVec2 size{c.width, height};
@@ -45,7 +49,8 @@ void draw_timeline(ColumnContext& c) {
     }
     if (ImGui::IsItemHovered()) {
         const ImVec2 m = ImGui::GetIO().MousePos;
-        const int32_t step = std::clamp(static_cast<int32_t>((m.y - pos.y) / size.y * n_steps), 0, n_steps - 1);
+        const int32_t step =
+            std::clamp(static_cast<int32_t>((m.y - pos.y) / size.y * n_steps), 0, n_steps - 1);
         const int32_t col = std::clamp(static_cast<int32_t>((m.x - pos.x) / size.x * W), 0, W - 1);
         c.view.hovered_pos = P + col;
         ImGui::SetTooltip("step %d, position %d (click to seek)", step, P + col);

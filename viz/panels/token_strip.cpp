@@ -30,19 +30,26 @@ void draw_token_strip(ColumnContext& c) {
         std::vector<uint32_t> px(static_cast<size_t>(count));
         for (int32_t i = from; i < L; ++i) {
             const auto st = s.states[static_cast<size_t>(i)];
-            bool recomputed = s.n_layers > 0 && s.action(s.n_layers - 1, i) == trace::RowAction::Recomputed;
-            px[static_cast<size_t>(i - from)] = to_rgba8(recomputed && st == trace::TokenState::Masked ? pal.recomputed
-                                                                                                        : state_color(st, c.view.dark));
+            bool recomputed =
+                s.n_layers > 0 && s.action(s.n_layers - 1, i) == trace::RowAction::Recomputed;
+            px[static_cast<size_t>(i - from)] = to_rgba8(
+                recomputed && st == trace::TokenState::Masked ? pal.recomputed
+                                                              : state_color(st, c.view.dark));
         }
-        const std::string key = "strip/" + std::to_string(c.run.info.run_id) + "/" + std::to_string(s.step);
+        const std::string key =
+            "strip/" + std::to_string(c.run.info.run_id) + "/" + std::to_string(s.step);
         ImTextureID tex = c.textures.rgba_texture(key, count, 1, px);
         const ImVec2 pos = ImGui::GetCursorScreenPos();
         ImGui::InvisibleButton("##tokens", {c.width, h});
         dl->AddImage(tex, pos, {pos.x + c.width, pos.y + h});
         if (ImGui::IsItemHovered()) {
-            const int32_t i = from + std::clamp(static_cast<int32_t>((ImGui::GetIO().MousePos.x - pos.x) / c.width * count), 0, count - 1);
+            const int32_t i =
+                from + std::clamp(static_cast<int32_t>((ImGui::GetIO().MousePos.x - pos.x) /
+                                                       c.width * count),
+                                  0, count - 1);
             c.view.hovered_pos = i;
-            ImGui::SetTooltip("position %d (%s), token %d", i, trace::to_string(s.states[static_cast<size_t>(i)]),
+            ImGui::SetTooltip("position %d (%s), token %d", i,
+                              trace::to_string(s.states[static_cast<size_t>(i)]),
                               s.tokens[static_cast<size_t>(i)]);
             if (ImGui::IsMouseClicked(0)) c.view.pinned_pos = i;
         }
@@ -60,10 +67,13 @@ void draw_token_strip(ColumnContext& c) {
         const auto state = s.states[static_cast<size_t>(i)];
         dl->AddRectFilled(a, b, state_color(state, c.view.dark));
         bool recomputed = false;
-        for (int32_t l = 0; l < s.n_layers && !recomputed; ++l) recomputed = s.action(l, i) == trace::RowAction::Recomputed;
+        for (int32_t l = 0; l < s.n_layers && !recomputed; ++l)
+            recomputed = s.action(l, i) == trace::RowAction::Recomputed;
         if (recomputed) dl->AddRect(a, b, pal.recomputed, 0, 0, 1.5f);
-        if (state == trace::TokenState::DecodedNow) dl->AddLine({a.x, b.y - 1}, {b.x, b.y - 1}, pal.bad, 2.f);
-        if (i == c.view.pinned_pos) dl->AddRect({a.x - 1, a.y - 1}, {b.x + 1, b.y + 1}, pal.text, 0, 0, 2.f);
+        if (state == trace::TokenState::DecodedNow)
+            dl->AddLine({a.x, b.y - 1}, {b.x, b.y - 1}, pal.bad, 2.f);
+        if (i == c.view.pinned_pos)
+            dl->AddRect({a.x - 1, a.y - 1}, {b.x + 1, b.y + 1}, pal.text, 0, 0, 2.f);
         if (hovered && mouse.x >= a.x && mouse.x < b.x + 1 && mouse.y >= a.y && mouse.y < b.y + 2) {
             c.view.hovered_pos = i;
             if (ImGui::IsMouseClicked(0)) c.view.pinned_pos = (c.view.pinned_pos == i) ? -1 : i;
@@ -75,11 +85,14 @@ void draw_token_strip(ColumnContext& c) {
             const float conf = s.confidence[static_cast<size_t>(i)];
             if (std::isfinite(conf)) {
                 const int32_t p = s.predicted[static_cast<size_t>(i)];
-                ImGui::Text("candidate %d \"%s\", confidence %.3f", p, c.run.token_text.count(p) ? c.run.token_text.at(p).c_str() : "?", conf);
+                ImGui::Text("candidate %d \"%s\", confidence %.3f", p,
+                            c.run.token_text.count(p) ? c.run.token_text.at(p).c_str() : "?", conf);
             }
             int recomputed_layers = 0;
-            for (int32_t l = 0; l < s.n_layers; ++l) recomputed_layers += s.action(l, i) == trace::RowAction::Recomputed;
-            ImGui::Text("recomputed at %d of %d layers; cache age at layer 0: %d steps", recomputed_layers, s.n_layers,
+            for (int32_t l = 0; l < s.n_layers; ++l)
+                recomputed_layers += s.action(l, i) == trace::RowAction::Recomputed;
+            ImGui::Text("recomputed at %d of %d layers; cache age at layer 0: %d steps",
+                        recomputed_layers, s.n_layers,
                         s.cache_age.empty() ? 0 : s.cache_age[static_cast<size_t>(i)]);
             ImGui::EndTooltip();
         }
@@ -87,7 +100,10 @@ void draw_token_strip(ColumnContext& c) {
     // The response as text under the strip (masks as a shaded block).
     std::string text;
     for (int32_t i = c.run.info.prompt_len; i < L; ++i) {
-        if (s.states[static_cast<size_t>(i)] == trace::TokenState::Masked) { text += "\xe2\x96\x91"; continue; }
+        if (s.states[static_cast<size_t>(i)] == trace::TokenState::Masked) {
+            text += "\xe2\x96\x91";
+            continue;
+        }
         const int32_t id = s.tokens[static_cast<size_t>(i)];
         if (id == c.run.info.eos_id) break;
         auto it = c.run.token_text.find(id);

@@ -12,7 +12,8 @@ class DkvGreedy final : public RowSetPolicy {
 public:
     static PolicyInfo static_info() {
         return {"dkv-greedy",
-                "dKV-Cache-Greedy: recompute D_t, D_{t-1} and a window around D_{t-1}; full every N (needs random remasking)",
+                "dKV-Cache-Greedy: recompute D_t, D_{t-1} and a window around D_{t-1}; full every "
+                "N (needs random remasking)",
                 {{"refresh_interval", 2, 1, 1024, true, "N: a full forward every N steps"},
                  {"window", 4, 0, 4096, true, "w: positions on each side of D_{t-1} recomputed"}},
                 {{"remasking_random", 1}}};
@@ -27,7 +28,8 @@ protected:
         const auto n = static_cast<int64_t>(param("refresh_interval"));
         const auto w = static_cast<int64_t>(param("window"));
         if (ctx.step == 0) return full_choice("first-step");
-        if (m_steps_since_full + 1 >= n) return full_choice("interval", "full forward every " + std::to_string(n) + " steps");
+        if (m_steps_since_full + 1 >= n)
+            return full_choice("interval", "full forward every " + std::to_string(n) + " steps");
         RowChoice c;
         c.reason = "greedy-window";
         if (ctx.planned_commits && !ctx.planned_commits->empty()) {
@@ -35,10 +37,13 @@ protected:
             c.detail = "recompute D_t, D_{t-1} and a window of " + std::to_string(w);
         } else {
             c.rows = masked_rows(ctx, ctx.block_start, ctx.block_end);
-            c.detail = "order unknown (not random remasking): current block's masks stand in for D_t";
+            c.detail =
+                "order unknown (not random remasking): current block's masks stand in for D_t";
         }
         for (int32_t d : *ctx.decoded_last_step)
-            for (int64_t i = std::max<int64_t>(0, d - w); i <= std::min<int64_t>(ctx.seq_len - 1, d + w); ++i) c.rows.push_back(i);
+            for (int64_t i = std::max<int64_t>(0, d - w);
+                 i <= std::min<int64_t>(ctx.seq_len - 1, d + w); ++i)
+                c.rows.push_back(i);
         return c;
     }
 };

@@ -8,9 +8,12 @@ namespace {
 class DkvPd final : public RowSetPolicy {
 public:
     static PolicyInfo static_info() {
-        return {"dkv-pd", "dKV-Cache-PD: prompt cached forever; response with delayed caching, refreshed every N",
-                {{"refresh_interval", 4, 1, 1024, true, "N: recompute every response row every N steps"}},
-                {}};
+        return {
+            "dkv-pd",
+            "dKV-Cache-PD: prompt cached forever; response with delayed caching, refreshed every N",
+            {{"refresh_interval", 4, 1, 1024, true,
+              "N: recompute every response row every N steps"}},
+            {}};
     }
     const PolicyInfo& info() const override {
         static const PolicyInfo i = static_info();

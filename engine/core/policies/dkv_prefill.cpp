@@ -8,7 +8,10 @@ namespace {
 class DkvPrefill final : public RowSetPolicy {
 public:
     static PolicyInfo static_info() {
-        return {"dkv-prefill", "dKV-Cache-Prefill: prompt K/V cached forever, all response rows recomputed", {}, {}};
+        return {"dkv-prefill",
+                "dKV-Cache-Prefill: prompt K/V cached forever, all response rows recomputed",
+                {},
+                {}};
     }
     const PolicyInfo& info() const override {
         static const PolicyInfo i = static_info();

@@ -21,10 +21,15 @@ namespace {
 class DllmCache final : public CachePolicy {
 public:
     static PolicyInfo static_info() {
-        return {"dllm-cache", "dLLM-Cache: prompt/response feature caches on intervals + V-similarity partial updates",
-                {{"prompt_interval", 50, 1, 100000, true, "K_p: refresh prompt features every K_p forwards"},
-                 {"response_interval", 7, 1, 100000, true, "K_r: refresh response features every K_r forwards"},
-                 {"rho", 0.25, 0, 1, false, "share of response rows re-picked per layer by V similarity"},
+        return {"dllm-cache",
+                "dLLM-Cache: prompt/response feature caches on intervals + V-similarity partial "
+                "updates",
+                {{"prompt_interval", 50, 1, 100000, true,
+                  "K_p: refresh prompt features every K_p forwards"},
+                 {"response_interval", 7, 1, 100000, true,
+                  "K_r: refresh response features every K_r forwards"},
+                 {"rho", 0.25, 0, 1, false,
+                  "share of response rows re-picked per layer by V similarity"},
                  {"metric", 0, 0, 2, true, "0 = V cosine, 1 = K cosine, 2 = random (ablation)"}},
                 {}};
     }
@@ -47,11 +52,13 @@ public:
     void begin_step(const StepContext& ctx) override {
         m_ctx = ctx;
         ++m_counter;
-        const auto kp = static_cast<int64_t>(param("prompt_interval")), kr = static_cast<int64_t>(param("response_interval"));
+        const auto kp = static_cast<int64_t>(param("prompt_interval")),
+                   kr = static_cast<int64_t>(param("response_interval"));
         m_refresh_prompt = (m_counter - 1) % kp == 0;
         m_refresh_response = (m_counter - 1) % kr == 0;
         auto opts = torch::TensorOptions().dtype(torch::kLong);
-        std::vector<int64_t> prompt(static_cast<size_t>(ctx.prompt_len)), response(static_cast<size_t>(ctx.seq_len - ctx.prompt_len));
+        std::vector<int64_t> prompt(static_cast<size_t>(ctx.prompt_len)),
+            response(static_cast<size_t>(ctx.seq_len - ctx.prompt_len));
         std::iota(prompt.begin(), prompt.end(), 0);
         std::iota(response.begin(), response.end(), ctx.prompt_len);
         m_prompt = torch::tensor(prompt, opts).to(m_device);
@@ -79,11 +86,16 @@ public:
             return p;
         }
         const double rho = param("rho");
-        p.rows = m_refresh_prompt ? m_prompt : torch::empty({0}, torch::TensorOptions().dtype(torch::kLong).device(m_device));
+        p.rows =
+            m_refresh_prompt
+                ? m_prompt
+                : torch::empty({0}, torch::TensorOptions().dtype(torch::kLong).device(m_device));
         if (rho <= 0) return p;
         p.probe_rows = m_response;
         p.probe_k = param("metric") == 1;
-        p.select = [this, layer, rho](const torch::Tensor& k, const torch::Tensor& v) { return verify(layer, rho, k, v); };
+        p.select = [this, layer, rho](const torch::Tensor& k, const torch::Tensor& v) {
+            return verify(layer, rho, k, v);
+        };
         return p;
     }
     void annotate(std::vector<trace::RowAction>& actions) const override {
@@ -93,7 +105,8 @@ public:
             for (int64_t i = 0; i < m_seq_len; ++i) {
                 auto& a = actions[l * static_cast<size_t>(m_seq_len) + static_cast<size_t>(i)];
                 if (a == trace::RowAction::Recomputed) continue;
-                a = (m_probed[l] && i >= m_ctx.prompt_len) ? trace::RowAction::ProbedOnly : trace::RowAction::FeatureReused;
+                a = (m_probed[l] && i >= m_ctx.prompt_len) ? trace::RowAction::ProbedOnly
+                                                           : trace::RowAction::FeatureReused;
             }
     }
     std::vector<detail::LayerCache>& cache() override { return m_cache; }
@@ -112,19 +125,21 @@ private:
             if (metric == 2) {
                 std::vector<int64_t> idx(static_cast<size_t>(G));
                 std::iota(idx.begin(), idx.end(), 0);
-                std::shuffle(idx.begin(), idx.end(), std::mt19937_64(static_cast<uint64_t>(m_counter * 131 + layer)));
+                std::shuffle(idx.begin(), idx.end(),
+                             std::mt19937_64(static_cast<uint64_t>(m_counter * 131 + layer)));
                 order = torch::tensor(idx);
             } else {
-                const auto& fresh = metric == 1 ? k : v;                          // (Hkv, G, Dh)
-                const auto& cached = metric == 1 ? lc.k : lc.v;                   // (Hkv, L, Dh)
-                auto a = fresh.transpose(0, 1).reshape({G, -1});                  // (G, Hkv*Dh)
+                const auto& fresh = metric == 1 ? k : v;          // (Hkv, G, Dh)
+                const auto& cached = metric == 1 ? lc.k : lc.v;   // (Hkv, L, Dh)
+                auto a = fresh.transpose(0, 1).reshape({G, -1});  // (G, Hkv*Dh)
                 auto b = cached.index_select(1, m_response).transpose(0, 1).reshape({G, -1});
-                auto sim = torch::cosine_similarity(a, b, 1, 1e-12);              // (G)
+                auto sim = torch::cosine_similarity(a, b, 1, 1e-12);  // (G)
                 mean_sim = sim.mean().item<double>();
                 order = sim.argsort().to(torch::kCPU);
             }
             auto op = order.contiguous();
-            for (int64_t i = 0; i < std::min(n, G); ++i) picked.push_back(m_ctx.prompt_len + op[i].item<int64_t>());
+            for (int64_t i = 0; i < std::min(n, G); ++i)
+                picked.push_back(m_ctx.prompt_len + op[i].item<int64_t>());
         }
         // The V cache takes the fresh V of every response row; K only for the picked rows (below).
         lc.v.index_copy_(1, m_response, v);
@@ -140,7 +155,8 @@ private:
             e.value = mean_sim;
             e.threshold = rho;
             e.fired = !picked.empty();
-            e.action = "recompute " + std::to_string(picked.size()) + " least-similar response rows";
+            e.action =
+                "recompute " + std::to_string(picked.size()) + " least-similar response rows";
             m_ctx.triggers->push_back(e);
         }
         return torch::tensor(rows, torch::TensorOptions().dtype(torch::kLong)).to(m_device);

@@ -1,12 +1,12 @@
-// Policy `elastic` (Elastic-Cache, arXiv 2510.14973): attention-drift trigger + depth-aware refresh.
-// Query rows at every layer: the window W (the first w masked rows from the current block), the
-// tracked most-attended tokens and the rows decoded at the previous step; other rows reuse cached
-// K/V and layer inputs. At each layer the drift test compares the attention the window pays to the
-// tracked token (the decoded key it attends to most at that layer) with the previous step:
-// cos(now, before) < gamma fires at l*, and the layers from l* on are recomputed for every row.
-// Deviation, on purpose: the paper refreshes layers > l*; CacheLens refreshes from l* inclusive so
-// that gamma = 1 (always fire) reproduces the baseline exactly (POLICIES.md section 5).
-// The first step of the run is full. Decoding: confidence threshold (own decoding, tau 0.9).
+// Policy `elastic` (Elastic-Cache, arXiv 2510.14973): attention-drift trigger + depth-aware
+// refresh. Query rows at every layer: the window W (the first w masked rows from the current
+// block), the tracked most-attended tokens and the rows decoded at the previous step; other rows
+// reuse cached K/V and layer inputs. At each layer the drift test compares the attention the window
+// pays to the tracked token (the decoded key it attends to most at that layer) with the previous
+// step: cos(now, before) < gamma fires at l*, and the layers from l* on are recomputed for every
+// row. Deviation, on purpose: the paper refreshes layers > l*; CacheLens refreshes from l*
+// inclusive so that gamma = 1 (always fire) reproduces the baseline exactly (POLICIES.md section
+// 5). The first step of the run is full. Decoding: confidence threshold (own decoding, tau 0.9).
 #include <cmath>
 #include <map>
 
@@ -18,12 +18,16 @@ namespace {
 class Elastic final : public CachePolicy {
 public:
     static PolicyInfo static_info() {
-        return {"elastic", "Elastic-Cache: window queries, attention-drift test per layer, refresh deeper layers",
-                {{"window", 16, 1, 65536, true, "w: the first w masked rows are the queries"},
-                 {"gamma", 0.9, 0, 1, false, "drift threshold: refresh when cos(attention now, before) < gamma"},
-                 {"track_num", 1, 1, 16, true, "most-attended decoded tokens tracked per layer"},
-                 {"block_caching", 1, 0, 1, true, "1 = window from the current block; 0 = every mask is a query"}},
-                {{"threshold", 0.9}}};
+        return {
+            "elastic",
+            "Elastic-Cache: window queries, attention-drift test per layer, refresh deeper layers",
+            {{"window", 16, 1, 65536, true, "w: the first w masked rows are the queries"},
+             {"gamma", 0.9, 0, 1, false,
+              "drift threshold: refresh when cos(attention now, before) < gamma"},
+             {"track_num", 1, 1, 16, true, "most-attended decoded tokens tracked per layer"},
+             {"block_caching", 1, 0, 1, true,
+              "1 = window from the current block; 0 = every mask is a query"}},
+            {{"threshold", 0.9}}};
     }
     const PolicyInfo& info() const override {
         static const PolicyInfo i = static_info();
@@ -51,7 +55,12 @@ public:
         for (int64_t i = from; i < ctx.seq_len && m_window.size() < w; ++i)
             if ((*ctx.masked)[static_cast<size_t>(i)]) m_window.push_back(i);
         std::vector<uint8_t> in(static_cast<size_t>(ctx.seq_len), 0);
-        auto add = [&](int64_t i) { if (!in[static_cast<size_t>(i)]) { in[static_cast<size_t>(i)] = 1; m_queries.push_back(i); } };
+        auto add = [&](int64_t i) {
+            if (!in[static_cast<size_t>(i)]) {
+                in[static_cast<size_t>(i)] = 1;
+                m_queries.push_back(i);
+            }
+        };
         for (int64_t i : m_window) add(i);
         for (const auto& t : m_tracked)
             for (int64_t i : t) add(i);
@@ -71,7 +80,8 @@ public:
         return p;
     }
     void observe_layer(const detail::LayerResult& r) override {
-        // Track the decoded keys the window attends to most, and remember its attention for next step.
+        // Track the decoded keys the window attends to most, and remember its attention for next
+        // step.
         auto rows = r.rows ? r.rows->to(torch::kCPU) : torch::arange(m_seq_len, torch::kLong);
         auto mean = r.probs.mean(0).to(torch::kCPU, torch::kFloat64);  // (R, L)
         std::vector<int64_t> wrows;
@@ -80,14 +90,19 @@ public:
         for (int64_t i = 0; i < rows.size(0); ++i) local[rp[i]] = i;
         std::vector<int64_t> window = m_window;
         if (window.empty())  // full steps: the window the next step will use
-            for (int64_t i = m_ctx.block_start; i < m_seq_len && window.size() < static_cast<size_t>(param("window")); ++i)
+            for (int64_t i = m_ctx.block_start;
+                 i < m_seq_len && window.size() < static_cast<size_t>(param("window")); ++i)
                 if ((*m_ctx.masked)[static_cast<size_t>(i)]) window.push_back(i);
         std::vector<int64_t> idx;
         for (int64_t q : window)
-            if (local.count(q)) { idx.push_back(local[q]); wrows.push_back(q); }
+            if (local.count(q)) {
+                idx.push_back(local[q]);
+                wrows.push_back(q);
+            }
         auto& prev = m_prev[static_cast<size_t>(r.layer)];
         prev.rows = wrows;
-        prev.attn = idx.empty() ? torch::Tensor() : mean.index_select(0, torch::tensor(idx));  // (W, L)
+        prev.attn =
+            idx.empty() ? torch::Tensor() : mean.index_select(0, torch::tensor(idx));  // (W, L)
         // Most-attended decoded keys (column sums over window queries, masked keys excluded).
         auto& tracked = m_tracked[static_cast<size_t>(r.layer)];
         tracked.clear();
@@ -95,7 +110,8 @@ public:
         auto col = prev.attn.sum(0).contiguous();  // (L)
         for (int64_t i = 0; i < m_seq_len; ++i)
             if ((*m_ctx.masked)[static_cast<size_t>(i)]) col[i] = -1.0;
-        auto top = std::get<1>(col.topk(std::min<int64_t>(static_cast<int64_t>(param("track_num")), m_seq_len)));
+        auto top = std::get<1>(
+            col.topk(std::min<int64_t>(static_cast<int64_t>(param("track_num")), m_seq_len)));
         for (int64_t i = 0; i < top.size(0); ++i) {
             const int64_t key = top[i].item<int64_t>();
             if (col[key].item<double>() >= 0) tracked.push_back(key);
@@ -121,11 +137,15 @@ private:
         // Compare the tracked columns over the window rows present in both steps.
         std::vector<int64_t> now_idx, prev_idx;
         for (size_t i = 0; i < prev.rows.size(); ++i)
-            if (local.count(prev.rows[i])) { now_idx.push_back(local[prev.rows[i]]); prev_idx.push_back(static_cast<int64_t>(i)); }
+            if (local.count(prev.rows[i])) {
+                now_idx.push_back(local[prev.rows[i]]);
+                prev_idx.push_back(static_cast<int64_t>(i));
+            }
         if (now_idx.empty()) return fire(layer, NAN, gamma);
         auto cols = torch::tensor(tracked);
         auto a = mean.index_select(0, torch::tensor(now_idx)).index_select(1, cols).reshape({-1});
-        auto b = prev.attn.index_select(0, torch::tensor(prev_idx)).index_select(1, cols).reshape({-1});
+        auto b =
+            prev.attn.index_select(0, torch::tensor(prev_idx)).index_select(1, cols).reshape({-1});
         const double cos = torch::cosine_similarity(a, b, 0, 1e-12).item<double>();
         if (cos < gamma) return fire(layer, cos, gamma);
         if (layer == 0 || m_record_all) push(m_ctx, "drift", layer, cos, gamma, false, "cached");
@@ -133,11 +153,12 @@ private:
     }
     bool fire(int layer, double value, double gamma) {
         m_fired_at = layer;
-        push(m_ctx, "drift", layer, value, gamma, true, "recompute every row from layer " + std::to_string(layer));
+        push(m_ctx, "drift", layer, value, gamma, true,
+             "recompute every row from layer " + std::to_string(layer));
         return true;
     }
-    void push(const StepContext& ctx, const std::string& kind, int layer, double value, double threshold, bool fired,
-              const std::string& action) {
+    void push(const StepContext& ctx, const std::string& kind, int layer, double value,
+              double threshold, bool fired, const std::string& action) {
         if (!ctx.triggers) return;
         trace::TriggerEvent e;
         e.kind = kind;

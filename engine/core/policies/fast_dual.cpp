@@ -8,8 +8,11 @@ namespace {
 class FastDual final : public RowSetPolicy {
 public:
     static PolicyInfo static_info() {
-        return {"fast-dual", "Fast-dLLM dual cache: reuse prefix and suffix K/V from the block start, recompute the block",
-                {}, {{"threshold", 0.9}}};
+        return {"fast-dual",
+                "Fast-dLLM dual cache: reuse prefix and suffix K/V from the block start, recompute "
+                "the block",
+                {},
+                {{"threshold", 0.9}}};
     }
     const PolicyInfo& info() const override {
         static const PolicyInfo i = static_info();
@@ -18,7 +21,8 @@ public:
 
 protected:
     RowChoice choose(const StepContext& ctx) override {
-        if (ctx.step_in_block == 0) return full_choice("block-start", "full forward, prefix and suffix K/V cached");
+        if (ctx.step_in_block == 0)
+            return full_choice("block-start", "full forward, prefix and suffix K/V cached");
         RowChoice c;
         c.rows = range(ctx.block_start, ctx.block_end);
         c.reason = "dual-cache";

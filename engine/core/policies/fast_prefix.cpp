@@ -8,8 +8,10 @@ namespace {
 class FastPrefix final : public RowSetPolicy {
 public:
     static PolicyInfo static_info() {
-        return {"fast-prefix", "Fast-dLLM prefix cache: reuse prefix K/V from the block start, recompute [s, L)",
-                {}, {{"threshold", 0.9}}};
+        return {"fast-prefix",
+                "Fast-dLLM prefix cache: reuse prefix K/V from the block start, recompute [s, L)",
+                {},
+                {{"threshold", 0.9}}};
     }
     const PolicyInfo& info() const override {
         static const PolicyInfo i = static_info();
@@ -18,7 +20,8 @@ public:
 
 protected:
     RowChoice choose(const StepContext& ctx) override {
-        if (ctx.step_in_block == 0) return full_choice("block-start", "full forward, prefix K/V cached");
+        if (ctx.step_in_block == 0)
+            return full_choice("block-start", "full forward, prefix K/V cached");
         RowChoice c;
         c.rows = range(ctx.block_start, ctx.seq_len);
         c.reason = "prefix-cache";

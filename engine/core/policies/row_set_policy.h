@@ -35,17 +35,22 @@ public:
             auto& r = m_choice.rows;
             std::sort(r.begin(), r.end());
             r.erase(std::unique(r.begin(), r.end()), r.end());
-            if (static_cast<int64_t>(r.size()) == m_seq_len) m_choice.full = true;  // nothing reused
+            if (static_cast<int64_t>(r.size()) == m_seq_len)
+                m_choice.full = true;  // nothing reused
         }
         if (!m_choice.full)
-            m_rows = torch::tensor(m_choice.rows, torch::TensorOptions().dtype(torch::kLong)).to(m_device);
+            m_rows = torch::tensor(m_choice.rows, torch::TensorOptions().dtype(torch::kLong))
+                         .to(m_device);
         trace::TriggerEvent e;
         e.kind = m_choice.reason.empty() ? (m_choice.full ? "full" : "selection") : m_choice.reason;
         e.fired = m_choice.full;
-        e.value = m_choice.full ? static_cast<double>(m_seq_len) : static_cast<double>(m_choice.rows.size());
-        e.action = m_choice.detail.empty()
-                       ? (m_choice.full ? "full forward, cache rebuilt" : "recompute " + std::to_string(m_choice.rows.size()) + " rows")
-                       : m_choice.detail;
+        e.value = m_choice.full ? static_cast<double>(m_seq_len)
+                                : static_cast<double>(m_choice.rows.size());
+        e.action =
+            m_choice.detail.empty()
+                ? (m_choice.full ? "full forward, cache rebuilt"
+                                 : "recompute " + std::to_string(m_choice.rows.size()) + " rows")
+                : m_choice.detail;
         if (ctx.triggers) ctx.triggers->push_back(e);
     }
     detail::LayerPlan plan_layer(int layer) override {
@@ -63,7 +68,8 @@ protected:
     virtual bool wants_probs() const { return false; }
 
     // Helpers for subclasses.
-    static std::vector<int64_t> masked_rows(const StepContext& ctx, int64_t from = 0, int64_t to = -1) {
+    static std::vector<int64_t> masked_rows(const StepContext& ctx, int64_t from = 0,
+                                            int64_t to = -1) {
         std::vector<int64_t> out;
         if (to < 0) to = ctx.seq_len;
         for (int64_t i = from; i < to; ++i)
