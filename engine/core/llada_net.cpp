@@ -127,7 +127,8 @@ std::vector<LayerCache> LladaNet::make_cache(int64_t seq_len, bool with_hidden) 
 torch::Tensor LladaNet::attention_rows(int layer, const torch::Tensor& x, const torch::Tensor& rows,
                                        bool all_rows, const torch::Tensor& cos_all,
                                        const torch::Tensor& sin_all, LayerCache& lc, bool write_kv,
-                                       torch::Tensor* probs_out) const {
+                                       torch::Tensor* probs_out, torch::Tensor* k_out,
+                                       torch::Tensor* v_out) const {
     const auto& c = m_config;
     const auto& w = m_weights.layers[static_cast<size_t>(layer)];
     const int64_t R = rows.size(0), H = c.n_heads, Hkv = c.n_kv_heads, Dh = c.head_dim();
@@ -138,6 +139,8 @@ torch::Tensor LladaNet::attention_rows(int layer, const torch::Tensor& x, const 
     auto k = apply_rope(torch::matmul(x, w.k_proj.t()).view({R, Hkv, Dh}).transpose(0, 1), cos,
                         sin);                                                    // (Hkv, R, Dh)
     auto v = torch::matmul(x, w.v_proj.t()).view({R, Hkv, Dh}).transpose(0, 1);  // (Hkv, R, Dh)
+    if (k_out) *k_out = k;
+    if (v_out) *v_out = v;
     torch::Tensor k_all, v_all;                                                  // (Hkv, L, Dh)
     if (all_rows) {
         k_all = k;
@@ -282,9 +285,10 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
 
         auto x = rms_norm(h, w.attn_norm);  // (R, D)
         const bool may_escalate = static_cast<bool>(p.escalate) && !p.all_rows;
+        torch::Tensor fresh_k, fresh_v;  // (Hkv, R, Dh) of the computed rows
         auto attn = attention_rows(static_cast<int>(l), x, rows, p.all_rows, cos_all, sin_all, lc,
                                    p.write_kv && !may_escalate,
-                                   (p.want_probs || may_escalate) ? &probs : nullptr);
+                                   (p.want_probs || may_escalate) ? &probs : nullptr, &fresh_k, &fresh_v);
         bool escalated = false;
         if (may_escalate && p.escalate(probs)) {
             // Recompute the layer for every row: fresh rows keep their inputs, others come from the
@@ -301,17 +305,9 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
             attn = attention_rows(static_cast<int>(l), rms_norm(h, w.attn_norm), rows, true,
                                   cos_all, sin_all, lc, p.write_kv, &probs);
         } else if (may_escalate && p.write_kv) {
-            // Not escalated: store the K/V of the computed rows now (deferred above).
-            const auto& wl = m_weights.layers[static_cast<size_t>(l)];
-            auto [cos, sin] =
-                std::make_pair(cos_all.index_select(0, rows), sin_all.index_select(0, rows));
-            const int64_t R = rows.size(0);
-            lc.k.index_copy_(
-                1, rows,
-                apply_rope(torch::matmul(x, wl.k_proj.t()).view({R, Hkv, Dh}).transpose(0, 1), cos,
-                           sin));
-            lc.v.index_copy_(1, rows,
-                             torch::matmul(x, wl.v_proj.t()).view({R, Hkv, Dh}).transpose(0, 1));
+            // Not escalated: store the K/V the attention above computed (deferred until now).
+            lc.k.index_copy_(1, rows, fresh_k);
+            lc.v.index_copy_(1, rows, fresh_v);
         }
         h = h + attn;
         h = h + mlp(static_cast<int>(l), rms_norm(h, w.ff_norm));

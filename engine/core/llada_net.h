@@ -125,7 +125,8 @@ public:
     torch::Tensor attention_rows(int layer, const torch::Tensor& x, const torch::Tensor& rows,
                                  bool all_rows, const torch::Tensor& cos_all,
                                  const torch::Tensor& sin_all, LayerCache& lc, bool write_kv,
-                                 torch::Tensor* probs_out) const;
+                                 torch::Tensor* probs_out, torch::Tensor* k_out = nullptr,
+                                 torch::Tensor* v_out = nullptr) const;
 
 private:
     ModelConfig m_config;
