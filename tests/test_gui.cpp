@@ -4,6 +4,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QImage>
 #include <QPushButton>
@@ -204,6 +205,25 @@ TEST(Gui, BadSessionFilesGiveAMessageNotACrash) {
     err = w.open_session(QString::fromStdString((dir / "newer.clsession").string()));
     EXPECT_NE(err.indexOf("newer CacheLens"), -1) << err.toStdString();
     EXPECT_FALSE(w.replaying());
+}
+
+TEST(Gui, PresetsSetEveryPolicyAtOnce) {
+    LaunchOptions o;
+    o.record = false;
+    o.session = "-";  // no engine needed to check the widgets
+    MainWindow w(o);
+    auto* combo = w.findChildren<QComboBox*>().front();
+    for (auto* c : w.findChildren<QComboBox*>())
+        if (c->itemText(0).startsWith("Preset")) combo = c;
+    ASSERT_TRUE(combo->itemText(0).startsWith("Preset"));
+    auto* refresh = w.findChild<QDoubleSpinBox*>(w.policy_param_widget_name("dkv-decode", "refresh_interval"));
+    auto* gamma = w.findChild<QDoubleSpinBox*>(w.policy_param_widget_name("elastic", "gamma"));
+    combo->activated(1);
+    EXPECT_EQ(refresh->value(), 1);
+    EXPECT_EQ(gamma->value(), 1.0);
+    combo->activated(0);
+    EXPECT_EQ(refresh->value(), 8);
+    EXPECT_DOUBLE_EQ(gamma->value(), 0.9);
 }
 
 TEST(Gui, EveryBundledLessonStepsThroughToTheEndWithSpace) {

@@ -143,6 +143,11 @@ void EngineBridge::set_speed(int sps) {
     m_speed = sps;
 }
 
+void EngineBridge::cancel() {
+    m_cancel = true;
+    m_playing = false;
+}
+
 void EngineBridge::set_param(size_t column, const std::string& key, double value) {
     m_queue.post({"param/" + std::to_string(column) + "/" + key, [this, column, key, value] {
                       if (column >= m_setup.columns.size()) return;
@@ -213,7 +218,7 @@ void EngineBridge::sync_to(size_t i, int step) {
         std::lock_guard lock(m_data_mutex);
         c.view.status = "running to step " + std::to_string(step);
     }
-    while (c.gen && !c.gen->done() && c.gen->steps_done() < step) {
+    while (c.gen && !c.gen->done() && c.gen->steps_done() < step && !m_cancel) {
         if (!step_column(i)) break;
     }
     {
@@ -232,6 +237,7 @@ void EngineBridge::thread_main() {
     while (!m_stop) {
         auto cmd = m_queue.pop(std::chrono::milliseconds(m_playing ? 0 : 50));
         if (cmd) {
+            m_cancel = false;  // a cancel applies to the work in progress, not to later commands
             cmd->run();
             continue;
         }

@@ -45,6 +45,7 @@ public:
     void set_loop(bool loop);  // regenerate continuously (throughput chart)
     void set_param(size_t column, const std::string& key, double value);  // re-runs that column
     void set_speed(int steps_per_second);                                 // 0 = as fast as possible
+    void cancel();  // stops a long re-run or advance in progress
     // Record every run into `path` (a session file; appended to). Empty = stop recording.
     void set_recording(const std::string& path);
     std::string recording_path() const;
@@ -71,7 +72,7 @@ private:
     int m_threads;
     CommandQueue m_queue;
     std::thread m_thread;
-    std::atomic<bool> m_stop{false}, m_playing{false}, m_loop{false}, m_busy{false};
+    std::atomic<bool> m_stop{false}, m_playing{false}, m_loop{false}, m_busy{false}, m_cancel{false};
     std::atomic<int> m_max_step{0}, m_speed{0};
     std::atomic<uint64_t> m_generation{0};
     RunSetup m_setup;                                // engine thread only

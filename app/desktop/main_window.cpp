@@ -374,6 +374,12 @@ QWidget* MainWindow::build_policies_dock() {
     scroll->setWidgetResizable(true);
     auto* inner = new QWidget();
     auto* v = new QVBoxLayout(inner);
+    m_presets = new QComboBox();
+    m_presets->addItems({"Preset: paper defaults", "Preset: conservative (reproduces the baseline)",
+                         "Preset: aggressive (fewer recomputes)"});
+    m_presets->setToolTip("Sets the parameters of every policy at once");
+    connect(m_presets, QOverload<int>::of(&QComboBox::activated), this, [this](int i) { apply_preset(i); });
+    v->addWidget(m_presets);
     for (const auto& info : list_policies()) {
         auto* box = new QGroupBox();
         auto* bl = new QFormLayout(box);
@@ -474,6 +480,13 @@ QWidget* MainWindow::build_transport() {
     });
     h->addWidget(m_loop);
     m_engine_controls.push_back(m_loop);
+    m_cancel = new QPushButton("Cancel");
+    m_cancel->setToolTip("Stop the re-run or advance in progress");
+    m_cancel->setEnabled(false);
+    connect(m_cancel, &QPushButton::clicked, this, [this] {
+        if (m_bridge) m_bridge->cancel();
+    });
+    h->addWidget(m_cancel);
     m_status = new QLabel();
     m_status->setMinimumWidth(260);
     h->addWidget(m_status);
@@ -586,6 +599,30 @@ QString MainWindow::open_session(const QString& path) {
         return "";
     } catch (const std::exception& e) {
         return QString::fromUtf8(e.what());
+    }
+}
+
+void MainWindow::apply_preset(int index) {
+    // Conservative values are the invariant settings of POLICIES.md section 5; aggressive ones trade
+    // accuracy for fewer recomputes. Policies not listed keep their paper defaults.
+    static const std::map<std::string, std::map<std::string, double>> conservative{
+        {"dkv-decode", {{"refresh_interval", 1}}}, {"dkv-greedy", {{"refresh_interval", 1}}},
+        {"dkv-pd", {{"refresh_interval", 1}}},     {"dllm-cache", {{"prompt_interval", 1}, {"response_interval", 1}}},
+        {"d2cache", {{"k", 4096}, {"p", 1.0}}},    {"elastic", {{"gamma", 1.0}}}};
+    static const std::map<std::string, std::map<std::string, double>> aggressive{
+        {"dkv-decode", {{"refresh_interval", 32}}}, {"dkv-greedy", {{"refresh_interval", 8}, {"window", 1}}},
+        {"dkv-pd", {{"refresh_interval", 16}}},     {"dllm-cache", {{"response_interval", 20}, {"rho", 0.1}}},
+        {"d2cache", {{"k", 8}, {"p", 0.05}}},       {"elastic", {{"gamma", 0.7}, {"window", 8}}}};
+    for (const auto& info : list_policies()) {
+        for (const auto& spec : info.params) {
+            double value = spec.default_value;
+            const auto& table = index == 1 ? conservative : aggressive;
+            if (index > 0) {
+                auto p = table.find(info.name);
+                if (p != table.end() && p->second.count(spec.name)) value = p->second.at(spec.name);
+            }
+            m_policy_widgets[info.name].params[spec.name]->setValue(value);
+        }
     }
 }
 
@@ -834,6 +871,7 @@ void MainWindow::refresh_transport() {
     if (!m_scrubber->isSliderDown())
         m_scrubber->setValue(m_view.step < 0 ? std::max(0, available - 1) : m_view.step);
     m_play->setText(m_bridge && m_bridge->playing() ? "Pause" : "Play");
+    m_cancel->setEnabled(m_bridge && !m_replaying && m_bridge->busy());
     const QString err = m_bridge ? QString::fromStdString(m_bridge->last_error()) : QString();
     m_status->setText(err.isEmpty() ? QString("step %1 / %2%3   frame %4 ms")
                                           .arg(m_view.step < 0 ? available : m_view.step + 1)

@@ -127,6 +127,9 @@ private:
     QPushButton* m_play = nullptr;
     QSlider* m_scrubber = nullptr;
     QLabel* m_status = nullptr;
+    QPushButton* m_cancel = nullptr;
+    QComboBox* m_presets = nullptr;
+    void apply_preset(int index);
     QCheckBox* m_loop = nullptr;
     QSpinBox* m_speed = nullptr;
 };
