@@ -373,33 +373,37 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         auto probs = full_probs.gather(1, x0.unsqueeze(1)).squeeze(1).contiguous();  // (M)
         // Inspector data: top-k candidates, entropy and margin of each predicted row.
         const int64_t K = std::min<int64_t>(trace::StepRecord::kTopK, full_probs.size(1));
-        auto [top_p, top_i] = torch::softmax(lg, 1).topk(K, 1);  // (M, K)
-        auto ent =
-            -(torch::softmax(lg, 1) * torch::log_softmax(lg, 1)).nan_to_num(0.0).sum(1);  // (M)
+        auto softmax = torch::softmax(lg, 1);                                    // (M, V)
+        auto [top_p, top_i] = softmax.topk(K, 1);                                // (M, K)
+        auto ent = -(softmax * torch::log_softmax(lg, 1)).nan_to_num(0.0).sum(1);  // (M)
+        // Read results through raw pointers: per-element .item() calls cost more than the forward
+        // of a small model when hundreds of rows are predicted.
         top_p = top_p.contiguous();
         top_i = top_i.contiguous();
         ent = ent.contiguous();
-        rec->topk_ids.assign(static_cast<size_t>(L * trace::StepRecord::kTopK), -1);
-        rec->topk_probs.assign(static_cast<size_t>(L * trace::StepRecord::kTopK),
-                               std::numeric_limits<float>::quiet_NaN());
+        x0 = x0.contiguous();
+        const double* tp = top_p.data_ptr<double>();
+        const int64_t* ti = top_i.data_ptr<int64_t>();
+        const double* en = ent.data_ptr<double>();
+        const int64_t* x0p = x0.data_ptr<int64_t>();
+        const double* pp = probs.data_ptr<double>();
+        constexpr auto kK = static_cast<size_t>(trace::StepRecord::kTopK);
+        rec->topk_ids.assign(static_cast<size_t>(L) * kK, -1);
+        rec->topk_probs.assign(static_cast<size_t>(L) * kK, std::numeric_limits<float>::quiet_NaN());
         rec->entropy.assign(static_cast<size_t>(L), std::numeric_limits<float>::quiet_NaN());
         rec->margin.assign(static_cast<size_t>(L), std::numeric_limits<float>::quiet_NaN());
         for (int64_t i = 0; i < M; ++i) {
             const auto pos = static_cast<size_t>(head_positions[static_cast<size_t>(i)]);
             for (int64_t k2 = 0; k2 < K; ++k2) {
-                rec->topk_ids[pos * trace::StepRecord::kTopK + static_cast<size_t>(k2)] =
-                    static_cast<int32_t>(top_i[i][k2].item<int64_t>());
-                rec->topk_probs[pos * trace::StepRecord::kTopK + static_cast<size_t>(k2)] =
-                    static_cast<float>(top_p[i][k2].item<double>());
+                rec->topk_ids[pos * kK + static_cast<size_t>(k2)] = static_cast<int32_t>(ti[i * K + k2]);
+                rec->topk_probs[pos * kK + static_cast<size_t>(k2)] = static_cast<float>(tp[i * K + k2]);
             }
-            rec->entropy[pos] = static_cast<float>(ent[i].item<double>());
-            rec->margin[pos] =
-                K > 1 ? static_cast<float>(top_p[i][0].item<double>() - top_p[i][1].item<double>())
-                      : 1.f;
+            rec->entropy[pos] = static_cast<float>(en[i]);
+            rec->margin[pos] = K > 1 ? static_cast<float>(tp[i * K] - tp[i * K + 1]) : 1.f;
         }
         for (int64_t i = 0; i < M; ++i) {
-            fresh_pred[static_cast<size_t>(i)] = static_cast<int32_t>(x0[i].item<int64_t>());
-            double c = probs[i].item<double>();
+            fresh_pred[static_cast<size_t>(i)] = static_cast<int32_t>(x0p[i]);
+            double c = pp[i];
             if (cfg.remasking == Remasking::Random) c = uniform[static_cast<size_t>(i)];
             fresh_conf[static_cast<size_t>(i)] = c;
         }
@@ -486,11 +490,11 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
                 auto cos = torch::cosine_similarity(x, y, 1, 1e-12).contiguous();  // (L)
                 auto rel =
                     ((x - y).norm(2, 1) / y.norm(2, 1).clamp_min(1e-12)).contiguous();  // (L)
+                const double* cp = cos.data_ptr<double>();
+                const double* rp = rel.data_ptr<double>();
                 for (int64_t i = 0; i < L; ++i) {
-                    cos_out[static_cast<size_t>(l * L + i)] =
-                        static_cast<float>(cos[i].item<double>());
-                    rel_out[static_cast<size_t>(l * L + i)] =
-                        static_cast<float>(rel[i].item<double>());
+                    cos_out[static_cast<size_t>(l * L + i)] = static_cast<float>(cp[i]);
+                    rel_out[static_cast<size_t>(l * L + i)] = static_cast<float>(rp[i]);
                 }
             };
             compare(used.k, fresh_cache[static_cast<size_t>(l)].k, o.k_cos, o.k_rel_l2);
