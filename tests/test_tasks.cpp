@@ -86,6 +86,16 @@ TEST(Trainer, LowersTheLossOfAMicroModelInSeconds) {
     o.total_steps = 70;
     auto r2 = train_model(o);
     EXPECT_EQ(r2.steps_done, 70);
+    // A warm start from the finished folder keeps its tokenizer and weights' shapes.
+    TrainOptions w = o;
+    w.resume = false;
+    w.init_from = dir;
+    w.out_dir = test::temp_dir("warm");
+    w.total_steps = 5;
+    w.vocab_size = 999;  // ignored: the tokenizer comes from init_from
+    train_model(w);
+    EXPECT_EQ(test::read_file(w.out_dir / "tokenizer.json"), test::read_file(dir / "tokenizer.json"));
+    EXPECT_EQ(Model::load(w.out_dir)->config().d_model, 32);
 }
 
 }  // namespace

@@ -140,7 +140,13 @@ TrainResult train_model(const TrainOptions& o) {
 
     // Tokenizer: trained once on a sample of every family, then fixed for the model's life.
     const auto tok_file = o.out_dir / "tokenizer.json";
-    if (!resuming) {
+    const bool warm_start = !resuming && !o.init_from.empty();
+    if (warm_start) {
+        if (!std::filesystem::exists(o.init_from / "tokenizer.json"))
+            throw InputError(o.init_from, "--init-from: not a model folder (no tokenizer.json)");
+        std::filesystem::copy_file(o.init_from / "tokenizer.json", tok_file,
+                                   std::filesystem::copy_options::overwrite_existing);
+    } else if (!resuming) {
         std::vector<std::string> texts;
         tasks::TaskGenerator g(o.seed + 17, tasks::Split::Train, o.difficulty, verses);
         for (const auto& f : tasks::all_families()) {
@@ -162,6 +168,8 @@ TrainResult train_model(const TrainOptions& o) {
         c = load_model_config(ckpt);
         std::ifstream in(ckpt / "state.json");
         state = json::parse(in);
+    } else if (warm_start) {
+        c = load_model_config(o.init_from);
     } else {
         c.vocab_size = tok->vocab_size();
         c.mask_token_id = *tok->token_to_id(SpecialTokens::kMask);
@@ -173,8 +181,8 @@ TrainResult train_model(const TrainOptions& o) {
 
     torch::manual_seed(o.seed);
     detail::LladaWeights w;
-    if (resuming) {
-        auto m = Model::load(ckpt);
+    if (resuming || warm_start) {
+        auto m = Model::load(resuming ? ckpt : o.init_from);
         w = m->net().weights();
         for (auto& [n, t] : w.named()) *t = t->clone();
     } else {
