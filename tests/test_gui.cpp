@@ -9,10 +9,13 @@
 #include <QImage>
 #include <QPushButton>
 #include <QSurfaceFormat>
+#include <QTableWidget>
 #include <QTest>
+#include <QFile>
 
 #include "app/desktop/imgui_canvas.h"
 #include "app/desktop/main_window.h"
+#include "app/desktop/session_browser.h"
 #include "sessions/session_reader.h"
 #include "sessions/session_writer.h"
 #include "test_util.h"
@@ -205,6 +208,33 @@ TEST(Gui, BadSessionFilesGiveAMessageNotACrash) {
     err = w.open_session(QString::fromStdString((dir / "newer.clsession").string()));
     EXPECT_NE(err.indexOf("newer CacheLens"), -1) << err.toStdString();
     EXPECT_FALSE(w.replaying());
+}
+
+TEST(Gui, SessionBrowserListsAndOpensSessions) {
+    LaunchOptions o;
+    o.record = false;
+    o.session = "-";
+    MainWindow w(o);
+    const auto dir = test::temp_dir("browser");
+    // One real session (written by the lesson script's recorder) and one junk file.
+    const auto lesson = MainWindow::bundled_lessons().front();
+    const auto src = QString::fromStdString(viz::load_lesson(lesson.toStdString()).session);
+    QFile::copy(src, QString::fromStdString((dir / "good.clsession").string()));
+    test::write_file(dir / "junk.clsession", std::string(4096, 'x'));
+    auto* browser = w.session_browser();
+    browser->set_folder(QString::fromStdString(dir.string()));
+    ASSERT_EQ(browser->row_count(), 2);
+    auto* table = browser->findChild<QTableWidget*>("sessions");
+    bool saw_unreadable = false, saw_policies = false;
+    for (int r = 0; r < 2; ++r) {
+        saw_unreadable |= table->item(r, 3)->text().startsWith("unreadable");
+        saw_policies |= table->item(r, 4)->text().contains("none");
+    }
+    EXPECT_TRUE(saw_unreadable);
+    EXPECT_TRUE(saw_policies);
+    for (int r = 0; r < 2; ++r)
+        if (browser->path_at(r).endsWith("good.clsession")) EXPECT_EQ(browser->on_open(browser->path_at(r)).toStdString(), "");
+    EXPECT_TRUE(w.replaying());
 }
 
 TEST(Gui, PresetsSetEveryPolicyAtOnce) {

@@ -33,6 +33,7 @@
 
 #include "app/desktop/export.h"
 #include "app/desktop/imgui_canvas.h"
+#include "app/desktop/session_browser.h"
 #include "engine/core/errors.h"
 #include "engine/core/policy_registry.h"
 #include "sessions/session_reader.h"
@@ -76,6 +77,17 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
     transport_dock->setFeatures(QDockWidget::NoDockWidgetFeatures);
     transport_dock->setTitleBarWidget(new QWidget());
     addDockWidget(Qt::BottomDockWidgetArea, transport_dock);
+    auto* browser_dock = new QDockWidget("Sessions", this);
+    browser_dock->setObjectName("sessions");
+    m_browser = new SessionBrowser();
+    m_browser->on_open = [this](const QString& path) { return open_session(path); };
+    browser_dock->setWidget(m_browser);
+    addDockWidget(Qt::LeftDockWidgetArea, browser_dock);
+    tabifyDockWidget(setup_dock, browser_dock);
+    setup_dock->raise();
+    connect(browser_dock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        if (visible) m_browser->set_folder(default_session_dir());
+    });
     build_menus();
 
     // Settings (remembered between launches); command-line options win.

@@ -24,6 +24,7 @@ class QTimer;
 namespace cl::app {
 
 class ImGuiCanvas;
+class SessionBrowser;
 
 struct LaunchOptions {
     QString model_dir;
@@ -129,6 +130,12 @@ private:
     QLabel* m_status = nullptr;
     QPushButton* m_cancel = nullptr;
     QComboBox* m_presets = nullptr;
+    SessionBrowser* m_browser = nullptr;
+
+public:
+    SessionBrowser* session_browser() { return m_browser; }
+
+private:
     void apply_preset(int index);
     QCheckBox* m_loop = nullptr;
     QSpinBox* m_speed = nullptr;
