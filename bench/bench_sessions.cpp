@@ -39,8 +39,31 @@ int main(int argc, char** argv) {
     app.add_option("--repeats", repeats, "Repeats (median)")->capture_default_str();
     app.add_option("--out", out, "Session file to write")->capture_default_str();
     app.add_option("--json", json_file, "Write results as JSON");
+    std::string open_file;
+    app.add_option("--open", open_file, "Only time opening this session as the app does (every step of every run; attention on demand)");
     CLI11_PARSE(app, argc, argv);
     try {
+        if (!open_file.empty()) {
+            std::vector<double> full, meta;
+            for (int r = 0; r < std::max(3, repeats); ++r) {
+                auto t0 = Clock::now();
+                auto reader = cl::sessions::SessionReader::open(open_file, false);
+                size_t steps = 0;
+                for (const auto& run : reader->runs()) steps += reader->step_meta(run.run_id).size();
+                meta.push_back(ms_since(t0));
+                t0 = Clock::now();
+                cl::trace::TraceStore store(false);
+                reader->load_into(store, {}, /*with_attention=*/false);  // as the app: attention on demand
+                full.push_back(ms_since(t0));
+                if (r == 0) std::printf("%s: %zu runs, %zu steps, %.1f MB\n", open_file.c_str(), reader->runs().size(), steps,
+                                        std::filesystem::file_size(open_file) / 1e6);
+            }
+            std::printf("open + step metadata: median %.1f ms\nfull load (every step; attention is fetched on demand): median %.1f ms\n",
+                        median(meta), median(full));
+            if (!json_file.empty())
+                std::ofstream(json_file) << nlohmann::json{{"open_meta_ms", median(meta)}, {"full_load_ms", median(full)}}.dump(2);
+            return 0;
+        }
         cl::set_thread_count(1);
         auto dir = model_dir.empty() ? cl::default_model_dir() : std::filesystem::path(model_dir);
         auto model = cl::Model::load(dir);

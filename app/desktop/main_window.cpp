@@ -216,6 +216,7 @@ void MainWindow::build_menus() {
     connect(live, &QAction::triggered, this, [this] {
         m_replaying = false;
         m_replay_runs.clear();
+        m_replay_reader.reset();
         set_engine_controls_enabled(true);
         setWindowTitle("CacheLens");
         m_canvas->update();
@@ -555,8 +556,35 @@ int MainWindow::available_steps() const {
     return n;
 }
 
+void MainWindow::fetch_visible_attention() {
+    if (!m_replay_reader) return;
+    int32_t max_steps = 0;
+    for (const auto& r : m_replay_runs) max_steps = std::max(max_steps, static_cast<int32_t>(r.steps.size()));
+    for (auto& run : m_replay_runs) {
+        const int32_t step = viz::column_step(run, m_view, max_steps);
+        if (step < 0) continue;
+        const auto key = std::make_tuple(run.info.run_id, step, m_view.layer);
+        if (!m_attention_fetched.insert(key).second) continue;
+        try {
+            auto loaded = m_replay_reader->load_step(run.info.run_id, step, {m_view.layer});
+            auto copy = std::make_shared<trace::StepRecord>(*run.steps[static_cast<size_t>(step)]);
+            for (auto& a : loaded->attention) {
+                bool present = false;
+                for (const auto& b : copy->attention) present |= (a.layer == b.layer && a.head == b.head);
+                if (!present) copy->attention.push_back(std::move(a));
+            }
+            run.steps[static_cast<size_t>(step)] = copy;
+        } catch (const std::exception& e) {
+            run.status = std::string("attention unavailable: ") + e.what();
+        }
+    }
+}
+
 std::vector<viz::RunView> MainWindow::current_runs() {
-    if (m_replaying) return m_replay_runs;
+    if (m_replaying) {
+        fetch_visible_attention();
+        return m_replay_runs;
+    }
     return m_bridge ? m_bridge->snapshot() : std::vector<viz::RunView>{};
 }
 
@@ -580,7 +608,7 @@ QString MainWindow::open_session(const QString& path) {
         for (const auto& r : runs)
             if (r.comparison_id == comparison) ids.push_back(r.run_id);
         trace::TraceStore store(false);
-        reader->load_into(store, ids);
+        reader->load_into(store, ids, /*with_attention=*/false);  // attention is fetched on demand
         std::vector<viz::RunView> views;
         for (int32_t id : store.run_ids()) {
             viz::RunView v;
@@ -597,6 +625,8 @@ QString MainWindow::open_session(const QString& path) {
         }
         if (m_bridge) m_bridge->set_playing(false);
         m_replay_runs = std::move(views);
+        m_replay_reader = std::move(reader);
+        m_attention_fetched.clear();
         m_replaying = true;
         m_replay_path = path;
         m_view.step = -1;

@@ -7,7 +7,11 @@
 #include <memory>
 #include <vector>
 
+#include <set>
+#include <tuple>
+
 #include "app/desktop/engine_bridge.h"
+#include "sessions/session_reader.h"
 #include "viz/lesson.h"
 #include "viz/viz_context.h"
 
@@ -101,6 +105,10 @@ private:
     bool m_replaying = false;
     std::vector<viz::RunView> m_replay_runs;
     QString m_replay_path;
+    // Replay keeps its reader open: attention maps are fetched for the step and layer on screen.
+    std::unique_ptr<sessions::SessionReader> m_replay_reader;
+    std::set<std::tuple<int32_t, int32_t, int32_t>> m_attention_fetched;  // (run, step, layer)
+    void fetch_visible_attention();
     QString m_record_path;  // where live runs are recorded ("" = off)
     viz::Lesson m_lesson;
     int m_lesson_index = -1;
