@@ -269,6 +269,12 @@ void MainWindow::build_menus() {
         m_view.colormap = on ? viz::Colormap::Magma : viz::Colormap::Viridis;
         m_canvas->update();
     });
+    auto* oracle_curves = view->addAction("&Oracle staleness curves (when recorded)");
+    oracle_curves->setCheckable(true);
+    connect(oracle_curves, &QAction::toggled, this, [this](bool on) {
+        m_view.oracle_view = on;
+        m_canvas->update();
+    });
     auto* progress = view->addAction("Align columns by &progress");
     progress->setCheckable(true);
     connect(progress, &QAction::toggled, this, [this](bool on) {
