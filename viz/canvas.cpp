@@ -24,6 +24,7 @@ namespace {
 // Draws `body` and, when the lesson highlights `name`, a thick frame around what it drew.
 template <typename F>
 void panel(const char* name, ViewState& view, F&& body) {
+    if (view.figure_mode && !view.figure_panel.empty() && view.figure_panel != name) return;
     const bool lit = view.highlight.count(name) > 0;
     if (lit && view.scroll_to_highlight) ImGui::SetScrollHereY(0.05f);
     const ImVec2 start = ImGui::GetCursorScreenPos();
@@ -61,7 +62,7 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         ImGui::TextDisabled("No runs. Pick policies and press Play, or open a session.");
         return;
     }
-    draw_legend(view);
+    if (view.figure_panel.empty() || !view.figure_mode) draw_legend(view);
     const float avail = ImGui::GetContentRegionAvail().x;
     const int cols = static_cast<int>(runs.size());
     // Columns share the width; below the minimum they scroll horizontally instead of shrinking.
@@ -79,8 +80,9 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         ImGui::BeginChild("##column", {col_w, 0}, true);
         const float inner = ImGui::GetContentRegionAvail().x;
         ColumnContext c{run, baseline, view, textures, column_step(run, view, max_steps), inner};
+        if (view.figure_mode && !view.figure_panel.empty()) ImGui::TextUnformatted(run.info.policy.c_str());
         panel("header", view, [&] { draw_header_metrics(c); });
-        ImGui::Separator();
+        if (!view.figure_mode || view.figure_panel.empty()) ImGui::Separator();
         panel("tokens", view, [&] { draw_token_strip(c); });
         panel("timeline", view, [&] { draw_timeline(c); });
         panel("recompute", view, [&] { draw_recompute_map(c); });
@@ -108,7 +110,7 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         ImGui::TextDisabled("position %d - click a token to pin it in the inspector",
                             hovered_last_frame);
     }
-    draw_throughput_chart(runs, view);
+    if (!view.figure_mode || view.figure_panel.empty()) draw_throughput_chart(runs, view);
 }
 
 }  // namespace cl::viz

@@ -43,6 +43,7 @@ struct ViewState {
     bool dark = true;
     bool oracle_view = false;  // show oracle staleness instead of drift
     bool figure_mode = false;  // hide controls (exports)
+    std::string figure_panel;  // with figure_mode: draw only this panel of every column
     bool align_by_progress = false;
     int32_t steps_available = 0;  // filled by draw_canvas for the transport
     // Requests from panels to the host (consumed by the host after the frame).

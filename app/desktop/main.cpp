@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
     QCommandLineOption session("session", "Replay a saved session (no model needed)", "FILE");
     QCommandLineOption step("step", "With --session: show this step", "N");
     QCommandLineOption no_record("no-record", "Do not record live runs into the session folder");
+    QCommandLineOption export_panel("export-panel", "With --export FILE.png: only this panel (tokens, timeline, recompute, attention, drift, diff)", "NAME");
     QCommandLineOption lesson("lesson", "Start a lesson (a .lesson.json file)", "FILE");
     QCommandLineOption lesson_step("lesson-step", "With --lesson: go to this lesson step (0-based)",
                                    "K");
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
         "With --screenshot: also export the canvas figure (.png) or per-step metrics (.csv, .json)",
         "FILE");
     parser.addOptions({model, prompt, policies, advance, screenshot, threads, light, size, session,
-                       step, no_record, export_file, lesson, lesson_step});
+                       step, no_record, export_file, lesson, lesson_step, export_panel});
     parser.process(arguments);
 
     cl::app::LaunchOptions o;
@@ -107,7 +108,7 @@ int main(int argc, char** argv) {
                 QApplication::processEvents();
                 bool ok = window.grab().save(out);
                 if (ok && parser.isSet(export_file)) {
-                    const QString err = window.export_to(parser.value(export_file));
+                    const QString err = window.export_to(parser.value(export_file), parser.value(export_panel));
                     if (!err.isEmpty()) std::fprintf(stderr, "cachelens: %s\n", qPrintable(err));
                     ok = err.isEmpty();
                 }

@@ -212,6 +212,16 @@ void MainWindow::build_menus() {
         else
             statusBar()->showMessage("Exported " + path, 5000);
     });
+    auto* panels = file->addMenu("Export &panel as PNG");
+    for (const char* name : {"tokens", "timeline", "recompute", "attention", "drift", "diff"}) {
+        connect(panels->addAction(name), &QAction::triggered, this, [this, name] {
+            const auto path = QFileDialog::getSaveFileName(this, "Export panel", QDir::homePath() + "/" + name + ".png",
+                                                           "PNG (*.png)");
+            if (path.isEmpty()) return;
+            const QString err = export_to(path, name);
+            if (!err.isEmpty()) QMessageBox::warning(this, "Export failed", err);
+        });
+    }
     auto* live = file->addAction("Back to &live engine");
     connect(live, &QAction::triggered, this, [this] {
         m_replaying = false;
@@ -740,7 +750,7 @@ void MainWindow::apply_lesson_step() {
     refresh_transport();
 }
 
-QString MainWindow::export_to(const QString& path) {
+QString MainWindow::export_to(const QString& path, const QString& panel) {
     const auto runs = current_runs();
     if (path.endsWith(".csv", Qt::CaseInsensitive))
         return QString::fromStdString(export_metrics_csv(runs, path.toStdString()));
@@ -750,8 +760,10 @@ QString MainWindow::export_to(const QString& path) {
         return path + ": choose a .png, .csv or .json file";
     // Figure mode: the canvas without its controls, at the widget's full device resolution.
     m_view.figure_mode = true;
+    m_view.figure_panel = panel.toStdString();
     const QImage img = m_canvas->grabFramebuffer();
     m_view.figure_mode = false;
+    m_view.figure_panel.clear();
     m_canvas->update();
     return img.save(path) ? "" : path + ": cannot write the PNG";
 }

@@ -60,7 +60,7 @@ public:
     bool replaying() const { return m_replaying; }
     static QString default_session_dir();
     // Export: canvas PNG in figure mode (no controls), or per-step metrics as CSV / JSON.
-    QString export_to(const QString& path);
+    QString export_to(const QString& path, const QString& panel = QString());
     // Lessons: start one (opens its session), step with Space; "" on success.
     QString start_lesson(const QString& path);
     bool lesson_next();  // false at the end
