@@ -6,22 +6,13 @@
 
 #include "sessions/blob_codec.h"
 #include "sessions/schema.h"
+#include "sessions/trace_json.h"
 
 namespace cl::sessions {
 
 using json = nlohmann::json;
 
 namespace {
-
-json token_text_json(const std::map<int32_t, std::string>& m) {
-    json j = json::object();
-    for (const auto& [id, t] : m) j[std::to_string(id)] = t;
-    return j;
-}
-
-json nan_safe(double v) {
-    return std::isfinite(v) ? json(v) : json(nullptr);
-}
 
 // Quantised values below this (about 1% of the row maximum) are stored as 0: invisible on a
 // heatmap, and the resulting runs of zeros roughly halve the size of a session.
@@ -193,7 +184,7 @@ void SessionWriter::write_item(const Item& item) {
         s.bind(15, int64_t{i.n_layers}).bind(16, int64_t{i.n_heads}).bind(17, int64_t{i.mask_id});
         s.bind(18, int64_t{i.eos_id})
             .bind(19, i.app_version)
-            .bind(20, token_text_json(i.token_text).dump());
+            .bind(20, token_text_to_json(i.token_text).dump());
         s.run();
         const int64_t id = sqlite3_last_insert_rowid(m_db.get());
         m_db_run[i.run_id] = id;
@@ -233,15 +224,8 @@ void SessionWriter::write_item(const Item& item) {
     }
     const auto& r = *std::get<std::shared_ptr<const trace::StepRecord>>(item);
     const int64_t run = m_db_run.at(r.run_id);
-    json triggers = json::array();
-    for (const auto& t : r.triggers)
-        triggers.push_back({{"kind", t.kind},
-                            {"layer", t.layer},
-                            {"row", t.row},
-                            {"value", nan_safe(t.value)},
-                            {"threshold", nan_safe(t.threshold)},
-                            {"fired", t.fired},
-                            {"action", t.action}});
+    const json triggers = triggers_to_json(r.triggers);
+
     Stmt s(m_db,
            "INSERT INTO step(run_id, step, block, step_in_block, seq_len, n_layers, wall_ms, "
            "flops, flops_full,"
@@ -260,7 +244,7 @@ void SessionWriter::write_item(const Item& item) {
     s.bind(10, r.recompute_fraction())
         .bind(11, static_cast<int64_t>(r.committed.size()))
         .bind(12, triggers.dump());
-    s.bind(13, token_text_json(r.new_token_text).dump()).bind(14, int64_t{r.has_oracle});
+    s.bind(13, token_text_to_json(r.new_token_text).dump()).bind(14, int64_t{r.has_oracle});
     s.bind(15, r.has_oracle ? r.oracle.logits_kl : 0.0)
         .bind(16, int64_t{r.has_oracle && r.oracle.commit_differs});
     s.run();

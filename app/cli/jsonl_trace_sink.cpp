@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/errors.h"
+#include "sessions/trace_json.h"
 
 namespace cl::cli {
 
@@ -15,8 +16,7 @@ JsonlTraceSink::JsonlTraceSink(const std::string& path)
 }
 
 void JsonlTraceSink::on_run_start(const trace::RunInfo& info) {
-    json token_text = json::object();
-    for (const auto& [id, t] : info.token_text) token_text[std::to_string(id)] = t;
+    const json token_text = sessions::token_text_to_json(info.token_text);
     m_out << json{{"type", "run_start"},           {"run_id", info.run_id},
                   {"policy", info.policy},         {"params", info.policy_params},
                   {"sampler", info.sampler},       {"model", info.model_name},
@@ -35,18 +35,8 @@ void JsonlTraceSink::publish(std::shared_ptr<const trace::StepRecord> r) {
     for (auto a : r->actions) actions.push_back(static_cast<int>(a));
     json conf = json::array();
     for (float c : r->confidence) conf.push_back(std::isnan(c) ? json(nullptr) : json(c));
-    json triggers = json::array();
-    for (const auto& t : r->triggers)
-        triggers.push_back(
-            {{"kind", t.kind},
-             {"layer", t.layer},
-             {"row", t.row},
-             {"value", std::isnan(t.value) ? json(nullptr) : json(t.value)},
-             {"threshold", std::isnan(t.threshold) ? json(nullptr) : json(t.threshold)},
-             {"fired", t.fired},
-             {"action", t.action}});
-    json token_text = json::object();
-    for (const auto& [id, t] : r->new_token_text) token_text[std::to_string(id)] = t;
+    const json triggers = sessions::triggers_to_json(r->triggers);
+    const json token_text = sessions::token_text_to_json(r->new_token_text);
     m_out << json{{"type", "step"},
                   {"run_id", r->run_id},
                   {"step", r->step},

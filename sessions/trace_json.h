@@ -1,0 +1,15 @@
+// JSON forms of trace records shared by every writer (session files, JSON-lines traces), so the
+// field names and the NaN -> null rule are defined once.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "engine/trace/trace_types.h"
+
+namespace cl::sessions {
+
+nlohmann::json triggers_to_json(const std::vector<trace::TriggerEvent>& triggers);
+nlohmann::json token_text_to_json(const std::map<int32_t, std::string>& text);
+
+}  // namespace cl::sessions
