@@ -81,8 +81,7 @@ std::vector<uint8_t> zstd_decompress(const uint8_t* data, size_t size, size_t ex
 }
 
 template <typename T>
-EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_t>& shape,
-                          bool compress) {
+EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_t>& shape, bool compress, int level) {
     EncodedArray a;
     a.dtype = dtype_of<T>();
     a.shape = shape_string(shape);
@@ -90,7 +89,7 @@ EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_
     const size_t size = values.size() * sizeof(T);
     if (compress && size >= 64) {
         a.encoding = "zstd";
-        a.data = zstd_compress(bytes, size);
+        a.data = zstd_compress(bytes, size, level);
     } else {
         a.encoding = "raw";
         a.data.assign(bytes, bytes + size);
@@ -128,7 +127,7 @@ std::vector<T> decode_array(const std::string& dtype, const std::string& shape,
 
 #define CL_INSTANTIATE(T)                                                                     \
     template EncodedArray encode_array<T>(const std::vector<T>&, const std::vector<int64_t>&, \
-                                          bool);                                              \
+                                          bool, int);                                            \
     template std::vector<T> decode_array<T>(const std::string&, const std::string&,           \
                                             const std::string&, const uint8_t*, size_t);
 CL_INSTANTIATE(int32_t)

@@ -14,9 +14,9 @@ using json = nlohmann::json;
 
 namespace {
 
-// Quantised values below this (about 1% of the row maximum) are stored as 0: invisible on a
+// Quantised values below this (about 2% of the row maximum) are stored as 0: invisible on a
 // heatmap, and the resulting runs of zeros roughly halve the size of a session.
-constexpr long kAttentionFloor = 3;
+constexpr long kAttentionFloor = 6;
 
 }  // namespace
 
@@ -311,7 +311,7 @@ void SessionWriter::write_item(const Item& item) {
                     out[c] = static_cast<uint8_t>(v < kAttentionFloor ? 0 : v);
                 }
             }
-            auto data = encode_array(q, {m.rows, m.cols}, true);
+            auto data = encode_array(q, {m.rows, m.cols}, true, 7);  // the bulk of a session: worth a slower level
             auto rows = encode_array(m.row_index, {m.rows}, false);
             auto scales = encode_array(scale, {m.rows}, false);
             at.bind(1, run)
