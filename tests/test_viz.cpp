@@ -164,6 +164,14 @@ TEST(Viz, LongSequenceFourColumns) {
     EXPECT_EQ(view.steps_available, 3);
 }
 
+TEST(Viz, D2CacheColumnsShowTheRollout) {
+    std::vector<RunView> runs{make_run("d2cache", 24, 3, 1)};  // one layer: the rollout is computable
+    ViewState view;
+    RecordingTextures tex;
+    draw_all(runs, view, tex);
+    EXPECT_FALSE(tex.keys.empty());
+}
+
 TEST(Viz, NanValuesAreSkippedNotDrawn) {
     std::vector<RunView> runs{make_run("none", 32, 5, 2, true),
                               make_run("dllm-cache", 32, 5, 2, true)};

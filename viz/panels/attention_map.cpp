@@ -9,6 +9,63 @@
 
 namespace cl::viz {
 
+namespace {
+
+// d2Cache's attention rollout over the step's head-mean maps: A_l = rownorm(attn_l + I) for the
+// rows computed at layer l, identity for the others; influence = column sums of A_N ... A_1.
+// Returns an empty vector when some layer's map is missing.
+std::vector<double> rollout_influence(const trace::StepRecord& s) {
+    const size_t L = static_cast<size_t>(s.seq_len);
+    std::vector<const trace::AttentionMap*> maps(static_cast<size_t>(s.n_layers), nullptr);
+    for (const auto& a : s.attention)
+        if (a.head == -1 && a.layer >= 0 && a.layer < s.n_layers && static_cast<size_t>(a.cols) == L)
+            maps[static_cast<size_t>(a.layer)] = &a;
+    for (auto* m : maps)
+        if (!m) return {};
+    std::vector<double> v(L, 1.0);
+    for (auto it = maps.rbegin(); it != maps.rend(); ++it) {
+        const auto& m = **it;
+        std::vector<double> next = v;
+        for (int32_t r = 0; r < m.rows; ++r) {
+            const auto q = static_cast<size_t>(m.row_index[static_cast<size_t>(r)]);
+            const double w = v[q];
+            next[q] -= 0.5 * w;  // the row becomes (attn + I) / 2
+            const float* row = m.data.data() + static_cast<size_t>(r) * L;
+            for (size_t k = 0; k < L; ++k) next[k] += 0.5 * w * (std::isfinite(row[k]) ? row[k] : 0.f);
+        }
+        v = std::move(next);
+    }
+    return v;
+}
+
+void draw_rollout(ColumnContext& c, const trace::StepRecord& s, float width) {
+    const auto v = rollout_influence(s);
+    if (v.empty()) {
+        ImGui::TextDisabled("rollout: needs the head-mean map of every layer at this step");
+        return;
+    }
+    const double hi = *std::max_element(v.begin(), v.end());
+    const float h = ImGui::GetFontSize() * 2.5f;
+    const ImVec2 pos = ImGui::GetCursorScreenPos();
+    ImGui::InvisibleButton("##rollout", {width, h});
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const auto& pal = palette(c.view.dark);
+    dl->AddRectFilled(pos, {pos.x + width, pos.y + h}, pal.background);
+    const float w = width / static_cast<float>(v.size());
+    for (size_t k = 0; k < v.size(); ++k) {
+        const float f = hi > 0 ? static_cast<float>(v[k] / hi) : 0.f;
+        const ImVec2 a{pos.x + w * static_cast<float>(k), pos.y + h * (1.f - f)};
+        dl->AddRectFilled(a, {a.x + std::max(1.f, w), pos.y + h}, action_color(s.action(0, static_cast<int32_t>(k)), c.view.dark));
+    }
+    if (ImGui::IsItemHovered()) {
+        const auto k = static_cast<size_t>(std::clamp((ImGui::GetIO().MousePos.x - pos.x) / width, 0.f, 0.999f) * v.size());
+        ImGui::SetTooltip("position %zu: rollout influence %.3f (column sum of the attention rollout)", k, v[k]);
+    }
+    ImGui::TextDisabled("attention rollout influence per position (d2Cache stage 2 picks its nucleus)");
+}
+
+}  // namespace
+
 void draw_attention_map(ColumnContext& c) {
     if (c.step < 0) return;
     const auto& s = *c.run.steps[static_cast<size_t>(c.step)];
@@ -82,6 +139,7 @@ void draw_attention_map(ColumnContext& c) {
         c.view.hovered_pos = k;
     }
     ImGui::TextDisabled("sqrt(p), 0 .. %.3f; grey rows: not computed this step", hi);
+    if (c.run.info.policy == "d2cache") draw_rollout(c, s, c.width);
 }
 
 }  // namespace cl::viz
