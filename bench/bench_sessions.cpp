@@ -1,6 +1,7 @@
 // bench_sessions: what tracing and recording cost and how fast sessions open (issue targets:
 // collecting the full trace <= 5% of step time; recording <= 5% of generation time (measured
-// against the traced run, since the recorder receives the same records); opening a 3-policy G=256 session and loading every step's metadata
+// against the traced run, since the recorder receives the same records); opening a 3-policy G=256
+// session and loading every step's metadata
 // <= 0.5 s; one step's full data with one attention layer <= 10 ms). Table + JSON.
 //   cachelens-bench-sessions [--model DIR] [--policies none,dkv-decode,elastic] [--gen-length 256]
 #include <CLI/CLI.hpp>
@@ -11,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/generator.h"
-#include "engine/trace/trace_store.h"
 #include "engine/tasks/task_suite.h"
+#include "engine/trace/trace_store.h"
 #include "sessions/session_reader.h"
 #include "sessions/session_writer.h"
 
@@ -40,7 +41,9 @@ int main(int argc, char** argv) {
     app.add_option("--out", out, "Session file to write")->capture_default_str();
     app.add_option("--json", json_file, "Write results as JSON");
     std::string open_file;
-    app.add_option("--open", open_file, "Only time opening this session as the app does (every step of every run; attention on demand)");
+    app.add_option("--open", open_file,
+                   "Only time opening this session as the app does (every step of every run; "
+                   "attention on demand)");
     CLI11_PARSE(app, argc, argv);
     try {
         if (!open_file.empty()) {
@@ -49,19 +52,28 @@ int main(int argc, char** argv) {
                 auto t0 = Clock::now();
                 auto reader = cl::sessions::SessionReader::open(open_file, false);
                 size_t steps = 0;
-                for (const auto& run : reader->runs()) steps += reader->step_meta(run.run_id).size();
+                for (const auto& run : reader->runs())
+                    steps += reader->step_meta(run.run_id).size();
                 meta.push_back(ms_since(t0));
                 t0 = Clock::now();
                 cl::trace::TraceStore store(false);
-                reader->load_into(store, {}, /*with_attention=*/false);  // as the app: attention on demand
+                reader->load_into(store, {},
+                                  /*with_attention=*/false);  // as the app: attention on demand
                 full.push_back(ms_since(t0));
-                if (r == 0) std::printf("%s: %zu runs, %zu steps, %.1f MB\n", open_file.c_str(), reader->runs().size(), steps,
-                                        std::filesystem::file_size(open_file) / 1e6);
+                if (r == 0)
+                    std::printf("%s: %zu runs, %zu steps, %.1f MB\n", open_file.c_str(),
+                                reader->runs().size(), steps,
+                                std::filesystem::file_size(open_file) / 1e6);
             }
-            std::printf("open + step metadata: median %.1f ms\nfull load (every step; attention is fetched on demand): median %.1f ms\n",
-                        median(meta), median(full));
+            std::printf(
+                "open + step metadata: median %.1f ms\nfull load (every step; attention is fetched "
+                "on demand): median %.1f ms\n",
+                median(meta), median(full));
             if (!json_file.empty())
-                std::ofstream(json_file) << nlohmann::json{{"open_meta_ms", median(meta)}, {"full_load_ms", median(full)}}.dump(2);
+                std::ofstream(json_file) << nlohmann::json{
+                    {"open_meta_ms", median(meta)},
+                    {"full_load_ms",
+                     median(full)}}.dump(2);
             return 0;
         }
         cl::set_thread_count(1);
@@ -77,8 +89,11 @@ int main(int argc, char** argv) {
         req.config.gen_length = gen;
         req.config.block_length = 32;
         req.config.steps = gen;
-        std::printf("%-12s %12s %12s %9s %12s %9s\n", "policy", "no_sink_ms", "traced_ms", "trace", "recorded_ms", "record");
-        std::printf("(trace: every step record + head-mean attention of every layer in memory; record: the same into a session file)\n");
+        std::printf("%-12s %12s %12s %9s %12s %9s\n", "policy", "no_sink_ms", "traced_ms", "trace",
+                    "recorded_ms", "record");
+        std::printf(
+            "(trace: every step record + head-mean attention of every layer in memory; record: the "
+            "same into a session file)\n");
         nlohmann::json j = {{"policies", nlohmann::json::array()}};
         std::filesystem::remove(out);
         for (const auto& p : policies) {
@@ -108,10 +123,14 @@ int main(int argc, char** argv) {
                 w->flush();
             }
             const double a = median(plain), t = median(traced), b = median(rec);
-            std::printf("%-12s %12.1f %12.1f %8.1f%% %12.1f %8.1f%%\n", p.c_str(), a, t, 100 * (t - a) / a, b,
-                        100 * (b - a) / a);
-            j["policies"].push_back({{"policy", p}, {"no_sink_ms", a}, {"traced_ms", t}, {"trace_overhead", (t - a) / a},
-                                     {"recorded_ms", b}, {"record_overhead", (b - a) / a}});
+            std::printf("%-12s %12.1f %12.1f %8.1f%% %12.1f %8.1f%%\n", p.c_str(), a, t,
+                        100 * (t - a) / a, b, 100 * (b - a) / a);
+            j["policies"].push_back({{"policy", p},
+                                     {"no_sink_ms", a},
+                                     {"traced_ms", t},
+                                     {"trace_overhead", (t - a) / a},
+                                     {"recorded_ms", b},
+                                     {"record_overhead", (b - a) / a}});
         }
         std::filesystem::remove(out + ".tmp");
         // Read side: open + every step's metadata, then one step's full data with one attention

@@ -81,7 +81,8 @@ std::vector<uint8_t> zstd_decompress(const uint8_t* data, size_t size, size_t ex
 }
 
 template <typename T>
-EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_t>& shape, bool compress, int level) {
+EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_t>& shape,
+                          bool compress, int level) {
     EncodedArray a;
     a.dtype = dtype_of<T>();
     a.shape = shape_string(shape);
@@ -127,7 +128,7 @@ std::vector<T> decode_array(const std::string& dtype, const std::string& shape,
 
 #define CL_INSTANTIATE(T)                                                                     \
     template EncodedArray encode_array<T>(const std::vector<T>&, const std::vector<int64_t>&, \
-                                          bool, int);                                            \
+                                          bool, int);                                         \
     template std::vector<T> decode_array<T>(const std::string&, const std::string&,           \
                                             const std::string&, const uint8_t*, size_t);
 CL_INSTANTIATE(int32_t)

@@ -30,7 +30,8 @@ struct EncodedArray {
 constexpr size_t kMaxDecodedBytes = 512ull << 20;
 
 template <typename T>
-EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_t>& shape, bool compress, int level = 3);
+EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_t>& shape,
+                          bool compress, int level = 3);
 
 // Decodes into T, checking that `dtype` matches T exactly.
 template <typename T>

@@ -311,7 +311,8 @@ void SessionWriter::write_item(const Item& item) {
                     out[c] = static_cast<uint8_t>(v < kAttentionFloor ? 0 : v);
                 }
             }
-            auto data = encode_array(q, {m.rows, m.cols}, true, 7);  // the bulk of a session: worth a slower level
+            auto data = encode_array(q, {m.rows, m.cols}, true,
+                                     7);  // the bulk of a session: worth a slower level
             auto rows = encode_array(m.row_index, {m.rows}, false);
             auto scales = encode_array(scale, {m.rows}, false);
             at.bind(1, run)

@@ -5,7 +5,9 @@
 namespace cl::sessions {
 
 namespace {
-nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+nlohmann::json finite_or_null(double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
 }  // namespace
 
 nlohmann::json triggers_to_json(const std::vector<trace::TriggerEvent>& triggers) {

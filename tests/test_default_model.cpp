@@ -14,8 +14,10 @@ TEST(DefaultModel, LoadsAndReproducesTheRecordedOutput) {
     ASSERT_FALSE(dir.empty()) << "assets/models/cachelens-tiny is part of the repository";
     auto model = Model::load(dir);
     EXPECT_EQ(model->config().n_layers, 6);
-    const auto golden = nlohmann::json::parse(test::read_file(test::data_dir() / "default_model_golden.json"));
-    EXPECT_EQ(golden["model_hash"].get<std::string>(), model->content_hash()) << "re-run scripts/make-golden";
+    const auto golden =
+        nlohmann::json::parse(test::read_file(test::data_dir() / "default_model_golden.json"));
+    EXPECT_EQ(golden["model_hash"].get<std::string>(), model->content_hash())
+        << "re-run scripts/make-golden";
     for (const auto& c : golden["cases"]) {
         GenerationRequest r;
         r.prompt_text = c["prompt"].get<std::string>();

@@ -6,12 +6,12 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QImage>
 #include <QPushButton>
 #include <QSurfaceFormat>
 #include <QTableWidget>
 #include <QTest>
-#include <QFile>
 
 #include "app/desktop/imgui_canvas.h"
 #include "app/desktop/main_window.h"
@@ -233,7 +233,8 @@ TEST(Gui, SessionBrowserListsAndOpensSessions) {
     EXPECT_TRUE(saw_unreadable);
     EXPECT_TRUE(saw_policies);
     for (int r = 0; r < 2; ++r)
-        if (browser->path_at(r).endsWith("good.clsession")) EXPECT_EQ(browser->on_open(browser->path_at(r)).toStdString(), "");
+        if (browser->path_at(r).endsWith("good.clsession"))
+            EXPECT_EQ(browser->on_open(browser->path_at(r)).toStdString(), "");
     EXPECT_TRUE(w.replaying());
 }
 
@@ -246,7 +247,8 @@ TEST(Gui, PresetsSetEveryPolicyAtOnce) {
     for (auto* c : w.findChildren<QComboBox*>())
         if (c->itemText(0).startsWith("Preset")) combo = c;
     ASSERT_TRUE(combo->itemText(0).startsWith("Preset"));
-    auto* refresh = w.findChild<QDoubleSpinBox*>(w.policy_param_widget_name("dkv-decode", "refresh_interval"));
+    auto* refresh =
+        w.findChild<QDoubleSpinBox*>(w.policy_param_widget_name("dkv-decode", "refresh_interval"));
     auto* gamma = w.findChild<QDoubleSpinBox*>(w.policy_param_widget_name("elastic", "gamma"));
     combo->activated(1);
     EXPECT_EQ(refresh->value(), 1);

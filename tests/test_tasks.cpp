@@ -94,7 +94,8 @@ TEST(Trainer, LowersTheLossOfAMicroModelInSeconds) {
     w.total_steps = 5;
     w.vocab_size = 999;  // ignored: the tokenizer comes from init_from
     train_model(w);
-    EXPECT_EQ(test::read_file(w.out_dir / "tokenizer.json"), test::read_file(dir / "tokenizer.json"));
+    EXPECT_EQ(test::read_file(w.out_dir / "tokenizer.json"),
+              test::read_file(dir / "tokenizer.json"));
     EXPECT_EQ(Model::load(w.out_dir)->config().d_model, 32);
 }
 

@@ -165,7 +165,8 @@ TEST(Viz, LongSequenceFourColumns) {
 }
 
 TEST(Viz, D2CacheColumnsShowTheRollout) {
-    std::vector<RunView> runs{make_run("d2cache", 24, 3, 1)};  // one layer: the rollout is computable
+    std::vector<RunView> runs{
+        make_run("d2cache", 24, 3, 1)};  // one layer: the rollout is computable
     ViewState view;
     RecordingTextures tex;
     draw_all(runs, view, tex);

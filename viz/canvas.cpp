@@ -80,7 +80,8 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         ImGui::BeginChild("##column", {col_w, 0}, true);
         const float inner = ImGui::GetContentRegionAvail().x;
         ColumnContext c{run, baseline, view, textures, column_step(run, view, max_steps), inner};
-        if (view.figure_mode && !view.figure_panel.empty()) ImGui::TextUnformatted(run.info.policy.c_str());
+        if (view.figure_mode && !view.figure_panel.empty())
+            ImGui::TextUnformatted(run.info.policy.c_str());
         panel("header", view, [&] { draw_header_metrics(c); });
         if (!view.figure_mode || view.figure_panel.empty()) ImGui::Separator();
         panel("tokens", view, [&] { draw_token_strip(c); });

@@ -13,7 +13,8 @@ void ModelOptions::add_to(CLI::App& app) {
         "--model", model_dir,
         "Model folder (config.json, safetensors, tokenizer.json); default: the embedded model");
     app.add_option("--device", device, "cpu or cuda")->capture_default_str();
-    app.add_option("--threads", threads, "CPU threads for the matrix products (OpenBLAS; LibTorch's own pool stays at 1)")
+    app.add_option("--threads", threads,
+                   "CPU threads for the matrix products (OpenBLAS; LibTorch's own pool stays at 1)")
         ->capture_default_str()
         ->check(CLI::Range(1, 256));
 }

@@ -80,7 +80,8 @@ void add_train_command(CLI::App& root, Runner& run) {
         ->required();
     cmd->add_flag("--resume", t.resume, "Continue from OUT/checkpoint");
     cmd->add_option("--init-from", t.init_from,
-                    "Start from a model folder's weights and tokenizer with a fresh optimizer (e.g. assets/models/cachelens-tiny)");
+                    "Start from a model folder's weights and tokenizer with a fresh optimizer "
+                    "(e.g. assets/models/cachelens-tiny)");
     cmd->add_option("--d-model", o->d_model, "Hidden size")->capture_default_str();
     cmd->add_option("--layers", o->n_layers, "Transformer blocks")->capture_default_str();
     cmd->add_option("--heads", o->n_heads, "Attention heads")->capture_default_str();

@@ -72,7 +72,8 @@ private:
     int m_threads;
     CommandQueue m_queue;
     std::thread m_thread;
-    std::atomic<bool> m_stop{false}, m_playing{false}, m_loop{false}, m_busy{false}, m_cancel{false};
+    std::atomic<bool> m_stop{false}, m_playing{false}, m_loop{false}, m_busy{false},
+        m_cancel{false};
     std::atomic<int> m_max_step{0}, m_speed{0};
     std::atomic<uint64_t> m_generation{0};
     RunSetup m_setup;                                // engine thread only

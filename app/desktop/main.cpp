@@ -44,7 +44,10 @@ int main(int argc, char** argv) {
     QCommandLineOption session("session", "Replay a saved session (no model needed)", "FILE");
     QCommandLineOption step("step", "With --session: show this step", "N");
     QCommandLineOption no_record("no-record", "Do not record live runs into the session folder");
-    QCommandLineOption export_panel("export-panel", "With --export FILE.png: only this panel (tokens, timeline, recompute, attention, drift, diff)", "NAME");
+    QCommandLineOption export_panel("export-panel",
+                                    "With --export FILE.png: only this panel (tokens, timeline, "
+                                    "recompute, attention, drift, diff)",
+                                    "NAME");
     QCommandLineOption lesson("lesson", "Start a lesson (a .lesson.json file)", "FILE");
     QCommandLineOption lesson_step("lesson-step", "With --lesson: go to this lesson step (0-based)",
                                    "K");
@@ -108,7 +111,8 @@ int main(int argc, char** argv) {
                 QApplication::processEvents();
                 bool ok = window.grab().save(out);
                 if (ok && parser.isSet(export_file)) {
-                    const QString err = window.export_to(parser.value(export_file), parser.value(export_panel));
+                    const QString err =
+                        window.export_to(parser.value(export_file), parser.value(export_panel));
                     if (!err.isEmpty()) std::fprintf(stderr, "cachelens: %s\n", qPrintable(err));
                     ok = err.isEmpty();
                 }

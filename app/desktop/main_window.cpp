@@ -215,8 +215,8 @@ void MainWindow::build_menus() {
     auto* panels = file->addMenu("Export &panel as PNG");
     for (const char* name : {"tokens", "timeline", "recompute", "attention", "drift", "diff"}) {
         connect(panels->addAction(name), &QAction::triggered, this, [this, name] {
-            const auto path = QFileDialog::getSaveFileName(this, "Export panel", QDir::homePath() + "/" + name + ".png",
-                                                           "PNG (*.png)");
+            const auto path = QFileDialog::getSaveFileName(
+                this, "Export panel", QDir::homePath() + "/" + name + ".png", "PNG (*.png)");
             if (path.isEmpty()) return;
             const QString err = export_to(path, name);
             if (!err.isEmpty()) QMessageBox::warning(this, "Export failed", err);
@@ -407,7 +407,8 @@ QWidget* MainWindow::build_policies_dock() {
     m_presets->addItems({"Preset: paper defaults", "Preset: conservative (reproduces the baseline)",
                          "Preset: aggressive (fewer recomputes)"});
     m_presets->setToolTip("Sets the parameters of every policy at once");
-    connect(m_presets, QOverload<int>::of(&QComboBox::activated), this, [this](int i) { apply_preset(i); });
+    connect(m_presets, QOverload<int>::of(&QComboBox::activated), this,
+            [this](int i) { apply_preset(i); });
     v->addWidget(m_presets);
     for (const auto& info : list_policies()) {
         auto* box = new QGroupBox();
@@ -575,7 +576,8 @@ int MainWindow::available_steps() const {
 void MainWindow::fetch_visible_attention() {
     if (!m_replay_reader) return;
     int32_t max_steps = 0;
-    for (const auto& r : m_replay_runs) max_steps = std::max(max_steps, static_cast<int32_t>(r.steps.size()));
+    for (const auto& r : m_replay_runs)
+        max_steps = std::max(max_steps, static_cast<int32_t>(r.steps.size()));
     for (auto& run : m_replay_runs) {
         const int32_t step = viz::column_step(run, m_view, max_steps);
         if (step < 0) continue;
@@ -586,7 +588,8 @@ void MainWindow::fetch_visible_attention() {
             auto copy = std::make_shared<trace::StepRecord>(*run.steps[static_cast<size_t>(step)]);
             for (auto& a : loaded->attention) {
                 bool present = false;
-                for (const auto& b : copy->attention) present |= (a.layer == b.layer && a.head == b.head);
+                for (const auto& b : copy->attention)
+                    present |= (a.layer == b.layer && a.head == b.head);
                 if (!present) copy->attention.push_back(std::move(a));
             }
             run.steps[static_cast<size_t>(step)] = copy;
@@ -661,16 +664,22 @@ QString MainWindow::open_session(const QString& path) {
 }
 
 void MainWindow::apply_preset(int index) {
-    // Conservative values are the invariant settings of POLICIES.md section 5; aggressive ones trade
-    // accuracy for fewer recomputes. Policies not listed keep their paper defaults.
+    // Conservative values are the invariant settings of POLICIES.md section 5; aggressive ones
+    // trade accuracy for fewer recomputes. Policies not listed keep their paper defaults.
     static const std::map<std::string, std::map<std::string, double>> conservative{
-        {"dkv-decode", {{"refresh_interval", 1}}}, {"dkv-greedy", {{"refresh_interval", 1}}},
-        {"dkv-pd", {{"refresh_interval", 1}}},     {"dllm-cache", {{"prompt_interval", 1}, {"response_interval", 1}}},
-        {"d2cache", {{"k", 4096}, {"p", 1.0}}},    {"elastic", {{"gamma", 1.0}}}};
+        {"dkv-decode", {{"refresh_interval", 1}}},
+        {"dkv-greedy", {{"refresh_interval", 1}}},
+        {"dkv-pd", {{"refresh_interval", 1}}},
+        {"dllm-cache", {{"prompt_interval", 1}, {"response_interval", 1}}},
+        {"d2cache", {{"k", 4096}, {"p", 1.0}}},
+        {"elastic", {{"gamma", 1.0}}}};
     static const std::map<std::string, std::map<std::string, double>> aggressive{
-        {"dkv-decode", {{"refresh_interval", 32}}}, {"dkv-greedy", {{"refresh_interval", 8}, {"window", 1}}},
-        {"dkv-pd", {{"refresh_interval", 16}}},     {"dllm-cache", {{"response_interval", 20}, {"rho", 0.1}}},
-        {"d2cache", {{"k", 8}, {"p", 0.05}}},       {"elastic", {{"gamma", 0.7}, {"window", 8}}}};
+        {"dkv-decode", {{"refresh_interval", 32}}},
+        {"dkv-greedy", {{"refresh_interval", 8}, {"window", 1}}},
+        {"dkv-pd", {{"refresh_interval", 16}}},
+        {"dllm-cache", {{"response_interval", 20}, {"rho", 0.1}}},
+        {"d2cache", {{"k", 8}, {"p", 0.05}}},
+        {"elastic", {{"gamma", 0.7}, {"window", 8}}}};
     for (const auto& info : list_policies()) {
         for (const auto& spec : info.params) {
             double value = spec.default_value;

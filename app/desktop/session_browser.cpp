@@ -43,7 +43,8 @@ SessionBrowser::SessionBrowser(QWidget* parent) : QWidget(parent) {
         const auto p = selected_path();
         if (p.isEmpty()) return;
         bool ok = false;
-        const QString name = QInputDialog::getText(this, "Rename session", "Name", QLineEdit::Normal, "", &ok);
+        const QString name =
+            QInputDialog::getText(this, "Rename session", "Name", QLineEdit::Normal, "", &ok);
         if (!ok) return;
         try {
             sessions::SessionReader::open(p.toStdString())->rename(name.toStdString());
@@ -55,7 +56,8 @@ SessionBrowser::SessionBrowser(QWidget* parent) : QWidget(parent) {
     add("Delete", [this] {
         const auto p = selected_path();
         if (p.isEmpty()) return;
-        if (QMessageBox::question(this, "Delete session", "Delete " + QFileInfo(p).fileName() + "?") != QMessageBox::Yes)
+        if (QMessageBox::question(this, "Delete session",
+                                  "Delete " + QFileInfo(p).fileName() + "?") != QMessageBox::Yes)
             return;
         for (const QString& suffix : {"", "-wal", "-shm"}) QFile::remove(p + suffix);
         refresh();
@@ -63,7 +65,8 @@ SessionBrowser::SessionBrowser(QWidget* parent) : QWidget(parent) {
     add("Export...", [this] {
         const auto p = selected_path();
         if (p.isEmpty()) return;
-        const auto out = QFileDialog::getSaveFileName(this, "Export a copy", QFileInfo(p).fileName(), "Sessions (*.clsession)");
+        const auto out = QFileDialog::getSaveFileName(
+            this, "Export a copy", QFileInfo(p).fileName(), "Sessions (*.clsession)");
         if (out.isEmpty()) return;
         try {
             sessions::SessionReader::open(p.toStdString())->copy_to(out.toStdString());
@@ -80,8 +83,12 @@ void SessionBrowser::set_folder(const QString& folder) {
     refresh();
 }
 
-int SessionBrowser::row_count() const { return m_table->rowCount(); }
-QString SessionBrowser::path_at(int row) const { return m_table->item(row, 0)->data(Qt::UserRole).toString(); }
+int SessionBrowser::row_count() const {
+    return m_table->rowCount();
+}
+QString SessionBrowser::path_at(int row) const {
+    return m_table->item(row, 0)->data(Qt::UserRole).toString();
+}
 
 QString SessionBrowser::selected_path() const {
     const auto rows = m_table->selectionModel()->selectedRows();
@@ -95,9 +102,11 @@ void SessionBrowser::refresh() {
     for (const auto& f : files) {
         const int row = m_table->rowCount();
         m_table->insertRow(row);
-        QString name = f.completeBaseName(), date = f.lastModified().toString("yyyy-MM-dd HH:mm"), model, prompt, policies;
+        QString name = f.completeBaseName(), date = f.lastModified().toString("yyyy-MM-dd HH:mm"),
+                model, prompt, policies;
         try {
-            auto r = sessions::SessionReader::open(f.absoluteFilePath().toStdString(), /*repair=*/false);
+            auto r =
+                sessions::SessionReader::open(f.absoluteFilePath().toStdString(), /*repair=*/false);
             if (!r->info().name.empty()) name = QString::fromStdString(r->info().name);
             std::set<std::string> names;
             for (const auto& run : r->runs()) {
@@ -105,7 +114,8 @@ void SessionBrowser::refresh() {
                 model = QString::fromStdString(run.info.model_name);
                 prompt = QString::fromStdString(run.info.prompt_text).left(60);
             }
-            for (const auto& n : names) policies += (policies.isEmpty() ? "" : ", ") + QString::fromStdString(n);
+            for (const auto& n : names)
+                policies += (policies.isEmpty() ? "" : ", ") + QString::fromStdString(n);
         } catch (const std::exception& e) {
             prompt = QString("unreadable: %1").arg(e.what());
         }
@@ -116,7 +126,8 @@ void SessionBrowser::refresh() {
         m_table->setItem(row, 2, new QTableWidgetItem(model));
         m_table->setItem(row, 3, new QTableWidgetItem(prompt));
         m_table->setItem(row, 4, new QTableWidgetItem(policies));
-        m_table->setItem(row, 5, new QTableWidgetItem(QString("%1 MB").arg(f.size() / 1e6, 0, 'f', 1)));
+        m_table->setItem(row, 5,
+                         new QTableWidgetItem(QString("%1 MB").arg(f.size() / 1e6, 0, 'f', 1)));
     }
 }
 

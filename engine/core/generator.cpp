@@ -373,8 +373,8 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         auto probs = full_probs.gather(1, x0.unsqueeze(1)).squeeze(1).contiguous();  // (M)
         // Inspector data: top-k candidates, entropy and margin of each predicted row.
         const int64_t K = std::min<int64_t>(trace::StepRecord::kTopK, full_probs.size(1));
-        auto softmax = torch::softmax(lg, 1);                                    // (M, V)
-        auto [top_p, top_i] = softmax.topk(K, 1);                                // (M, K)
+        auto softmax = torch::softmax(lg, 1);                                      // (M, V)
+        auto [top_p, top_i] = softmax.topk(K, 1);                                  // (M, K)
         auto ent = -(softmax * torch::log_softmax(lg, 1)).nan_to_num(0.0).sum(1);  // (M)
         // Read results through raw pointers: per-element .item() calls cost more than the forward
         // of a small model when hundreds of rows are predicted.
@@ -389,14 +389,17 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         const double* pp = probs.data_ptr<double>();
         constexpr auto kK = static_cast<size_t>(trace::StepRecord::kTopK);
         rec->topk_ids.assign(static_cast<size_t>(L) * kK, -1);
-        rec->topk_probs.assign(static_cast<size_t>(L) * kK, std::numeric_limits<float>::quiet_NaN());
+        rec->topk_probs.assign(static_cast<size_t>(L) * kK,
+                               std::numeric_limits<float>::quiet_NaN());
         rec->entropy.assign(static_cast<size_t>(L), std::numeric_limits<float>::quiet_NaN());
         rec->margin.assign(static_cast<size_t>(L), std::numeric_limits<float>::quiet_NaN());
         for (int64_t i = 0; i < M; ++i) {
             const auto pos = static_cast<size_t>(head_positions[static_cast<size_t>(i)]);
             for (int64_t k2 = 0; k2 < K; ++k2) {
-                rec->topk_ids[pos * kK + static_cast<size_t>(k2)] = static_cast<int32_t>(ti[i * K + k2]);
-                rec->topk_probs[pos * kK + static_cast<size_t>(k2)] = static_cast<float>(tp[i * K + k2]);
+                rec->topk_ids[pos * kK + static_cast<size_t>(k2)] =
+                    static_cast<int32_t>(ti[i * K + k2]);
+                rec->topk_probs[pos * kK + static_cast<size_t>(k2)] =
+                    static_cast<float>(tp[i * K + k2]);
             }
             rec->entropy[pos] = static_cast<float>(en[i]);
             rec->margin[pos] = K > 1 ? static_cast<float>(tp[i * K] - tp[i * K + 1]) : 1.f;

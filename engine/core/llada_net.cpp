@@ -141,7 +141,7 @@ torch::Tensor LladaNet::attention_rows(int layer, const torch::Tensor& x, const 
     auto v = torch::matmul(x, w.v_proj.t()).view({R, Hkv, Dh}).transpose(0, 1);  // (Hkv, R, Dh)
     if (k_out) *k_out = k;
     if (v_out) *v_out = v;
-    torch::Tensor k_all, v_all;                                                  // (Hkv, L, Dh)
+    torch::Tensor k_all, v_all;  // (Hkv, L, Dh)
     if (all_rows) {
         k_all = k;
         v_all = v;
@@ -286,9 +286,10 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
         auto x = rms_norm(h, w.attn_norm);  // (R, D)
         const bool may_escalate = static_cast<bool>(p.escalate) && !p.all_rows;
         torch::Tensor fresh_k, fresh_v;  // (Hkv, R, Dh) of the computed rows
-        auto attn = attention_rows(static_cast<int>(l), x, rows, p.all_rows, cos_all, sin_all, lc,
-                                   p.write_kv && !may_escalate,
-                                   (p.want_probs || may_escalate) ? &probs : nullptr, &fresh_k, &fresh_v);
+        auto attn =
+            attention_rows(static_cast<int>(l), x, rows, p.all_rows, cos_all, sin_all, lc,
+                           p.write_kv && !may_escalate,
+                           (p.want_probs || may_escalate) ? &probs : nullptr, &fresh_k, &fresh_v);
         bool escalated = false;
         if (may_escalate && p.escalate(probs)) {
             // Recompute the layer for every row: fresh rows keep their inputs, others come from the

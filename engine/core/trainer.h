@@ -31,9 +31,10 @@ struct TrainProgress {
 struct TrainOptions {
     std::filesystem::path out_dir;  // the model folder written (and resumed from)
     bool resume = false;            // continue from out_dir/checkpoint
-    std::filesystem::path init_from;  // start from this model folder (weights + tokenizer), fresh optimizer
-    ModelConfig shape;              // d_model, n_layers, n_heads, n_kv_heads, mlp_hidden_size
-    int vocab_size = 1024;          // BPE vocabulary incl. 6 special tokens
+    std::filesystem::path
+        init_from;          // start from this model folder (weights + tokenizer), fresh optimizer
+    ModelConfig shape;      // d_model, n_layers, n_heads, n_kv_heads, mlp_hidden_size
+    int vocab_size = 1024;  // BPE vocabulary incl. 6 special tokens
     int64_t total_steps = 20000;
     int batch_size = 16;
     double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, clip = 1.0, eps = 1e-3;

@@ -18,7 +18,8 @@ std::vector<double> rollout_influence(const trace::StepRecord& s) {
     const size_t L = static_cast<size_t>(s.seq_len);
     std::vector<const trace::AttentionMap*> maps(static_cast<size_t>(s.n_layers), nullptr);
     for (const auto& a : s.attention)
-        if (a.head == -1 && a.layer >= 0 && a.layer < s.n_layers && static_cast<size_t>(a.cols) == L)
+        if (a.head == -1 && a.layer >= 0 && a.layer < s.n_layers &&
+            static_cast<size_t>(a.cols) == L)
             maps[static_cast<size_t>(a.layer)] = &a;
     for (auto* m : maps)
         if (!m) return {};
@@ -31,7 +32,8 @@ std::vector<double> rollout_influence(const trace::StepRecord& s) {
             const double w = v[q];
             next[q] -= 0.5 * w;  // the row becomes (attn + I) / 2
             const float* row = m.data.data() + static_cast<size_t>(r) * L;
-            for (size_t k = 0; k < L; ++k) next[k] += 0.5 * w * (std::isfinite(row[k]) ? row[k] : 0.f);
+            for (size_t k = 0; k < L; ++k)
+                next[k] += 0.5 * w * (std::isfinite(row[k]) ? row[k] : 0.f);
         }
         v = std::move(next);
     }
@@ -55,13 +57,17 @@ void draw_rollout(ColumnContext& c, const trace::StepRecord& s, float width) {
     for (size_t k = 0; k < v.size(); ++k) {
         const float f = hi > 0 ? static_cast<float>(v[k] / hi) : 0.f;
         const ImVec2 a{pos.x + w * static_cast<float>(k), pos.y + h * (1.f - f)};
-        dl->AddRectFilled(a, {a.x + std::max(1.f, w), pos.y + h}, action_color(s.action(0, static_cast<int32_t>(k)), c.view.dark));
+        dl->AddRectFilled(a, {a.x + std::max(1.f, w), pos.y + h},
+                          action_color(s.action(0, static_cast<int32_t>(k)), c.view.dark));
     }
     if (ImGui::IsItemHovered()) {
-        const auto k = static_cast<size_t>(std::clamp((ImGui::GetIO().MousePos.x - pos.x) / width, 0.f, 0.999f) * v.size());
-        ImGui::SetTooltip("position %zu: rollout influence %.3f (column sum of the attention rollout)", k, v[k]);
+        const auto k = static_cast<size_t>(
+            std::clamp((ImGui::GetIO().MousePos.x - pos.x) / width, 0.f, 0.999f) * v.size());
+        ImGui::SetTooltip(
+            "position %zu: rollout influence %.3f (column sum of the attention rollout)", k, v[k]);
     }
-    ImGui::TextDisabled("attention rollout influence per position (d2Cache stage 2 picks its nucleus)");
+    ImGui::TextDisabled(
+        "attention rollout influence per position (d2Cache stage 2 picks its nucleus)");
 }
 
 }  // namespace
