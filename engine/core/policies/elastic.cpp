@@ -83,7 +83,6 @@ public:
         // Track the decoded keys the window attends to most, and remember its attention for next
         // step.
         auto rows = r.rows ? r.rows->to(torch::kCPU) : torch::arange(m_seq_len, torch::kLong);
-        auto mean = r.probs.mean(0).to(torch::kCPU, torch::kFloat64);  // (R, L)
         std::vector<int64_t> wrows;
         auto rp = rows.accessor<int64_t, 1>();
         std::map<int64_t, int64_t> local;
@@ -101,21 +100,25 @@ public:
             }
         auto& prev = m_prev[static_cast<size_t>(r.layer)];
         prev.rows = wrows;
-        prev.attn =
-            idx.empty() ? torch::Tensor() : mean.index_select(0, torch::tensor(idx));  // (W, L)
+        // Only the window's rows are needed: select them before averaging over heads.
+        prev.attn = idx.empty() ? torch::Tensor()
+                                : r.probs.index_select(1, torch::tensor(idx).to(r.probs.device()))
+                                      .mean(0)
+                                      .to(torch::kCPU, torch::kFloat64)
+                                      .contiguous();  // (W, L)
         // Most-attended decoded keys (column sums over window queries, masked keys excluded).
         auto& tracked = m_tracked[static_cast<size_t>(r.layer)];
         tracked.clear();
         if (!prev.attn.defined()) return;
-        auto col = prev.attn.sum(0).contiguous();  // (L)
+        auto col_t = prev.attn.sum(0).contiguous();  // (L)
+        const double* colp = col_t.data_ptr<double>();
+        std::vector<std::pair<double, int64_t>> keys;
         for (int64_t i = 0; i < m_seq_len; ++i)
-            if ((*m_ctx.masked)[static_cast<size_t>(i)]) col[i] = -1.0;
-        auto top = std::get<1>(
-            col.topk(std::min<int64_t>(static_cast<int64_t>(param("track_num")), m_seq_len)));
-        for (int64_t i = 0; i < top.size(0); ++i) {
-            const int64_t key = top[i].item<int64_t>();
-            if (col[key].item<double>() >= 0) tracked.push_back(key);
-        }
+            if (!(*m_ctx.masked)[static_cast<size_t>(i)]) keys.emplace_back(colp[i], i);
+        const auto n = std::min<size_t>(keys.size(), static_cast<size_t>(param("track_num")));
+        std::partial_sort(keys.begin(), keys.begin() + static_cast<long>(n), keys.end(),
+                          [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (size_t i = 0; i < n; ++i) tracked.push_back(keys[i].second);
     }
     std::vector<detail::LayerCache>& cache() override { return m_cache; }
 
@@ -131,7 +134,6 @@ private:
         const double gamma = param("gamma");
         if (gamma >= 1.0) return fire(layer, NAN, gamma);  // conservative setting: always refresh
         if (!prev.attn.defined() || tracked.empty()) return fire(layer, NAN, gamma);
-        auto mean = probs.mean(0).to(torch::kCPU, torch::kFloat64);  // (R, L)
         std::map<int64_t, int64_t> local;
         for (size_t i = 0; i < m_queries.size(); ++i) local[m_queries[i]] = static_cast<int64_t>(i);
         // Compare the tracked columns over the window rows present in both steps.
@@ -143,9 +145,13 @@ private:
             }
         if (now_idx.empty()) return fire(layer, NAN, gamma);
         auto cols = torch::tensor(tracked);
-        auto a = mean.index_select(0, torch::tensor(now_idx)).index_select(1, cols).reshape({-1});
-        auto b =
-            prev.attn.index_select(0, torch::tensor(prev_idx)).index_select(1, cols).reshape({-1});
+        // (H, R, L) -> the shared rows and tracked columns only, then the head mean.
+        auto a = probs.index_select(1, torch::tensor(now_idx).to(probs.device()))
+                     .index_select(2, cols.to(probs.device()))
+                     .mean(0)
+                     .to(torch::kCPU, torch::kFloat64)
+                     .reshape({-1});
+        auto b = prev.attn.index_select(0, torch::tensor(prev_idx)).index_select(1, cols).reshape({-1});
         const double cos = torch::cosine_similarity(a, b, 0, 1e-12).item<double>();
         if (cos < gamma) return fire(layer, cos, gamma);
         if (layer == 0 || m_record_all) push(m_ctx, "drift", layer, cos, gamma, false, "cached");
