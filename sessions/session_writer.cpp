@@ -203,16 +203,7 @@ void SessionWriter::write_item(const Item& item) {
     }
     if (const auto* end = std::get_if<RunEnd>(&item)) {
         const auto& s = end->summary;
-        json j = {{"status", trace::to_string(s.status)},
-                  {"steps", s.steps},
-                  {"generated_tokens", s.generated_tokens},
-                  {"wall_ms", s.wall_ms},
-                  {"tokens_per_s", s.tokens_per_s},
-                  {"flops", s.flops},
-                  {"flops_full", s.flops_full},
-                  {"recompute_fraction", s.recompute_fraction},
-                  {"final_tokens", s.final_tokens},
-                  {"final_text", s.final_text}};
+        const json j = summary_to_json(s);
         Stmt u(m_db,
                "UPDATE run SET status = ?, ended_utc = strftime('%Y-%m-%dT%H:%M:%SZ','now'), "
                "summary_json = ? WHERE run_id = ?");

@@ -29,4 +29,17 @@ nlohmann::json token_text_to_json(const std::map<int32_t, std::string>& text) {
     return j;
 }
 
+nlohmann::json summary_to_json(const trace::RunSummary& s) {
+    return {{"status", trace::to_string(s.status)},
+            {"steps", s.steps},
+            {"generated_tokens", s.generated_tokens},
+            {"wall_ms", s.wall_ms},
+            {"tokens_per_s", s.tokens_per_s},
+            {"flops", s.flops},
+            {"flops_full", s.flops_full},
+            {"recompute_fraction", s.recompute_fraction},
+            {"final_tokens", s.final_tokens},
+            {"final_text", s.final_text}};
+}
+
 }  // namespace cl::sessions

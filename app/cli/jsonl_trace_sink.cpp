@@ -59,19 +59,11 @@ void JsonlTraceSink::publish(std::shared_ptr<const trace::StepRecord> r) {
 }
 
 void JsonlTraceSink::on_run_end(int32_t run_id, const trace::RunSummary& s) {
-    m_out << json{{"type", "run_end"},
-                  {"run_id", run_id},
-                  {"status", trace::to_string(s.status)},
-                  {"steps", s.steps},
-                  {"generated_tokens", s.generated_tokens},
-                  {"wall_ms", s.wall_ms},
-                  {"tokens_per_s", s.tokens_per_s},
-                  {"flops", s.flops},
-                  {"flops_full", s.flops_full},
-                  {"recompute_fraction", s.recompute_fraction},
-                  {"text", s.final_text}}
-                 .dump()
-          << '\n';
+    json end = sessions::summary_to_json(s);
+    end["type"] = "run_end";
+    end["run_id"] = run_id;
+    end["text"] = s.final_text;  // kept for scripts written against the first format
+    m_out << end.dump() << '\n';
     m_out.flush();
     if (!m_out) throw RuntimeFailure(m_path + ": write failed (disk full?)");
 }

@@ -151,7 +151,8 @@ private:
                      .mean(0)
                      .to(torch::kCPU, torch::kFloat64)
                      .reshape({-1});
-        auto b = prev.attn.index_select(0, torch::tensor(prev_idx)).index_select(1, cols).reshape({-1});
+        auto b =
+            prev.attn.index_select(0, torch::tensor(prev_idx)).index_select(1, cols).reshape({-1});
         const double cos = torch::cosine_similarity(a, b, 0, 1e-12).item<double>();
         if (cos < gamma) return fire(layer, cos, gamma);
         if (layer == 0 || m_record_all) push(m_ctx, "drift", layer, cos, gamma, false, "cached");
