@@ -15,7 +15,6 @@ struct EngineBridge::Column : public trace::TraceSink {
     std::atomic<uint64_t>* generation = nullptr;
     bool want_oracle = false;
     trace::TraceSink* recorder = nullptr;  // the session writer, when recording
-    std::chrono::steady_clock::time_point run_start;
 
     bool wants(const trace::ProbeRequest& r) const override {
         if (r.kind == trace::ProbeKind::Oracle) return want_oracle;
@@ -186,7 +185,6 @@ void EngineBridge::rebuild(size_t i) {
     c.recorder = m_writer.get();
     try {
         c.gen = std::make_unique<Generator>(m_model, req, &c);
-        c.run_start = std::chrono::steady_clock::now();
     } catch (const std::exception& e) {
         c.gen.reset();
         std::lock_guard lock(m_data_mutex);

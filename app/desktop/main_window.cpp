@@ -107,8 +107,7 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
     set_theme(!options.light && settings.value("dark", true).toBool());
 
     m_canvas->set_draw([this] {
-        auto runs = current_runs();
-        viz::draw_canvas(runs, m_view, *m_canvas);
+        viz::draw_canvas(current_runs(), m_view, *m_canvas);
         if (m_view.seek_request >= 0) {
             m_view.step = m_view.seek_request;
             m_view.seek_request = -1;
@@ -599,12 +598,19 @@ void MainWindow::fetch_visible_attention() {
     }
 }
 
-std::vector<viz::RunView> MainWindow::current_runs() {
+std::vector<viz::RunView>& MainWindow::current_runs() {
     if (m_replaying) {
         fetch_visible_attention();
         return m_replay_runs;
     }
-    return m_bridge ? m_bridge->snapshot() : std::vector<viz::RunView>{};
+    // Copy the engine's columns only when it published something new, not on every frame.
+    const uint64_t generation = m_bridge ? m_bridge->generation() : 0;
+    if (!m_bridge)
+        m_live_runs.clear();
+    else if (generation != m_live_generation || m_live_runs.empty())
+        m_live_runs = m_bridge->snapshot();
+    m_live_generation = generation;
+    return m_live_runs;
 }
 
 void MainWindow::set_engine_controls_enabled(bool on) {

@@ -92,7 +92,7 @@ private:
     std::vector<ColumnSpec> selected_columns() const;
     void save_settings() const;
     void set_engine_controls_enabled(bool on);
-    std::vector<viz::RunView> current_runs();
+    std::vector<viz::RunView>& current_runs();  // the columns on screen (replay or live cache)
     int available_steps() const;
 
     std::shared_ptr<Model> m_model;
@@ -103,6 +103,8 @@ private:
     QTimer* m_poll = nullptr;
     uint64_t m_seen_generation = 0;
     bool m_replaying = false;
+    std::vector<viz::RunView> m_live_runs;  // the engine's columns, refreshed when it publishes
+    uint64_t m_live_generation = 0;
     std::vector<viz::RunView> m_replay_runs;
     QString m_replay_path;
     // Replay keeps its reader open: attention maps are fetched for the step and layer on screen.

@@ -41,8 +41,6 @@ void draw_timeline(ColumnContext& c) {
     ImGui::InvisibleButton("##timeline", size);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     dl->AddImage(tex, pos, {pos.x + size.x, pos.y + size.y});
-    const int32_t planned = std::max(n_steps, c.run.info.steps);
-    (void)planned;
     if (c.step >= 0) {
         const float y = pos.y + (c.step + 0.5f) / n_steps * size.y;
         dl->AddLine({pos.x, y}, {pos.x + size.x, y}, palette(c.view.dark).text, 1.f);

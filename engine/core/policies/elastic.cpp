@@ -155,7 +155,7 @@ private:
             prev.attn.index_select(0, torch::tensor(prev_idx)).index_select(1, cols).reshape({-1});
         const double cos = torch::cosine_similarity(a, b, 0, 1e-12).item<double>();
         if (cos < gamma) return fire(layer, cos, gamma);
-        if (layer == 0 || m_record_all) push(m_ctx, "drift", layer, cos, gamma, false, "cached");
+        push(m_ctx, "drift", layer, cos, gamma, false, "cached");  // every test is explained
         return false;
     }
     bool fire(int layer, double value, double gamma) {
@@ -182,7 +182,6 @@ private:
     int64_t m_seq_len = 0;
     StepContext m_ctx;
     bool m_full = true;
-    bool m_record_all = true;
     int m_fired_at = -1;
     std::vector<int64_t> m_window, m_queries;
     torch::Tensor m_rows;
