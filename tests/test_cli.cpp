@@ -87,6 +87,9 @@ TEST(Cli, UsageErrorsExitTwo) {
     EXPECT_NE(r.out.find("UTF-8"), std::string::npos) << r.out;
     EXPECT_EQ(cli("init-model --out " + model.string()).code, 2);  // exists, not empty
     EXPECT_EQ(cli("generate --model " + model.string() + " --prompt hi --device cuda").code, 2);
+    // compare's per-column parameters: malformed and out-of-range values are refused up front.
+    EXPECT_EQ(cli("compare --model " + model.string() + " --prompt hi --policies dkv-decode:delay").code, 2);
+    EXPECT_EQ(cli("compare --model " + model.string() + " --prompt hi --policies dkv-decode:delay=7").code, 2);
 }
 
 TEST(Cli, HelpForEveryCommand) {
