@@ -16,6 +16,8 @@ TEST(Tasks, ArithmeticAnswersAreCorrectSums) {
         auto item = g.next("arith");
         std::smatch m;
         ASSERT_TRUE(std::regex_match(item.prompt, m, q)) << item.prompt;
+        EXPECT_EQ(m[1].length(), 3u) << "operands are zero padded to the same width";
+        EXPECT_EQ(m[2].length(), 3u);
         EXPECT_EQ(item.answer, std::to_string(std::stoll(m[1]) + std::stoll(m[2])));
         EXPECT_EQ(extract_answer(item.response), item.answer);
     }
@@ -25,9 +27,11 @@ TEST(Tasks, KeyValueAnswerIsInThePromptFarBackForEval) {
     TaskGenerator g(2, Split::Eval, Difficulty{3, 12, 24, 3, 8});
     for (int i = 0; i < 100; ++i) {
         auto item = g.next("kv");
-        const auto key = item.prompt.substr(item.prompt.rfind("What is ") + 8, 3);
-        const auto pos = item.prompt.find(key + "=" + item.answer);
+        const auto start = item.prompt.rfind("What is ") + 8;
+        const auto key = item.prompt.substr(start, item.prompt.find('?', start) - start);
+        const auto pos = item.prompt.find(" " + key + "=" + item.answer);
         ASSERT_NE(pos, std::string::npos) << item.prompt;
+        EXPECT_EQ(item.prompt.find(" " + key + "="), pos) << "each key appears once in the list";
         EXPECT_LT(pos, item.prompt.size() / 2) << "eval keys sit in the first part of the prompt";
     }
 }

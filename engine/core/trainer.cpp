@@ -130,6 +130,11 @@ TrainResult train_model(const TrainOptions& o) {
         throw InputError("--batch-size: must be between 1 and 4096");
     if (o.total_steps < 1) throw InputError("--steps: must be positive");
     if (!(o.lr > 0)) throw InputError("--lr: must be positive");
+    const auto& d = o.difficulty;
+    if (d.arith_max_digits < 1 || d.arith_max_digits > 9)
+        throw InputError("--arith-digits: must be between 1 and 9");
+    if (d.kv_min_pairs < 1 || d.kv_max_pairs < d.kv_min_pairs)
+        throw InputError("--kv-min-pairs/--kv-max-pairs: need 1 <= min <= max");
     std::filesystem::create_directories(o.out_dir);
     const auto ckpt = o.out_dir / "checkpoint";
     const bool resuming = o.resume && std::filesystem::exists(ckpt / "state.json");

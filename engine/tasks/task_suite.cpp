@@ -51,24 +51,31 @@ TaskItem TaskGenerator::next(const std::string& family) {
 }
 
 TaskItem TaskGenerator::arith() {
-    auto number = [&](int digits) {
-        std::uniform_int_distribution<int> first(digits == 1 ? 0 : 1, 9), rest(0, 9);
-        std::string s(1, static_cast<char>('0' + first(m_rng)));
-        for (int i = 1; i < digits; ++i) s += static_cast<char>('0' + rest(m_rng));
+    // Both operands are written with the same number of digits (zero padded to
+    // arith_max_digits), so every digit and every worked step sits at a fixed distance from the
+    // question: the model learns one-digit sums and fixed-offset copies instead of having to
+    // count digits from the right. The answer is the plain sum.
+    const int width = std::max(1, m_difficulty.arith_max_digits);
+    auto number = [&]() {
+        std::uniform_int_distribution<int> digits(1, width), rest(0, 9);
+        // Uniform over lengths first, so short numbers are as common as long ones.
+        const int n = digits(m_rng);
+        std::string s;
+        for (int i = 0; i < width - n; ++i) s += '0';
+        for (int i = 0; i < n; ++i)
+            s += static_cast<char>('0' + (i == 0 && n > 1 ? 1 + rest(m_rng) % 9 : rest(m_rng)));
         return s;
     };
-    std::uniform_int_distribution<int> nd(1, m_difficulty.arith_max_digits);
-    const std::string a = number(nd(m_rng)), b = number(nd(m_rng));
+    const std::string a = number(), b = number();
     TaskItem item;
     item.family = "arith";
     item.prompt = "What is " + a + " + " + b + "?";
     // Worked steps, least significant digit first, each with its carry.
     std::string steps, digits;
     int carry = 0;
-    const size_t n = std::max(a.size(), b.size());
-    for (size_t i = 0; i < n; ++i) {
-        const int da = i < a.size() ? a[a.size() - 1 - i] - '0' : 0;
-        const int db = i < b.size() ? b[b.size() - 1 - i] - '0' : 0;
+    for (int i = 0; i < width; ++i) {
+        const int da = a[static_cast<size_t>(width - 1 - i)] - '0';
+        const int db = b[static_cast<size_t>(width - 1 - i)] - '0';
         const int s = da + db + carry;
         steps += std::to_string(da) + "+" + std::to_string(db) + (carry ? "+1" : "") + "=" +
                  std::to_string(s) + ". ";
@@ -76,23 +83,37 @@ TaskItem TaskGenerator::arith() {
         digits.insert(digits.begin(), static_cast<char>('0' + s % 10));
     }
     if (carry) digits.insert(digits.begin(), '1');
-    item.answer = digits;
-    item.response = steps + "Answer: " + digits;
+    const auto first = digits.find_first_not_of('0');
+    item.answer = first == std::string::npos ? "0" : digits.substr(first);
+    item.response = steps + "Answer: " + item.answer;
     return item;
 }
 
+// Keys are short English words that the default tokenizer keeps as one token after a space
+// (" king"), so a key reads the same in the list, the question and the response; values are
+// three digits (one token each).
+const std::vector<std::string>& kv_keys() {
+    static const std::vector<std::string> keys{
+        "king",  "man",   "day",    "house", "son",    "hand",  "land",  "child",  "father",
+        "earth", "name",  "heart",  "year",  "city",   "place", "flesh", "work",   "law",
+        "mount", "soul",  "sea",    "heaven", "mouth", "word",  "thing", "face",   "sword",
+        "fire",  "end",   "side",   "time",  "way",    "people", "priest", "evil", "good",
+        "high",  "holy",  "great",  "first", "seven",  "three", "two",   "one",    "mine",
+        "sons",  "days",  "words",  "years", "things", "men"};
+    return keys;
+}
+
 TaskItem TaskGenerator::kv() {
-    std::uniform_int_distribution<int> np(m_difficulty.kv_min_pairs, m_difficulty.kv_max_pairs);
-    std::uniform_int_distribution<int> letter(0, 25), digit(0, 9);
+    std::vector<std::string> pool = kv_keys();
+    const int most = std::min<int>(m_difficulty.kv_max_pairs, static_cast<int>(pool.size()));
+    std::uniform_int_distribution<int> np(std::min(m_difficulty.kv_min_pairs, most), most);
+    std::uniform_int_distribution<int> digit(0, 9);
     const int pairs = np(m_rng);
-    std::vector<std::string> keys, values;
-    while (static_cast<int>(keys.size()) < pairs) {
-        std::string k;
-        for (int i = 0; i < 3; ++i) k += static_cast<char>('a' + letter(m_rng));
-        if (std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
+    std::shuffle(pool.begin(), pool.end(), m_rng);
+    std::vector<std::string> keys(pool.begin(), pool.begin() + pairs), values;
+    for (int i = 0; i < pairs; ++i) {
         std::string v;
-        for (int i = 0; i < 3; ++i) v += static_cast<char>('0' + digit(m_rng));
-        keys.push_back(k);
+        for (int d = 0; d < 3; ++d) v += static_cast<char>('0' + digit(m_rng));
         values.push_back(v);
     }
     // Eval queries a key from the first third, far from the question; training queries anywhere.
@@ -100,18 +121,20 @@ TaskItem TaskGenerator::kv() {
     const int q = std::uniform_int_distribution<int>(0, span - 1)(m_rng);
     TaskItem item;
     item.family = "kv";
-    item.prompt = "Remember: ";
+    item.prompt = "Remember:";
     for (int i = 0; i < pairs; ++i)
-        item.prompt += keys[i] + "=" + values[i] + (i + 1 < pairs ? ", " : ". ");
-    item.prompt += "What is " + keys[q] + "?";
+        item.prompt += " " + keys[i] + "=" + values[i] + (i + 1 < pairs ? "," : ".");
+    item.prompt += " What is " + keys[q] + "?";
     item.answer = values[q];
-    item.response = keys[q] + "=" + values[q] + ". Answer: " + values[q];
+    item.response = "Found " + keys[q] + "=" + values[q] + ". Answer: " + values[q];
     return item;
 }
 
 TaskItem TaskGenerator::reverse() {
+    // Single digits: one token per item, so item i of the answer sits at a fixed distance from
+    // its source in the prompt.
     std::uniform_int_distribution<int> nl(m_difficulty.reverse_min, m_difficulty.reverse_max),
-        v(0, 99);
+        v(0, 9);
     const int n = nl(m_rng);
     std::vector<int> xs(static_cast<size_t>(n));
     for (auto& x : xs) x = v(m_rng);

@@ -1,9 +1,9 @@
 // The CacheLens task suite: code-generated instruction data with checkable answers, used to
 // train the embedded default model and to measure what a cache policy costs in accuracy.
 //
-// Families: `arith` (multi-digit addition with worked steps, least significant digit first),
-// `kv` (long-range key-value recall: the queried key sits early in a 100-300 token prompt),
-// `reverse` (list reversal), `prose` (King James Bible verses, public domain, from Debian's
+// Families: `arith` (addition of zero-padded operands with worked steps, least significant digit
+// first), `kv` (long-range key-value recall: the queried key sits early in a 100-250 token
+// prompt; keys are one-token words), `reverse` (reversal of a list of digits), `prose` (King James Bible verses, public domain, from Debian's
 // bible-kjv package; continuation, for language, not scored). Seeded; the train and eval splits
 // are disjoint by construction (different seeds streams and a hash-based split on the content).
 // Torch-free.
@@ -26,9 +26,9 @@ struct TaskItem {
 };
 
 struct Difficulty {
-    int arith_max_digits = 3;  // operands have 1..max digits
-    int kv_min_pairs = 4, kv_max_pairs = 24;
-    int reverse_min = 3, reverse_max = 8;
+    int arith_max_digits = 3;  // operands have 1..max digits, zero padded to max
+    int kv_min_pairs = 16, kv_max_pairs = 40;  // 16..40 pairs: prompts of ~100-250 tokens
+    int reverse_min = 3, reverse_max = 8;      // lists of single digits
 };
 
 const std::vector<std::string>& all_families();
