@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
     app.add_option("--gen-length", gen, "G (steps = G, block 32)")->capture_default_str();
     app.add_option("--repeats", repeats, "Repeats (median)")->capture_default_str();
     app.add_option("--out", out, "Session file to write")->capture_default_str();
+    cl::sessions::WriterOptions writer_options;
+    app.add_option("--attention-bits", writer_options.attention_bits,
+                   "Attention precision of the recording (4 or 8)")
+        ->capture_default_str();
     app.add_option("--json", json_file, "Write results as JSON");
     std::string open_file;
     app.add_option("--open", open_file,
@@ -89,16 +93,16 @@ int main(int argc, char** argv) {
         req.config.gen_length = gen;
         req.config.block_length = 32;
         req.config.steps = gen;
-        std::printf("%-12s %12s %12s %9s %12s %9s\n", "policy", "no_sink_ms", "traced_ms", "trace",
-                    "recorded_ms", "record");
+        std::printf("%-12s %12s %12s %9s %12s %9s %12s\n", "policy", "no_sink_ms", "traced_ms",
+                    "trace", "recorded_ms", "record", "writer_cpu");
         std::printf(
             "(trace: every step record + head-mean attention of every layer in memory; record: the "
-            "same into a session file)\n");
+            "same into a session file; writer_cpu: the recorder thread's CPU time / no_sink_ms)\n");
         nlohmann::json j = {{"policies", nlohmann::json::array()}};
         std::filesystem::remove(out);
         for (const auto& p : policies) {
             req.policy = p;
-            std::vector<double> plain, traced, rec;
+            std::vector<double> plain, traced, rec, writer_cpu;
             for (int r = 0; r < repeats; ++r) {
                 auto t0 = Clock::now();
                 cl::Generator(model, req).run();
@@ -110,27 +114,30 @@ int main(int argc, char** argv) {
                 cl::Generator(model, req, &store).run();
                 traced.push_back(ms_since(t0));
                 std::filesystem::remove(out + ".tmp");
-                auto w = cl::sessions::SessionWriter::open(out + ".tmp");
+                auto w = cl::sessions::SessionWriter::open(out + ".tmp", writer_options);
                 t0 = Clock::now();
                 cl::Generator(model, req, w.get()).run();
                 rec.push_back(ms_since(t0));  // generation time with the recorder attached
                 w->flush();
+                writer_cpu.push_back(w->cpu_ms());
             }
             // Keep one recorded run of each policy in the comparison file.
             {
-                auto w = cl::sessions::SessionWriter::open(out);
+                auto w = cl::sessions::SessionWriter::open(out, writer_options);
                 cl::Generator(model, req, w.get()).run();
                 w->flush();
             }
-            const double a = median(plain), t = median(traced), b = median(rec);
-            std::printf("%-12s %12.1f %12.1f %8.1f%% %12.1f %8.1f%%\n", p.c_str(), a, t,
-                        100 * (t - a) / a, b, 100 * (b - a) / a);
+            const double a = median(plain), t = median(traced), b = median(rec),
+                         cpu = median(writer_cpu);
+            std::printf("%-12s %12.1f %12.1f %8.1f%% %12.1f %8.1f%% %11.1f%%\n", p.c_str(), a, t,
+                        100 * (t - a) / a, b, 100 * (b - a) / a, 100 * cpu / a);
             j["policies"].push_back({{"policy", p},
                                      {"no_sink_ms", a},
                                      {"traced_ms", t},
                                      {"trace_overhead", (t - a) / a},
                                      {"recorded_ms", b},
-                                     {"record_overhead", (b - a) / a}});
+                                     {"record_overhead", (b - a) / a},
+                                     {"writer_cpu_ms", cpu}});
         }
         std::filesystem::remove(out + ".tmp");
         // Read side: open + every step's metadata, then one step's full data with one attention

@@ -57,9 +57,25 @@ std::string shape_string(const std::vector<int64_t>& shape) {
     return s;
 }
 
+// One compression and one decompression context per thread, reused: ZSTD_compress and
+// ZSTD_decompress set up a fresh context on every call, which costs more than compressing the
+// many small arrays of a step record.
+struct ZstdContexts {
+    ZSTD_CCtx* c = ZSTD_createCCtx();
+    ZSTD_DCtx* d = ZSTD_createDCtx();
+    ZstdContexts() = default;
+    ZstdContexts(const ZstdContexts&) = delete;
+    ZstdContexts& operator=(const ZstdContexts&) = delete;
+    ~ZstdContexts() {
+        ZSTD_freeCCtx(c);
+        ZSTD_freeDCtx(d);
+    }
+};
+thread_local ZstdContexts t_zstd;
+
 std::vector<uint8_t> zstd_compress(const uint8_t* data, size_t size, int level) {
     std::vector<uint8_t> out(ZSTD_compressBound(size));
-    const size_t n = ZSTD_compress(out.data(), out.size(), data, size, level);
+    const size_t n = ZSTD_compressCCtx(t_zstd.c, out.data(), out.size(), data, size, level);
     if (ZSTD_isError(n))
         throw SessionError(std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
     out.resize(n);
@@ -74,7 +90,7 @@ std::vector<uint8_t> zstd_decompress(const uint8_t* data, size_t size, size_t ex
         throw SessionError("corrupt blob: zstd frame holds " + std::to_string(frame) +
                            " bytes, expected " + std::to_string(expected_size));
     std::vector<uint8_t> out(expected_size);
-    const size_t n = ZSTD_decompress(out.data(), out.size(), data, size);
+    const size_t n = ZSTD_decompressDCtx(t_zstd.d, out.data(), out.size(), data, size);
     if (ZSTD_isError(n)) throw SessionError(std::string("corrupt blob: ") + ZSTD_getErrorName(n));
     if (n != expected_size) throw SessionError("corrupt blob: decompressed size mismatch");
     return out;

@@ -339,18 +339,31 @@ std::shared_ptr<trace::StepRecord> SessionReader::load_step(int64_t run_id, int3
         if (m.rows < 0 || m.cols < 0 || m.cols > r->seq_len || m.rows > r->seq_len)
             throw SessionError(aw + ": bad size");
         const std::string quant = at.col_text(5);
-        if (quant != "rowmax-u8") throw SessionError(aw + ": unknown quantisation '" + quant + "'");
+        const bool four_bit = quant == "rowmax-u4";
+        if (!four_bit && quant != "rowmax-u8")
+            throw SessionError(aw + ": unknown quantisation '" + quant + "'");
         try {
             m.row_index = decode_array<int32_t>("i32", std::to_string(m.rows), "raw",
                                                 at.col_blob(4), at.col_bytes(4));
             const auto scale = decode_array<float>("f32", std::to_string(m.rows), "raw",
                                                    at.col_blob(8), at.col_bytes(8));
-            auto q =
-                decode_array<uint8_t>("u8", std::to_string(m.rows) + "," + std::to_string(m.cols),
-                                      at.col_text(6), at.col_blob(7), at.col_bytes(7));
-            m.data.resize(q.size());
-            for (size_t i = 0; i < q.size(); ++i)
-                m.data[i] = q[i] * (scale[i / static_cast<size_t>(std::max(1, m.cols))] / 255.f);
+            const size_t cols = static_cast<size_t>(m.cols);
+            const size_t row_bytes = four_bit ? (cols + 1) / 2 : cols;
+            auto q = decode_array<uint8_t>("u8",
+                                           std::to_string(m.rows) + "," + std::to_string(row_bytes),
+                                           at.col_text(6), at.col_blob(7), at.col_bytes(7));
+            m.data.resize(static_cast<size_t>(m.rows) * cols);
+            const float qmax = four_bit ? 15.f : 255.f;
+            for (size_t row = 0; row < static_cast<size_t>(m.rows); ++row) {
+                const float k = scale[row] / qmax;
+                const uint8_t* in = q.data() + row * row_bytes;
+                float* out = m.data.data() + row * cols;
+                if (four_bit)
+                    for (size_t c = 0; c < cols; ++c)
+                        out[c] = static_cast<float>((in[c / 2] >> ((c & 1) * 4)) & 15) * k;
+                else
+                    for (size_t c = 0; c < cols; ++c) out[c] = static_cast<float>(in[c]) * k;
+            }
         } catch (const SessionError& e) {
             throw SessionError(aw + ": " + e.what());
         }

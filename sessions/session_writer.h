@@ -28,6 +28,9 @@ namespace cl::sessions {
 struct WriterOptions {
     bool attention_means = true;        // head-mean attention for every layer at every step
     std::set<int32_t> per_head_layers;  // layers whose per-head maps are recorded too
+    // Attention precision: 4 ('rowmax-u4', the default: 15 levels of the row maximum, two per
+    // byte) or 8 ('rowmax-u8', for figures that need the finer levels; ~1.7x the file size).
+    int attention_bits = 4;
     bool want_oracle = false;           // ask the engine for oracle comparisons
     int batch_steps = 32;
     int batch_ms = 100;
@@ -49,6 +52,9 @@ public:
     // Blocks until everything queued so far is committed (or failed). Returns error().empty().
     bool flush();
     std::string error() const;
+    // CPU time the writer thread has used so far (quantising, compressing, SQLite), in ms: what
+    // recording costs in total, whatever the machine's load.
+    double cpu_ms() const;
     size_t unwritten_steps() const;
     const std::string& path() const { return m_path; }
     int32_t comparison_id() const { return m_comparison; }
@@ -80,6 +86,7 @@ private:
     std::deque<Item> m_unwritten;  // kept in memory after a write error
     uint64_t m_enqueued = 0, m_processed = 0;
     bool m_stop = false;
+    double m_cpu_ms = 0;
     std::string m_error;
     std::thread m_thread;
 };

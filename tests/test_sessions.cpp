@@ -1,3 +1,4 @@
+#include <random>
 // Sessions: round trips, migrations, crashes and bad files. Real SQLite files in a temp folder.
 #include <signal.h>
 #include <sys/resource.h>
@@ -122,6 +123,21 @@ std::string open_error(const std::string& path) {
     return "";
 }
 
+// rowmax-uN round trip: every value within half a level of the row maximum (rowmax-u8 also
+// drops values below 6/255 of the maximum).
+void expect_quantised(const trace::AttentionMap& got, const trace::AttentionMap& want, int bits) {
+    ASSERT_EQ(got.data.size(), want.data.size());
+    const size_t cols = static_cast<size_t>(want.cols);
+    for (size_t row = 0; row < static_cast<size_t>(want.rows); ++row) {
+        float mx = 0;
+        for (size_t c = 0; c < cols; ++c) mx = std::max(mx, want.data[row * cols + c]);
+        const double tolerance = bits == 4 ? mx * 0.5 / 15 : mx * 6.0 / 255;
+        for (size_t c = 0; c < cols; ++c)
+            EXPECT_NEAR(got.data[row * cols + c], want.data[row * cols + c], tolerance + 1e-7)
+                << "row " << row << " col " << c;
+    }
+}
+
 TEST(BlobCodec, RoundTripsEveryDtypeRawAndCompressed) {
     for (bool z : {false, true}) {
         std::vector<float> f(1000);
@@ -200,15 +216,51 @@ TEST(Sessions, RecordReadRoundTripIsIdentical) {
         }
         ASSERT_EQ(got->attention.size(), 1u);
         EXPECT_EQ(got->attention[0].row_index, want->attention[0].row_index);
-        for (size_t i = 0; i < want->attention[0].data.size();
-             ++i)  // rowmax-u8: error <= 6/255 of the row max
-            EXPECT_NEAR(got->attention[0].data[i], want->attention[0].data[i],
-                        0.5 * 6 / 255 + 1e-7);
+        expect_quantised(got->attention[0], want->attention[0], 4);
     }
     auto meta = r->step_meta(runs[0].run_id);
     ASSERT_EQ(meta.size(), 6u);
     EXPECT_DOUBLE_EQ(meta[3].wall_ms, 4.5);
     EXPECT_TRUE(r->check().empty());
+}
+
+TEST(Sessions, AttentionPrecisionIsAWriterOption) {
+    // An odd number of columns (the last nibble of each 4-bit row is padding) and varied values.
+    const auto dir = test::temp_dir("s");
+    const int L = 13;
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(0.f, 1.f);
+    std::vector<std::shared_ptr<trace::StepRecord>> steps;
+    for (int s = 0; s < 4; ++s) {
+        auto r = make_step(0, s, L, 3, false);
+        r->attention[0].rows = 3;
+        r->attention[0].row_index = {0, 6, 12};
+        r->attention[0].data.clear();
+        for (int k = 0; k < 3 * L; ++k) r->attention[0].data.push_back(u(rng) * u(rng));
+        steps.push_back(r);
+    }
+    for (int bits : {8, 4}) {
+        const auto path = (dir / ("u" + std::to_string(bits) + ".clsession")).string();
+        WriterOptions o;
+        o.attention_bits = bits;
+        {
+            auto w = SessionWriter::open(path, o);
+            w->on_run_start(make_info(0, "none", L));
+            for (const auto& r : steps) w->publish(r);
+            ASSERT_TRUE(w->flush()) << w->error();
+        }
+        auto r = SessionReader::open(path);
+        for (int s = 0; s < 4; ++s) {
+            auto got = r->load_step(r->runs()[0].run_id, s);
+            ASSERT_EQ(got->attention.size(), 1u);
+            EXPECT_EQ(got->attention[0].row_index, steps[s]->attention[0].row_index);
+            expect_quantised(got->attention[0], steps[s]->attention[0], bits);
+        }
+    }
+    WriterOptions bad;
+    bad.attention_bits = 5;
+    EXPECT_THROW(SessionWriter::open((dir / "bad.clsession").string(), bad), SessionError);
+    EXPECT_FALSE(std::filesystem::exists(dir / "bad.clsession"));
 }
 
 TEST(Sessions, ReplayStoreMatchesTheLiveStore) {

@@ -24,6 +24,7 @@ struct CompareOptions {
     bool own_decoding = false;
     std::string json_file;
     std::string record_file;
+    int attention_bits = 4;
     bool oracle = false;
 };
 
@@ -64,6 +65,7 @@ int run_compare(const CompareOptions& o) {
         try {
             sessions::WriterOptions wo;
             wo.want_oracle = o.oracle;
+            wo.attention_bits = o.attention_bits;
             recorder = sessions::SessionWriter::open(o.record_file, wo);
         } catch (const sessions::SessionError& e) {
             throw InputError(e.what());
@@ -141,6 +143,10 @@ void add_compare_command(CLI::App& root, Runner& run) {
     cmd->add_option("--json", o->json_file, "Write the comparison as JSON");
     cmd->add_option("--record", o->record_file,
                     "Record every run into a session file (one comparison)");
+    cmd->add_option("--attention-bits", o->attention_bits,
+                    "With --record: attention precision, 4 (default, smaller) or 8 bits")
+        ->check(CLI::IsMember({4, 8}))
+        ->capture_default_str();
     cmd->add_flag("--oracle", o->oracle,
                   "With --record: record the oracle staleness (a full forward beside each step)");
     cmd->callback([o, &run] { run = [o] { return run_compare(*o); }; });

@@ -23,6 +23,7 @@ struct GenerateOptions {
     std::string policy = "none";
     std::string trace_file;
     std::string record_file;
+    int attention_bits = 4;
     std::string json_file;
     std::string view = "auto";
 };
@@ -46,7 +47,9 @@ int run_generate(const GenerateOptions& o) {
     std::unique_ptr<sessions::SessionWriter> recorder;
     if (!o.record_file.empty()) {
         try {
-            recorder = sessions::SessionWriter::open(o.record_file);
+            sessions::WriterOptions wo;
+            wo.attention_bits = o.attention_bits;
+            recorder = sessions::SessionWriter::open(o.record_file, wo);
         } catch (const sessions::SessionError& e) {
             throw InputError(e.what());
         }
@@ -104,6 +107,10 @@ void add_generate_command(CLI::App& root, Runner& run) {
     cmd->add_option("--json", o->json_file, "Write the result summary as JSON");
     cmd->add_option("--record", o->record_file,
                     "Record the run into a session file (SQLite; appends to an existing one)");
+    cmd->add_option("--attention-bits", o->attention_bits,
+                    "With --record: attention precision, 4 (default, smaller) or 8 bits")
+        ->check(CLI::IsMember({4, 8}))
+        ->capture_default_str();
     cmd->add_option("--view", o->view,
                     "Terminal view: auto, live (redraw in place), steps (a line per step), quiet")
         ->capture_default_str();
