@@ -86,19 +86,24 @@ int main(int argc, char** argv) {
         std::vector<std::string> policies;
         std::stringstream ss(policies_csv);
         for (std::string p; std::getline(ss, p, ',');) policies.push_back(p);
+        // A kv prompt of 28-30 pairs: ~190 tokens, the long end of the 64-200 range (the
+        // uncached run's attention grows with the square of the sequence).
         cl::tasks::TaskGenerator tg(7, cl::tasks::Split::Eval,
-                                    cl::tasks::Difficulty{3, 10, 16, 3, 8});
+                                    cl::tasks::Difficulty{3, 28, 30, 3, 8});
         cl::GenerationRequest req;
         req.prompt_text = tg.next("kv").prompt;
         req.config.gen_length = gen;
         req.config.block_length = 32;
         req.config.steps = gen;
+        const int32_t prompt_tokens = cl::Generator(model, req).info().prompt_len;
+        std::printf("prompt: %d tokens (chat template included), G=%lld\n", prompt_tokens,
+                    static_cast<long long>(gen));
         std::printf("%-12s %12s %12s %9s %12s %9s %12s\n", "policy", "no_sink_ms", "traced_ms",
                     "trace", "recorded_ms", "record", "writer_cpu");
         std::printf(
             "(trace: every step record + head-mean attention of every layer in memory; record: the "
             "same into a session file; writer_cpu: the recorder thread's CPU time / no_sink_ms)\n");
-        nlohmann::json j = {{"policies", nlohmann::json::array()}};
+        nlohmann::json j = {{"policies", nlohmann::json::array()}, {"prompt_tokens", prompt_tokens}};
         std::filesystem::remove(out);
         for (const auto& p : policies) {
             req.policy = p;

@@ -253,6 +253,31 @@ TEST(Viz, TimelineColoursFollowStates) {
     EXPECT_EQ(tex.last_rgba[0], state_color(trace::TokenState::Prompt, true));
 }
 
+TEST(Viz, LessonAnnotationsAreDrawnAtTheirStepOnly) {
+    std::vector<RunView> runs{make_run("none", 12, 6, 3)};
+    RecordingTextures tex;
+    // Vertices the token strip and the recompute map draw at step 3 with these annotations.
+    auto vertices = [&](std::vector<Annotation> notes) {
+        ViewState view;
+        view.step = 3;
+        view.annotations = std::move(notes);
+        ImGuiNull imgui;
+        int count = 0;
+        imgui.frame([&] {
+            ColumnContext c{runs[0], nullptr, view, tex, 3, 400.f};
+            draw_token_strip(c);
+            draw_recompute_map(c);
+        });
+        count = ImGui::GetDrawData()->TotalVtxCount;
+        return count;
+    };
+    const int plain = vertices({});
+    EXPECT_GT(vertices({{3, 6, 1, "here"}}), plain);   // the step shown
+    EXPECT_GT(vertices({{-1, 6, -1, "any"}}), plain);  // every step
+    EXPECT_EQ(vertices({{2, 6, 1, "not now"}}), plain);
+    EXPECT_EQ(vertices({{3, 500, 1, "outside"}}), plain);  // beyond the sequence: skipped
+}
+
 TEST(Viz, MetricsAgainstTheBaseline) {
     auto base = make_run("none", 12, 4);
     auto run = make_run("dkv-decode", 12, 4);

@@ -115,4 +115,24 @@ void legend_item(const char* label, ImU32 color) {
     ImGui::SameLine();
 }
 
+void annotation_marker(ImDrawList* dl, ImVec2 center, int number, const std::string& text,
+                       bool dark) {
+    const auto& pal = palette(dark);
+    const float r = ImGui::GetFontSize() * 0.55f;
+    dl->AddCircleFilled(center, r, pal.background);
+    dl->AddCircle(center, r, pal.accent, 0, 2.f);
+    const std::string label = std::to_string(number);
+    const ImVec2 ts = ImGui::CalcTextSize(label.c_str());
+    dl->AddText({center.x - ts.x / 2, center.y - ts.y / 2}, pal.text, label.c_str());
+    const ImVec2 m = ImGui::GetIO().MousePos;
+    const float dx = m.x - center.x, dy = m.y - center.y;
+    if (dx * dx + dy * dy <= r * r * 1.5f && ImGui::IsWindowHovered()) {
+        ImGui::BeginTooltip();
+        ImGui::PushTextWrapPos(ImGui::GetFontSize() * 24);
+        ImGui::Text("%d. %s", number, text.c_str());
+        ImGui::PopTextWrapPos();
+        ImGui::EndTooltip();
+    }
+}
+
 }  // namespace cl::viz::plot

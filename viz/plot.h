@@ -28,5 +28,8 @@ void plot_vline(Plot& plot, double x, ImU32 color);
 void plot_marker(Plot& plot, double x, double y, ImU32 color, float radius = 3.f);
 void end_plot(Plot& plot);
 void legend_item(const char* label, ImU32 color);
+// A lesson annotation: a numbered ring at `center`; hovering it shows `text` in a tooltip.
+void annotation_marker(ImDrawList* dl, ImVec2 center, int number, const std::string& text,
+                       bool dark);
 
 }  // namespace cl::viz::plot

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/trace/trace_types.h"
+#include "viz/lesson.h"
 
 namespace cl::viz {
 
@@ -51,6 +52,9 @@ struct ViewState {
     // Lesson player: panels to highlight and the text to show (empty when no lesson runs).
     std::set<std::string> highlight;
     std::string lesson_banner;
+    // Lesson annotations, drawn as numbered markers at (step, position, layer) in the token strip
+    // and the recompute map; hovering a marker shows its text.
+    std::vector<Annotation> annotations;
     bool scroll_to_highlight = false;  // one-shot: scroll the columns to the highlighted panel
 };
 

@@ -740,6 +740,7 @@ void MainWindow::end_lesson() {
     m_lesson_index = -1;
     m_view.highlight.clear();
     m_view.lesson_banner.clear();
+    m_view.annotations.clear();
     m_canvas->update();
 }
 
@@ -751,12 +752,15 @@ void MainWindow::apply_lesson_step() {
     m_view.highlight = st.panels;
     m_view.scroll_to_highlight = true;
     m_view.pinned_pos = st.annotations.empty() ? -1 : st.annotations.front().position;
+    m_view.annotations = st.annotations;
     std::string banner = m_lesson.title + "  (" + std::to_string(m_lesson_index + 1) + "/" +
                          std::to_string(m_lesson.steps.size()) + ")  " + st.title + "\n" + st.text;
-    for (const auto& a : st.annotations)
-        banner += "\n\u2022 step " + std::to_string(a.step) + ", position " +
+    for (size_t i = 0; i < st.annotations.size(); ++i) {
+        const auto& a = st.annotations[i];
+        banner += "\n(" + std::to_string(i + 1) + ") step " + std::to_string(a.step) + ", position " +
                   std::to_string(a.position) +
                   (a.layer >= 0 ? ", layer " + std::to_string(a.layer) : "") + ": " + a.text;
+    }
     banner += m_lesson_index + 1 < static_cast<int>(m_lesson.steps.size())
                   ? "\n[Space: next   Shift+Space: back   Esc: end]"
                   : "\n[End of the lesson. Esc: end]";

@@ -52,6 +52,14 @@ void draw_recompute_map(ColumnContext& c) {
             dl->AddTriangleFilled({pos.x, y - 4}, {pos.x, y + 4}, {pos.x + marker - 2, y},
                                   palette(c.view.dark).trigger);
         }
+    for (size_t i = 0; i < c.view.annotations.size(); ++i) {
+        const auto& a = c.view.annotations[i];
+        if ((a.step >= 0 && a.step != s.step) || a.position < 0 || a.position >= L) continue;
+        const float y = a.layer >= 0 && a.layer < N ? img.y + (a.layer + 0.5f) * row_h
+                                                    : img.y + size.y * 0.5f;
+        plot::annotation_marker(dl, {img.x + (a.position + 0.5f) / L * size.x, y},
+                                static_cast<int>(i + 1), a.text, c.view.dark);
+    }
     if (ImGui::IsItemHovered()) {
         const ImVec2 m = ImGui::GetIO().MousePos;
         const int32_t layer = std::clamp(static_cast<int32_t>((m.y - img.y) / row_h), 0, N - 1);

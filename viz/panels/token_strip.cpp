@@ -7,6 +7,7 @@
 
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
+#include "viz/plot.h"
 
 namespace cl::viz {
 
@@ -74,6 +75,12 @@ void draw_token_strip(ColumnContext& c) {
             dl->AddLine({a.x, b.y - 1}, {b.x, b.y - 1}, pal.bad, 2.f);
         if (i == c.view.pinned_pos)
             dl->AddRect({a.x - 1, a.y - 1}, {b.x + 1, b.y + 1}, pal.text, 0, 0, 2.f);
+        for (size_t n = 0; n < c.view.annotations.size(); ++n) {
+            const auto& note = c.view.annotations[n];
+            if (note.position == i && (note.step < 0 || note.step == s.step))
+                plot::annotation_marker(dl, {(a.x + b.x) / 2, (a.y + b.y) / 2},
+                                        static_cast<int>(n + 1), note.text, c.view.dark);
+        }
         if (hovered && mouse.x >= a.x && mouse.x < b.x + 1 && mouse.y >= a.y && mouse.y < b.y + 2) {
             c.view.hovered_pos = i;
             if (ImGui::IsMouseClicked(0)) c.view.pinned_pos = (c.view.pinned_pos == i) ? -1 : i;
