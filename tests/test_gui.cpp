@@ -232,9 +232,11 @@ TEST(Gui, SessionBrowserListsAndOpensSessions) {
     }
     EXPECT_TRUE(saw_unreadable);
     EXPECT_TRUE(saw_policies);
-    for (int r = 0; r < 2; ++r)
-        if (browser->path_at(r).endsWith("good.clsession"))
+    for (int r = 0; r < 2; ++r) {
+        if (browser->path_at(r).endsWith("good.clsession")) {
             EXPECT_EQ(browser->on_open(browser->path_at(r)).toStdString(), "");
+        }
+    }
     EXPECT_TRUE(w.replaying());
 }
 

@@ -28,26 +28,6 @@ struct CompareOptions {
     bool oracle = false;
 };
 
-// "policy" or "policy:key=value+key=value" (the same policy twice with other parameters).
-std::pair<std::string, std::map<std::string, double>> parse_column(const std::string& spec) {
-    const auto colon = spec.find(':');
-    if (colon == std::string::npos) return {spec, {}};
-    std::map<std::string, double> params;
-    std::stringstream ss(spec.substr(colon + 1));
-    for (std::string kv; std::getline(ss, kv, '+');) {
-        const auto eq = kv.find('=');
-        if (eq == std::string::npos)
-            throw InputError("--policies: expected key=value in '" + spec + "'");
-        try {
-            params[kv.substr(0, eq)] = std::stod(kv.substr(eq + 1));
-        } catch (const std::exception&) {
-            throw InputError("--policies: value of '" + kv.substr(0, eq) +
-                             "' is not a number in '" + spec + "'");
-        }
-    }
-    return {spec.substr(0, colon), params};
-}
-
 int run_compare(const CompareOptions& o) {
     auto model = o.model.load();
     const std::string text = o.prompt.text();
@@ -72,16 +52,7 @@ int run_compare(const CompareOptions& o) {
         }
     }
     for (const auto& spec : names) {
-        const auto [n, column_params] = parse_column(spec);
-        // A bare --param key applies to every policy that has it; policy.key to that policy only.
-        std::map<std::string, double> params;
-        const auto* info = find_policy(n);
-        for (const auto& [k, v] : o.params.for_policy(n, true))
-            for (const auto& spec : info->params)
-                if (spec.name == k) params[k] = v;
-        for (const auto& [k, v] : o.params.for_policy(n, false))
-            params[k] = v;  // qualified: validated
-        for (const auto& [k, v] : column_params) params[k] = v;
+        const auto [n, params] = column_policy_params(spec, o.params);
         auto cfg = o.own_decoding ? with_own_decoding(base_cfg, n) : base_cfg;
         runs.push_back(
             run_policy(model, text, cfg, n, params, run_id++, o.model.threads, recorder.get()));

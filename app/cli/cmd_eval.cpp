@@ -1,11 +1,14 @@
+#include <cmath>
 // `cachelens-cli eval`: exact-match accuracy per task family for a policy, with tokens/s.
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/comparison.h"
 #include "engine/core/errors.h"
 #include "engine/core/generator.h"
+#include "engine/core/policy_registry.h"
 #include "engine/tasks/task_suite.h"
 
 namespace cl::cli {
@@ -33,16 +36,28 @@ int run_eval(const EvalOptions& o) {
             throw InputError("--tasks: '" + f +
                              "' is not a scored task family (arith, kv, reverse)");
     if (o.items < 1 || o.items > 100000) throw InputError("--items: must be between 1 and 100000");
-    const auto policies = split_list(o.policies);
+    const auto columns = split_list(o.policies);
+    std::vector<std::pair<std::string, std::map<std::string, double>>> resolved;
+    for (const auto& spec : columns) {  // validate every column before the long run
+        resolved.push_back(column_policy_params(spec, o.params));
+        resolve_policy_params(resolved.back().first, resolved.back().second);
+    }
     GenerationConfig cfg = o.sampler.resolve(*model);
     nlohmann::json out = nlohmann::json::array();
-    std::printf("%-12s %-8s %6s %9s %9s\n", "policy", "task", "items", "accuracy", "tok/s");
-    for (const auto& policy : policies) {
-        const auto params = o.params.for_policy(policy, policies.size() == 1);
+    std::printf("%-24s %-8s %6s %9s %15s %9s %9s\n", "policy", "task", "items", "accuracy",
+                "95% interval", "vs none", "tok/s");
+    // Per family, which items the baseline got right: "vs none" counts the items where a policy's
+    // verdict differs from the baseline's (fixed + broken), a paired view that the accuracies
+    // alone hide.
+    std::map<std::string, std::vector<bool>> baseline_ok;
+    for (size_t c = 0; c < columns.size(); ++c) {
+        const auto& [policy, params] = resolved[c];
         for (const auto& family : families) {
             tasks::TaskGenerator gen(o.task_seed, tasks::Split::Eval);
-            int correct = 0, tokens = 0;
+            int correct = 0, tokens = 0, fixed = 0, broken = 0;
             double ms = 0;
+            std::vector<bool> ok_items;
+            const auto base = baseline_ok.find(family);
             for (int i = 0; i < o.items; ++i) {
                 auto item = gen.next(family);
                 GenerationRequest req;
@@ -55,23 +70,42 @@ int run_eval(const EvalOptions& o) {
                 auto s = g.run();
                 const bool ok = tasks::exact_match(item, s.final_text);
                 correct += ok;
+                ok_items.push_back(ok);
+                if (base != baseline_ok.end()) {
+                    fixed += ok && !base->second[static_cast<size_t>(i)];
+                    broken += !ok && base->second[static_cast<size_t>(i)];
+                }
                 tokens += s.generated_tokens;
                 ms += s.wall_ms;
                 if (o.show)
                     std::printf("  [%s] %s -> %s (expected %s)\n", ok ? "ok" : "xx",
                                 item.prompt.c_str(), s.final_text.c_str(), item.answer.c_str());
             }
+            if (policy == "none" && params.empty()) baseline_ok[family] = ok_items;
             const double acc = static_cast<double>(correct) / o.items;
             const double tps = ms > 0 ? tokens / (ms / 1000.0) : 0;
-            std::printf("%-12s %-8s %6d %8.1f%% %9.1f\n", policy.c_str(), family.c_str(), o.items,
-                        100 * acc, tps);
-            out.push_back({{"policy", policy},
+            // Wilson score interval: honest about how few items an accuracy rests on.
+            const double n = o.items, z = 1.96, centre = (acc + z * z / (2 * n)) / (1 + z * z / n),
+                         half = z * std::sqrt(acc * (1 - acc) / n + z * z / (4 * n * n)) /
+                                (1 + z * z / n);
+            const std::string vs = base == baseline_ok.end()
+                                       ? "-"
+                                       : "+" + std::to_string(fixed) + "/-" + std::to_string(broken);
+            std::printf("%-24s %-8s %6d %8.1f%% %6.1f-%5.1f%% %9s %9.1f\n", columns[c].c_str(),
+                        family.c_str(), o.items, 100 * acc, 100 * std::max(0.0, centre - half),
+                        100 * std::min(1.0, centre + half), vs.c_str(), tps);
+            out.push_back({{"policy", columns[c]},
                            {"task", family},
                            {"items", o.items},
                            {"correct", correct},
                            {"accuracy", acc},
+                           {"interval95", {std::max(0.0, centre - half), std::min(1.0, centre + half)}},
                            {"tokens_per_s", tps},
                            {"sampler", cfg.to_map()}});
+            if (base != baseline_ok.end()) {
+                out.back()["fixed_vs_none"] = fixed;
+                out.back()["broken_vs_none"] = broken;
+            }
         }
     }
     if (!o.json_file.empty()) {

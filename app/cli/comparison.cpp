@@ -2,6 +2,10 @@
 
 #include "engine/core/policy_registry.h"
 
+#include <sstream>
+
+#include "engine/core/errors.h"
+
 namespace cl::cli {
 
 GenerationConfig with_own_decoding(GenerationConfig config, const std::string& policy) {
@@ -42,6 +46,41 @@ PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& pro
     out.steps = store.steps(run_id);
     out.prompt_len = gen.info().prompt_len;
     return out;
+}
+
+// "policy" or "policy:key=value+key=value" (the same policy twice with other parameters).
+std::pair<std::string, std::map<std::string, double>> parse_column(const std::string& spec) {
+    const auto colon = spec.find(':');
+    if (colon == std::string::npos) return {spec, {}};
+    std::map<std::string, double> params;
+    std::stringstream ss(spec.substr(colon + 1));
+    for (std::string kv; std::getline(ss, kv, '+');) {
+        const auto eq = kv.find('=');
+        if (eq == std::string::npos)
+            throw InputError("--policies: expected key=value in '" + spec + "'");
+        try {
+            params[kv.substr(0, eq)] = std::stod(kv.substr(eq + 1));
+        } catch (const std::exception&) {
+            throw InputError("--policies: value of '" + kv.substr(0, eq) +
+                             "' is not a number in '" + spec + "'");
+        }
+    }
+    return {spec.substr(0, colon), params};
+}
+
+std::pair<std::string, std::map<std::string, double>> column_policy_params(
+    const std::string& spec, const ParamOptions& options) {
+    const auto [name, column_params] = parse_column(spec);
+    // A bare --param key applies to every policy that has it; policy.key to that policy only.
+    std::map<std::string, double> params;
+    const auto* info = find_policy(name);
+    if (!info) throw InputError("unknown policy '" + name + "' (see `cachelens-cli policies`)");
+    for (const auto& [k, v] : options.for_policy(name, true))
+        for (const auto& p : info->params)
+            if (p.name == k) params[k] = v;
+    for (const auto& [k, v] : options.for_policy(name, false)) params[k] = v;  // qualified
+    for (const auto& [k, v] : column_params) params[k] = v;
+    return {name, params};
 }
 
 PolicyMetrics compare_with_baseline(const PolicyRun& run, const PolicyRun& base) {

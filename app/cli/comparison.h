@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/generator.h"
+#include "app/cli/cli_common.h"
 #include "engine/trace/trace_store.h"
 
 namespace cl::cli {
@@ -39,6 +40,13 @@ PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& pro
                      const GenerationConfig& config, const std::string& policy,
                      const std::map<std::string, double>& params, int32_t run_id = 0,
                      int threads = 1, trace::TraceSink* extra_sink = nullptr);
+
+// "policy" or "policy:key=value+key=value" (the same policy twice with other parameters).
+std::pair<std::string, std::map<std::string, double>> parse_column(const std::string& spec);
+// The policy name of a column and its parameters: --param values that apply to it, then the
+// column's own. Throws InputError for an unknown policy or a malformed column.
+std::pair<std::string, std::map<std::string, double>> column_policy_params(
+    const std::string& spec, const ParamOptions& options);
 
 PolicyMetrics compare_with_baseline(const PolicyRun& run, const PolicyRun& baseline);
 

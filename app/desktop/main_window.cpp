@@ -43,10 +43,10 @@ namespace cl::app {
 namespace {
 
 const char* kExamples[] = {
-    "What is 47 + 385?",
-    "Remember: kab=417, tup=902, zel=338, mor=561, quv=204, dax=719, pil=853, sen=126. What is "
-    "tup?",
-    "Reverse the list: 12 7 93 40 5 61",
+    "What is 047 + 385?",
+    "Remember: king=417, house=902, sea=338, fire=561, land=204, city=719, sword=853, hand=126. "
+    "What is house?",
+    "Reverse the list: 1 7 9 4 5 6",
     "Continue: In the beginning God created",
 };
 
