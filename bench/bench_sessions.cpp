@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
         req.config.block_length = 32;
         req.config.steps = gen;
         const int32_t prompt_tokens = cl::Generator(model, req).info().prompt_len;
+        cl::Generator(model, req).run();  // warm-up: first-touch allocations, OpenBLAS buffers
         std::printf("prompt: %d tokens (chat template included), G=%lld\n", prompt_tokens,
                     static_cast<long long>(gen));
         std::printf("%-12s %12s %12s %9s %12s %9s %12s\n", "policy", "no_sink_ms", "traced_ms",
