@@ -211,6 +211,36 @@ TEST(Sampler, AttentionIsRecordedOnlyWhenTheSinkAsks) {
     EXPECT_TRUE(quiet.step(0, 0)->attention.empty());
 }
 
+TEST(Sampler, HeadMeanAttentionIsTheMeanOfTheHeads) {
+    trace::TraceStore store;
+    Generator probe(tiny(), request(8, 8, 4));
+    const int32_t H = probe.info().n_heads;
+    store.request_attention(1, -1);
+    for (int32_t h = 0; h < H; ++h) store.request_attention(1, h);
+    Generator g(tiny(), request(8, 8, 4), &store);
+    g.run();
+    for (int32_t step = 0; step < 4; ++step) {
+        const auto rec = store.step(0, step);
+        ASSERT_EQ(rec->attention.size(), static_cast<size_t>(H + 1));
+        const trace::AttentionMap* mean = nullptr;
+        for (const auto& a : rec->attention)
+            if (a.head == -1) mean = &a;
+        ASSERT_NE(mean, nullptr);
+        for (size_t k = 0; k < mean->data.size(); ++k) {
+            double sum = 0;
+            for (const auto& a : rec->attention)
+                if (a.head >= 0) sum += a.data[k];
+            EXPECT_NEAR(mean->data[k], sum / H, 1e-6);
+        }
+        for (int32_t row = 0; row < mean->rows; ++row) {  // each query row is a distribution
+            double total = 0;
+            for (int32_t c = 0; c < mean->cols; ++c)
+                total += mean->data[static_cast<size_t>(row * mean->cols + c)];
+            EXPECT_NEAR(total, 1.0, 1e-5);
+        }
+    }
+}
+
 TEST(Policies, NoneIsRegisteredWithItsInfo) {
     const auto* none = find_policy("none");
     ASSERT_NE(none, nullptr);

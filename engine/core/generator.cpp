@@ -315,7 +315,22 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
                 a.data.assign(cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel());
                 rec->attention.push_back(std::move(a));
             };
-            if (want_mean[l]) store(r.probs.mean(0), -1);
+            if (want_mean[l] && r.probs.device().is_cpu()) {
+                // The head mean written straight into the record's buffer: no temporary tensor
+                // and no second copy of an (R, L) map per layer and step.
+                trace::AttentionMap a;
+                a.layer = r.layer;
+                a.head = -1;
+                a.rows = static_cast<int32_t>(r.probs.size(1));
+                a.cols = static_cast<int32_t>(r.probs.size(2));
+                a.row_index = row_index;
+                a.data.resize(static_cast<size_t>(a.rows) * static_cast<size_t>(a.cols));
+                auto out = torch::from_blob(a.data.data(), {a.rows, a.cols});  // (R, L) f32
+                at::mean_out(out, r.probs.to(torch::kFloat32), {0});
+                rec->attention.push_back(std::move(a));
+            } else if (want_mean[l]) {
+                store(r.probs.mean(0), -1);
+            }
             for (int32_t h : want_heads[l]) store(r.probs[h], h);
         };
         torch::Tensor out_rows;  // (R_last)
