@@ -90,7 +90,8 @@ cl::viz::RunView synthetic_run(int id, const std::string& policy, int P, int G, 
         a.rows = 64;
         a.cols = L;
         for (int q = 0; q < 64; ++q) a.row_index.push_back(P + q);
-        a.data.assign(static_cast<size_t>(64 * L), 1.f / L);
+        const std::vector<float> probs(static_cast<size_t>(64 * L), 1.f / L);
+        a.set_probs(probs.data());
         s->attention = {a};
         r.steps.push_back(s);
     }

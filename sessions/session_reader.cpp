@@ -352,17 +352,19 @@ std::shared_ptr<trace::StepRecord> SessionReader::load_step(int64_t run_id, int3
             auto q = decode_array<uint8_t>("u8",
                                            std::to_string(m.rows) + "," + std::to_string(row_bytes),
                                            at.col_text(6), at.col_blob(7), at.col_bytes(7));
-            m.data.resize(static_cast<size_t>(m.rows) * cols);
-            const float qmax = four_bit ? 15.f : 255.f;
+            // Into the record's 8-bit levels of the row maximum: u8 as stored, u4 * 17 (= 255/15).
+            m.row_scale = scale;
+            for (float& v : m.row_scale)  // a corrupt scale reads as an empty row, never NaN
+                if (!(v >= 0.f && v <= 1.f)) v = 0.f;
+            m.levels.resize(static_cast<size_t>(m.rows) * cols);
             for (size_t row = 0; row < static_cast<size_t>(m.rows); ++row) {
-                const float k = scale[row] / qmax;
                 const uint8_t* in = q.data() + row * row_bytes;
-                float* out = m.data.data() + row * cols;
+                uint8_t* out = m.levels.data() + row * cols;
                 if (four_bit)
                     for (size_t c = 0; c < cols; ++c)
-                        out[c] = static_cast<float>((in[c / 2] >> ((c & 1) * 4)) & 15) * k;
+                        out[c] = static_cast<uint8_t>(((in[c / 2] >> ((c & 1) * 4)) & 15) * 17);
                 else
-                    for (size_t c = 0; c < cols; ++c) out[c] = static_cast<float>(in[c]) * k;
+                    std::copy(in, in + cols, out);
             }
         } catch (const SessionError& e) {
             throw SessionError(aw + ": " + e.what());

@@ -310,44 +310,40 @@ void SessionWriter::write_item(const Item& item) {
                 "row_scale, quant, encoding, data)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?)");
         for (const auto& m : r.attention) {
-            // rowmax-uN: each query row is scaled by its own maximum, q = round(qmax p / max). Rows
-            // keep their shape at any sequence length, and the many near-zero probabilities become
-            // exact zeros, which zstd compresses to almost nothing (sessions stay small). 4-bit
-            // rows are packed two columns per byte (low nibble first), each row starting on a
-            // byte: half the bytes for zstd to chew on, which also halves the writer's CPU time.
+            // rowmax-uN: each query row is scaled by its own maximum (the record already holds
+            // 8-bit levels of it, trace::AttentionMap). Rows keep their shape at any sequence
+            // length, and the many near-zero probabilities become exact zeros, which zstd
+            // compresses to almost nothing (sessions stay small). 4-bit rows are packed two
+            // columns per byte (low nibble first), each row starting on a byte: half the bytes
+            // for zstd to chew on, which also halves the writer's CPU time.
             const size_t cols = static_cast<size_t>(m.cols);
             const size_t row_bytes = four_bit ? (cols + 1) / 2 : cols;
+            if (m.levels.size() != static_cast<size_t>(m.rows) * cols ||
+                m.row_scale.size() != static_cast<size_t>(m.rows))
+                throw SessionError("attention map of layer " + std::to_string(m.layer) +
+                                   " has inconsistent sizes");
             std::vector<uint8_t> q(static_cast<size_t>(m.rows) * row_bytes);
-            std::vector<float> scale(static_cast<size_t>(m.rows), 0.f);
-            for (int32_t row = 0; row < m.rows; ++row) {
-                const float* p = m.data.data() + static_cast<size_t>(row) * cols;
-                float mx = 0.f;  // NaN compares false and is skipped
-                for (size_t c = 0; c < cols; ++c) mx = p[c] > mx ? p[c] : mx;
-                if (!std::isfinite(mx)) mx = 0.f;
-                scale[static_cast<size_t>(row)] = mx;
-                uint8_t* out = q.data() + static_cast<size_t>(row) * row_bytes;
-                const float qmax = four_bit ? 15.f : 255.f, k = mx > 0 ? qmax / mx : 0.f;
-                // std::max(0, NaN) is 0; x <= qmax, so +0.5 then truncation rounds into range.
-                auto level = [&](size_t c) {
-                    return static_cast<uint8_t>(std::min(std::max(0.f, p[c] * k), qmax) + 0.5f);
-                };
+            for (size_t row = 0; row < static_cast<size_t>(m.rows); ++row) {
+                const uint8_t* in = m.levels.data() + row * cols;
+                uint8_t* out = q.data() + row * row_bytes;
                 if (four_bit) {
+                    // 255 = 15 * 17: level8 -> round(level8 / 17).
+                    auto nibble = [](uint8_t v) { return static_cast<uint8_t>((v + 8) / 17); };
                     size_t c = 0;
                     for (; c + 1 < cols; c += 2)
-                        out[c / 2] = static_cast<uint8_t>(level(c) | (level(c + 1) << 4));
-                    if (c < cols) out[c / 2] = level(c);
+                        out[c / 2] =
+                            static_cast<uint8_t>(nibble(in[c]) | (nibble(in[c + 1]) << 4));
+                    if (c < cols) out[c / 2] = nibble(in[c]);
                 } else {
-                    for (size_t c = 0; c < cols; ++c) {
-                        const uint8_t v = level(c);
-                        out[c] = v < kAttentionFloorU8 ? 0 : v;
-                    }
+                    for (size_t c = 0; c < cols; ++c)
+                        out[c] = in[c] < kAttentionFloorU8 ? 0 : in[c];
                 }
             }
             // zstd level 1: on these quantised rows levels 3 and 7 save under 2% (measured on a G=256
             // run: 29.7 / 29.8 / 29.4 MB at levels 1 / 3 / 7) for several times the CPU time.
             auto data = encode_array(q, {m.rows, static_cast<int64_t>(row_bytes)}, true, 1);
             auto rows = encode_array(m.row_index, {m.rows}, false);
-            auto scales = encode_array(scale, {m.rows}, false);
+            auto scales = encode_array(m.row_scale, {m.rows}, false);
             at.bind(1, run)
                 .bind(2, int64_t{r.step})
                 .bind(3, int64_t{m.layer})

@@ -203,7 +203,8 @@ TEST(Sampler, AttentionIsRecordedOnlyWhenTheSinkAsks) {
     ASSERT_EQ(first->attention.size(), 2u);
     for (const auto& a : first->attention) {
         EXPECT_EQ(a.cols, first->seq_len);
-        EXPECT_EQ(a.data.size(), static_cast<size_t>(a.rows * a.cols));
+        EXPECT_EQ(a.levels.size(), static_cast<size_t>(a.rows * a.cols));
+        EXPECT_EQ(a.row_scale.size(), static_cast<size_t>(a.rows));
     }
     trace::TraceStore quiet;
     Generator g2(tiny(), r, &quiet);
@@ -226,17 +227,21 @@ TEST(Sampler, HeadMeanAttentionIsTheMeanOfTheHeads) {
         for (const auto& a : rec->attention)
             if (a.head == -1) mean = &a;
         ASSERT_NE(mean, nullptr);
-        for (size_t k = 0; k < mean->data.size(); ++k) {
-            double sum = 0;
-            for (const auto& a : rec->attention)
-                if (a.head >= 0) sum += a.data[k];
-            EXPECT_NEAR(mean->data[k], sum / H, 1e-6);
-        }
-        for (int32_t row = 0; row < mean->rows; ++row) {  // each query row is a distribution
+        // 8-bit levels: each value within half a level of its row maximum (plus the heads' own).
+        for (int32_t row = 0; row < mean->rows; ++row) {
             double total = 0;
-            for (int32_t c = 0; c < mean->cols; ++c)
-                total += mean->data[static_cast<size_t>(row * mean->cols + c)];
-            EXPECT_NEAR(total, 1.0, 1e-5);
+            for (int32_t c = 0; c < mean->cols; ++c) {
+                double sum = 0, tolerance = 0.5 / 255 * mean->row_scale[static_cast<size_t>(row)];
+                for (const auto& a : rec->attention)
+                    if (a.head >= 0) {
+                        sum += a.prob(row, c);
+                        tolerance += 0.5 / 255 * a.row_scale[static_cast<size_t>(row)] / H;
+                    }
+                EXPECT_NEAR(mean->prob(row, c), sum / H, tolerance + 1e-7);
+                total += mean->prob(row, c);
+            }
+            // Each query row is a distribution (up to the rounding of its levels).
+            EXPECT_NEAR(total, 1.0, mean->cols * 0.5 / 255 * mean->row_scale[static_cast<size_t>(row)] + 1e-5);
         }
     }
 }

@@ -87,7 +87,9 @@ std::shared_ptr<trace::StepRecord> make_step(int32_t run_id, int32_t step, int L
     a.rows = 2;
     a.cols = L;
     a.row_index = {4, 5};
-    for (int k = 0; k < 2 * L; ++k) a.data.push_back(k % L == 0 ? 0.5f : 0.5f / (L - 1));
+    std::vector<float> probs;
+    for (int k = 0; k < 2 * L; ++k) probs.push_back(k % L == 0 ? 0.5f : 0.5f / (L - 1));
+    a.set_probs(probs.data());
     r->attention = {a};
     if (oracle) {
         r->has_oracle = true;
@@ -123,19 +125,24 @@ std::string open_error(const std::string& path) {
     return "";
 }
 
-// rowmax-uN round trip: every value within half a level of the row maximum (rowmax-u8 also
-// drops values below 6/255 of the maximum).
+// rowmax-uN round trip of a record's 8-bit levels: rowmax-u8 keeps them exactly except that values
+// below 6/255 of the row maximum read as 0; rowmax-u4 keeps them within half a 4-bit level.
 void expect_quantised(const trace::AttentionMap& got, const trace::AttentionMap& want, int bits) {
-    ASSERT_EQ(got.data.size(), want.data.size());
-    const size_t cols = static_cast<size_t>(want.cols);
-    for (size_t row = 0; row < static_cast<size_t>(want.rows); ++row) {
-        float mx = 0;
-        for (size_t c = 0; c < cols; ++c) mx = std::max(mx, want.data[row * cols + c]);
-        const double tolerance = bits == 4 ? mx * 0.5 / 15 : mx * 6.0 / 255;
-        for (size_t c = 0; c < cols; ++c)
-            EXPECT_NEAR(got.data[row * cols + c], want.data[row * cols + c], tolerance + 1e-7)
-                << "row " << row << " col " << c;
+    ASSERT_EQ(got.levels.size(), want.levels.size());
+    ASSERT_EQ(got.row_scale, want.row_scale);
+    for (size_t i = 0; i < want.levels.size(); ++i) {
+        const int w = want.levels[i], g = got.levels[i];
+        if (bits == 8)
+            EXPECT_EQ(g, w < 6 ? 0 : w) << i;
+        else
+            EXPECT_LE(std::abs(g - w), 9) << i;  // half of 17 levels, rounded up
     }
+    const size_t cols = static_cast<size_t>(want.cols);
+    for (size_t row = 0; row < static_cast<size_t>(want.rows); ++row)
+        for (size_t c = 0; c < cols; ++c)
+            EXPECT_NEAR(got.prob(static_cast<int32_t>(row), static_cast<int32_t>(c)),
+                        want.prob(static_cast<int32_t>(row), static_cast<int32_t>(c)),
+                        want.row_scale[row] * (bits == 4 ? 9.0 : 6.0) / 255 + 1e-7);
 }
 
 TEST(BlobCodec, RoundTripsEveryDtypeRawAndCompressed) {
@@ -235,8 +242,9 @@ TEST(Sessions, AttentionPrecisionIsAWriterOption) {
         auto r = make_step(0, s, L, 3, false);
         r->attention[0].rows = 3;
         r->attention[0].row_index = {0, 6, 12};
-        r->attention[0].data.clear();
-        for (int k = 0; k < 3 * L; ++k) r->attention[0].data.push_back(u(rng) * u(rng));
+        std::vector<float> probs;
+        for (int k = 0; k < 3 * L; ++k) probs.push_back(u(rng) * u(rng));
+        r->attention[0].set_probs(probs.data());
         steps.push_back(r);
     }
     for (int bits : {8, 4}) {

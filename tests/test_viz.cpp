@@ -110,8 +110,9 @@ RunView make_run(const std::string& policy, int32_t L, int32_t steps, int32_t N 
         a.rows = std::min(L, 3);
         a.cols = L;
         for (int32_t q = 0; q < a.rows; ++q) a.row_index.push_back(q);
-        a.data.assign(static_cast<size_t>(a.rows) * static_cast<size_t>(L),
-                      nan ? NAN : 1.f / static_cast<float>(L));
+        const std::vector<float> probs(static_cast<size_t>(a.rows) * static_cast<size_t>(L),
+                                       nan ? NAN : 1.f / static_cast<float>(L));
+        a.set_probs(probs.data());
         s->attention.push_back(a);
         r.steps.push_back(s);
         r.throughput.push_back(nan ? NAN : 10.f + t);

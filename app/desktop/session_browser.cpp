@@ -59,7 +59,7 @@ SessionBrowser::SessionBrowser(QWidget* parent) : QWidget(parent) {
         if (QMessageBox::question(this, "Delete session",
                                   "Delete " + QFileInfo(p).fileName() + "?") != QMessageBox::Yes)
             return;
-        for (const QString& suffix : {"", "-wal", "-shm"}) QFile::remove(p + suffix);
+        for (const char* suffix : {"", "-wal", "-shm"}) QFile::remove(p + suffix);
         refresh();
     });
     add("Export...", [this] {

@@ -288,6 +288,7 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
                 p.want_probs = true;
             return p;
         };
+        torch::Tensor mean_buffer;  // (>= R * L) f32, reused by every layer of this step
         auto observer = [&](const detail::LayerResult& r) {
             policy->observe_layer(r);
             const auto l = static_cast<size_t>(r.layer);
@@ -304,7 +305,8 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
                 row_index.assign(rows_per_layer[l].begin(), rows_per_layer[l].end());
             else
                 for (int64_t i = 0; i < L; ++i) row_index.push_back(static_cast<int32_t>(i));
-            auto store = [&](const torch::Tensor& m2, int32_t head) {  // (R, L)
+            // (R, L) float map -> the record's 8-bit levels (trace::AttentionMap).
+            auto store = [&](const torch::Tensor& m2, int32_t head) {
                 auto cpu = m2.to(torch::kCPU, torch::kFloat32).contiguous();
                 trace::AttentionMap a;
                 a.layer = r.layer;
@@ -312,22 +314,17 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
                 a.rows = static_cast<int32_t>(cpu.size(0));
                 a.cols = static_cast<int32_t>(cpu.size(1));
                 a.row_index = row_index;
-                a.data.assign(cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel());
+                a.set_probs(cpu.data_ptr<float>());
                 rec->attention.push_back(std::move(a));
             };
             if (want_mean[l] && r.probs.device().is_cpu()) {
-                // The head mean written straight into the record's buffer: no temporary tensor
-                // and no second copy of an (R, L) map per layer and step.
-                trace::AttentionMap a;
-                a.layer = r.layer;
-                a.head = -1;
-                a.rows = static_cast<int32_t>(r.probs.size(1));
-                a.cols = static_cast<int32_t>(r.probs.size(2));
-                a.row_index = row_index;
-                a.data.resize(static_cast<size_t>(a.rows) * static_cast<size_t>(a.cols));
-                auto out = torch::from_blob(a.data.data(), {a.rows, a.cols});  // (R, L) f32
+                // The head mean goes into a buffer shared by the layers of this step: no fresh
+                // (R, L) tensor per layer.
+                const int64_t R = r.probs.size(1), C = r.probs.size(2);
+                if (mean_buffer.numel() < R * C) mean_buffer = torch::empty({R * C});
+                auto out = mean_buffer.narrow(0, 0, R * C).view({R, C});  // (R, L) f32
                 at::mean_out(out, r.probs.to(torch::kFloat32), {0});
-                rec->attention.push_back(std::move(a));
+                store(out, -1);
             } else if (want_mean[l]) {
                 store(r.probs.mean(0), -1);
             }

@@ -106,14 +106,46 @@ struct TriggerEvent {
     std::string action;  // human-readable consequence, e.g. "recompute layers 3..5"
 };
 
-// Attention probabilities for one layer and head (head -1 = mean over heads).
+// Attention probabilities for one layer and head (head -1 = mean over heads), held as 8-bit
+// levels of each row's maximum: p = level / 255 * row_scale[row]. A quarter of the memory of
+// floats (a live G = 512 run of `none` keeps every layer's map of every step: ~0.9 GB instead of
+// ~3.5 GB), the same bytes live and in a replay of an 8-bit session, and within 1/510 of the row
+// maximum of the float map the engine computed.
 struct AttentionMap {
     int32_t layer = 0;
     int32_t head = -1;
     int32_t rows = 0;                // query rows present (<= L)
     int32_t cols = 0;                // key columns (= L)
     std::vector<int32_t> row_index;  // (rows) sequence position of each query row
-    std::vector<float> data;         // (rows, cols) row-major probabilities
+    std::vector<float> row_scale;    // (rows) the row's maximum probability
+    std::vector<uint8_t> levels;     // (rows, cols) row-major, 0..255
+
+    float prob(int32_t row, int32_t col) const {
+        const auto r = static_cast<size_t>(row);
+        return static_cast<float>(levels[r * static_cast<size_t>(cols) +
+                                         static_cast<size_t>(col)]) *
+               (row_scale[r] * (1.f / 255.f));
+    }
+    // Quantises a (rows, cols) row-major float map (rows and cols must be set). Non-finite and
+    // negative values read as 0.
+    void set_probs(const float* p) {
+        const size_t n_rows = static_cast<size_t>(rows), n_cols = static_cast<size_t>(cols);
+        row_scale.assign(n_rows, 0.f);
+        levels.resize(n_rows * n_cols);
+        for (size_t r = 0; r < n_rows; ++r) {
+            const float* in = p + r * n_cols;
+            float mx = 0.f;  // NaN compares false and is skipped
+            for (size_t c = 0; c < n_cols; ++c) mx = in[c] > mx ? in[c] : mx;
+            if (!(mx < 3.4e38f)) mx = 0.f;  // +inf
+            row_scale[r] = mx;
+            const float k = mx > 0 ? 255.f / mx : 0.f;
+            uint8_t* out = levels.data() + r * n_cols;
+            for (size_t c = 0; c < n_cols; ++c) {
+                const float x = in[c] * k;  // NaN * k is NaN: fails both tests below -> 0
+                out[c] = static_cast<uint8_t>((x > 0.f ? (x < 255.f ? x : 255.f) : 0.f) + 0.5f);
+            }
+        }
+    }
 };
 
 // Oracle mode: the cached forward compared with a full forward at the same step.

@@ -31,9 +31,8 @@ std::vector<double> rollout_influence(const trace::StepRecord& s) {
             const auto q = static_cast<size_t>(m.row_index[static_cast<size_t>(r)]);
             const double w = v[q];
             next[q] -= 0.5 * w;  // the row becomes (attn + I) / 2
-            const float* row = m.data.data() + static_cast<size_t>(r) * L;
             for (size_t k = 0; k < L; ++k)
-                next[k] += 0.5 * w * (std::isfinite(row[k]) ? row[k] : 0.f);
+                next[k] += 0.5 * w * m.prob(r, static_cast<int32_t>(k));
         }
         v = std::move(next);
     }
@@ -93,7 +92,7 @@ void draw_attention_map(ColumnContext& c) {
     }
     const int32_t L = map->cols;
     float hi = 0.f;
-    for (float v : map->data)
+    for (float v : map->row_scale)  // the largest probability of each row
         if (std::isfinite(v)) hi = std::max(hi, v);
     const std::string key = "attn/" + std::to_string(c.run.info.run_id) + "/" +
                             std::to_string(s.step) + "/" + std::to_string(c.view.layer) + "/" +
@@ -108,10 +107,8 @@ void draw_attention_map(ColumnContext& c) {
             const int32_t q = map->row_index[static_cast<size_t>(r)];
             if (q < 0 || q >= L) continue;
             for (int32_t k = 0; k < L; ++k) {
-                const float v = map->data[static_cast<size_t>(r) * static_cast<size_t>(L) +
-                                          static_cast<size_t>(k)];
                 img[static_cast<size_t>(q) * static_cast<size_t>(L) + static_cast<size_t>(k)] =
-                    std::isfinite(v) ? std::sqrt(std::max(0.f, v)) : NAN;
+                    std::sqrt(map->prob(r, k));
             }
         }
         tex = c.textures.scalar_texture(key, L, L, img, 0.f, std::sqrt(std::max(hi, 1e-6f)),
@@ -138,8 +135,7 @@ void draw_attention_map(ColumnContext& c) {
         float p = NAN;
         for (int32_t r = 0; r < map->rows; ++r)
             if (map->row_index[static_cast<size_t>(r)] == q)
-                p = map->data[static_cast<size_t>(r) * static_cast<size_t>(L) +
-                              static_cast<size_t>(k)];
+                p = map->prob(r, k);
         ImGui::SetTooltip("query %d -> key %d: p = %.4f (key %s at layer %d)", q, k, p,
                           trace::to_string(s.action(layer, k)), layer);
         c.view.hovered_pos = k;

@@ -142,7 +142,7 @@ void draw_inspector(std::vector<RunView>& runs, ViewState& view) {
             if (a.layer == view.layer && a.head == view.head && a.rows > 0 && pos < a.cols) {
                 double sum = 0;
                 for (int32_t r = 0; r < a.rows; ++r)
-                    sum += a.data[static_cast<size_t>(r) * static_cast<size_t>(a.cols) + p];
+                    sum += a.prob(r, pos);
                 ImGui::Text("attention received at layer %d: %.4f (mean over %d query rows)",
                             a.layer, sum / a.rows, a.rows);
             }
