@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
         std::printf(
             "(trace: every step record + head-mean attention of every layer in memory; record: the "
             "same into a session file; writer_cpu: the recorder thread's CPU time / no_sink_ms)\n");
-        nlohmann::json j = {{"policies", nlohmann::json::array()}, {"prompt_tokens", prompt_tokens}};
+        nlohmann::json j = {{"policies", nlohmann::json::array()},
+                            {"prompt_tokens", prompt_tokens}};
         std::filesystem::remove(out);
         for (const auto& p : policies) {
             req.policy = p;

@@ -7,8 +7,8 @@
 #endif
 
 #include <chrono>
-#include <ctime>
 #include <cmath>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "sessions/blob_codec.h"
@@ -160,7 +160,8 @@ void SessionWriter::thread_main() {
         {
             std::lock_guard lock(m_mutex);
             m_processed += batch.size();
-            m_cpu_ms = static_cast<double>(cpu.tv_sec) * 1e3 + static_cast<double>(cpu.tv_nsec) / 1e6;
+            m_cpu_ms =
+                static_cast<double>(cpu.tv_sec) * 1e3 + static_cast<double>(cpu.tv_nsec) / 1e6;
         }
         m_done_cv.notify_all();
     }
@@ -331,16 +332,15 @@ void SessionWriter::write_item(const Item& item) {
                     auto nibble = [](uint8_t v) { return static_cast<uint8_t>((v + 8) / 17); };
                     size_t c = 0;
                     for (; c + 1 < cols; c += 2)
-                        out[c / 2] =
-                            static_cast<uint8_t>(nibble(in[c]) | (nibble(in[c + 1]) << 4));
+                        out[c / 2] = static_cast<uint8_t>(nibble(in[c]) | (nibble(in[c + 1]) << 4));
                     if (c < cols) out[c / 2] = nibble(in[c]);
                 } else {
                     for (size_t c = 0; c < cols; ++c)
                         out[c] = in[c] < kAttentionFloorU8 ? 0 : in[c];
                 }
             }
-            // zstd level 1: on these quantised rows levels 3 and 7 save under 2% (measured on a G=256
-            // run: 29.7 / 29.8 / 29.4 MB at levels 1 / 3 / 7) for several times the CPU time.
+            // zstd level 1: on these quantised rows levels 3 and 7 save under 2% (measured on a
+            // G=256 run: 29.7 / 29.8 / 29.4 MB at levels 1 / 3 / 7) for several times the CPU time.
             auto data = encode_array(q, {m.rows, static_cast<int64_t>(row_bytes)}, true, 1);
             auto rows = encode_array(m.row_index, {m.rows}, false);
             auto scales = encode_array(m.row_scale, {m.rows}, false);

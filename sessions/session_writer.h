@@ -31,7 +31,7 @@ struct WriterOptions {
     // Attention precision: 4 ('rowmax-u4', the default: 15 levels of the row maximum, two per
     // byte) or 8 ('rowmax-u8', for figures that need the finer levels; ~1.7x the file size).
     int attention_bits = 4;
-    bool want_oracle = false;           // ask the engine for oracle comparisons
+    bool want_oracle = false;  // ask the engine for oracle comparisons
     int batch_steps = 32;
     int batch_ms = 100;
     int schema_version = 0;  // 0 = current; tests write v1 fixtures with 1

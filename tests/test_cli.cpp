@@ -88,8 +88,26 @@ TEST(Cli, UsageErrorsExitTwo) {
     EXPECT_EQ(cli("init-model --out " + model.string()).code, 2);  // exists, not empty
     EXPECT_EQ(cli("generate --model " + model.string() + " --prompt hi --device cuda").code, 2);
     // compare's per-column parameters: malformed and out-of-range values are refused up front.
-    EXPECT_EQ(cli("compare --model " + model.string() + " --prompt hi --policies dkv-decode:delay").code, 2);
-    EXPECT_EQ(cli("compare --model " + model.string() + " --prompt hi --policies dkv-decode:delay=7").code, 2);
+    EXPECT_EQ(
+        cli("compare --model " + model.string() + " --prompt hi --policies dkv-decode:delay").code,
+        2);
+    EXPECT_EQ(
+        cli("compare --model " + model.string() + " --prompt hi --policies dkv-decode:delay=7")
+            .code,
+        2);
+    // eval's columns and an unknown policy; the recording precision; the task difficulty.
+    r = cli("eval --model " + model.string() + " --policies none,nope --items 1");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("unknown policy 'nope'"), std::string::npos) << r.out;
+    EXPECT_EQ(
+        cli("eval --model " + model.string() + " --policies dkv-decode:delay=7 --items 1").code, 2);
+    r = cli("generate --model " + model.string() + " --prompt hi --record " +
+            (dir / "x.clsession").string() + " --attention-bits 5");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_FALSE(std::filesystem::exists(dir / "x.clsession"));
+    r = cli("train --out " + (dir / "t").string() + " --kv-min-pairs 9 --kv-max-pairs 3 --steps 1");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--kv-min-pairs"), std::string::npos) << r.out;
 }
 
 TEST(Cli, HelpForEveryCommand) {

@@ -241,7 +241,8 @@ TEST(Sampler, HeadMeanAttentionIsTheMeanOfTheHeads) {
                 total += mean->prob(row, c);
             }
             // Each query row is a distribution (up to the rounding of its levels).
-            EXPECT_NEAR(total, 1.0, mean->cols * 0.5 / 255 * mean->row_scale[static_cast<size_t>(row)] + 1e-5);
+            EXPECT_NEAR(total, 1.0,
+                        mean->cols * 0.5 / 255 * mean->row_scale[static_cast<size_t>(row)] + 1e-5);
         }
     }
 }

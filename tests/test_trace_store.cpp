@@ -107,9 +107,9 @@ TEST(AttentionMap, EightBitLevelsOfTheRowMaximum) {
     AttentionMap a;
     a.rows = 3;
     a.cols = 4;
-    const float probs[] = {0.1f, 0.6f, 0.3f, 0.0f,       // an ordinary row
-                           NAN,  -1.f, 0.5f, INFINITY,   // junk reads as 0 (inf: the row is 0)
-                           0.f,  0.f,  0.f,  0.f};       // an empty row
+    const float probs[] = {0.1f, 0.6f, 0.3f, 0.0f,      // an ordinary row
+                           NAN,  -1.f, 0.5f, INFINITY,  // junk reads as 0 (inf: the row is 0)
+                           0.f,  0.f,  0.f,  0.f};      // an empty row
     a.set_probs(probs);
     ASSERT_EQ(a.levels.size(), 12u);
     EXPECT_FLOAT_EQ(a.row_scale[0], 0.6f);
@@ -117,8 +117,7 @@ TEST(AttentionMap, EightBitLevelsOfTheRowMaximum) {
     for (int c = 0; c < 4; ++c)  // the nearest level
         EXPECT_LE(std::abs(a.levels[c] - 255.0 * probs[c] / 0.6), 0.5 + 1e-4) << c;
     EXPECT_EQ(a.levels[3], 0);
-    for (int c = 0; c < 4; ++c)
-        EXPECT_NEAR(a.prob(0, c), probs[c], 0.5 / 255 * 0.6 + 1e-7) << c;
+    for (int c = 0; c < 4; ++c) EXPECT_NEAR(a.prob(0, c), probs[c], 0.5 / 255 * 0.6 + 1e-7) << c;
     EXPECT_EQ(a.row_scale[1], 0.f);
     for (int c = 0; c < 4; ++c) {
         EXPECT_EQ(a.prob(1, c), 0.f) << c;

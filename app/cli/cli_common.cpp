@@ -111,6 +111,13 @@ GenerationConfig SamplerOptions::resolve(const Model& model) const {
     return c;
 }
 
+void add_attention_bits_option(CLI::App& app, int& bits) {
+    app.add_option("--attention-bits", bits,
+                   "With --record: attention precision, 4 (default, smaller) or 8 bits")
+        ->check(CLI::IsMember({4, 8}))
+        ->capture_default_str();
+}
+
 void ParamOptions::add_to(CLI::App& app) {
     app.add_option(
         "--param", raw,

@@ -52,6 +52,9 @@ struct ParamOptions {
                                              bool allow_unqualified = true) const;
 };
 
+// --attention-bits 4|8 for commands that --record a session (sessions::WriterOptions).
+void add_attention_bits_option(CLI::App& app, int& bits);
+
 std::vector<std::string> split_list(const std::string& csv);
 std::string read_text_file(const std::string& path);  // throws InputError
 

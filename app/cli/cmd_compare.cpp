@@ -114,10 +114,7 @@ void add_compare_command(CLI::App& root, Runner& run) {
     cmd->add_option("--json", o->json_file, "Write the comparison as JSON");
     cmd->add_option("--record", o->record_file,
                     "Record every run into a session file (one comparison)");
-    cmd->add_option("--attention-bits", o->attention_bits,
-                    "With --record: attention precision, 4 (default, smaller) or 8 bits")
-        ->check(CLI::IsMember({4, 8}))
-        ->capture_default_str();
+    add_attention_bits_option(*cmd, o->attention_bits);
     cmd->add_flag("--oracle", o->oracle,
                   "With --record: record the oracle staleness (a full forward beside each step)");
     cmd->callback([o, &run] { run = [o] { return run_compare(*o); }; });

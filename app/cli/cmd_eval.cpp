@@ -88,20 +88,21 @@ int run_eval(const EvalOptions& o) {
             const double n = o.items, z = 1.96, centre = (acc + z * z / (2 * n)) / (1 + z * z / n),
                          half = z * std::sqrt(acc * (1 - acc) / n + z * z / (4 * n * n)) /
                                 (1 + z * z / n);
-            const std::string vs = base == baseline_ok.end()
-                                       ? "-"
-                                       : "+" + std::to_string(fixed) + "/-" + std::to_string(broken);
+            const std::string vs = base == baseline_ok.end() ? "-"
+                                                             : "+" + std::to_string(fixed) + "/-" +
+                                                                   std::to_string(broken);
             std::printf("%-24s %-8s %6d %8.1f%% %6.1f-%5.1f%% %9s %9.1f\n", columns[c].c_str(),
                         family.c_str(), o.items, 100 * acc, 100 * std::max(0.0, centre - half),
                         100 * std::min(1.0, centre + half), vs.c_str(), tps);
-            out.push_back({{"policy", columns[c]},
-                           {"task", family},
-                           {"items", o.items},
-                           {"correct", correct},
-                           {"accuracy", acc},
-                           {"interval95", {std::max(0.0, centre - half), std::min(1.0, centre + half)}},
-                           {"tokens_per_s", tps},
-                           {"sampler", cfg.to_map()}});
+            out.push_back(
+                {{"policy", columns[c]},
+                 {"task", family},
+                 {"items", o.items},
+                 {"correct", correct},
+                 {"accuracy", acc},
+                 {"interval95", {std::max(0.0, centre - half), std::min(1.0, centre + half)}},
+                 {"tokens_per_s", tps},
+                 {"sampler", cfg.to_map()}});
             if (base != baseline_ok.end()) {
                 out.back()["fixed_vs_none"] = fixed;
                 out.back()["broken_vs_none"] = broken;

@@ -107,10 +107,7 @@ void add_generate_command(CLI::App& root, Runner& run) {
     cmd->add_option("--json", o->json_file, "Write the result summary as JSON");
     cmd->add_option("--record", o->record_file,
                     "Record the run into a session file (SQLite; appends to an existing one)");
-    cmd->add_option("--attention-bits", o->attention_bits,
-                    "With --record: attention precision, 4 (default, smaller) or 8 bits")
-        ->check(CLI::IsMember({4, 8}))
-        ->capture_default_str();
+    add_attention_bits_option(*cmd, o->attention_bits);
     cmd->add_option("--view", o->view,
                     "Terminal view: auto, live (redraw in place), steps (a line per step), quiet")
         ->capture_default_str();

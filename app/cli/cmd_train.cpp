@@ -109,7 +109,8 @@ void add_train_command(CLI::App& root, Runner& run) {
                     "FAMILY=WEIGHT (repeatable): arith, kv, reverse, prose");
     cmd->add_option("--arith-digits", t.difficulty.arith_max_digits, "Largest operand length")
         ->capture_default_str();
-    cmd->add_option("--kv-min-pairs", t.difficulty.kv_min_pairs, "Fewest key-value pairs in a prompt")
+    cmd->add_option("--kv-min-pairs", t.difficulty.kv_min_pairs,
+                    "Fewest key-value pairs in a prompt")
         ->capture_default_str();
     cmd->add_option("--kv-max-pairs", t.difficulty.kv_max_pairs, "Most key-value pairs in a prompt")
         ->capture_default_str();

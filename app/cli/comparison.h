@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/generator.h"
 #include "app/cli/cli_common.h"
+#include "engine/core/generator.h"
 #include "engine/trace/trace_store.h"
 
 namespace cl::cli {

@@ -757,8 +757,8 @@ void MainWindow::apply_lesson_step() {
                          std::to_string(m_lesson.steps.size()) + ")  " + st.title + "\n" + st.text;
     for (size_t i = 0; i < st.annotations.size(); ++i) {
         const auto& a = st.annotations[i];
-        banner += "\n(" + std::to_string(i + 1) + ") step " + std::to_string(a.step) + ", position " +
-                  std::to_string(a.position) +
+        banner += "\n(" + std::to_string(i + 1) + ") step " + std::to_string(a.step) +
+                  ", position " + std::to_string(a.position) +
                   (a.layer >= 0 ? ", layer " + std::to_string(a.layer) : "") + ": " + a.text;
     }
     banner += m_lesson_index + 1 < static_cast<int>(m_lesson.steps.size())

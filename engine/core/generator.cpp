@@ -69,6 +69,7 @@ struct Generator::Impl {
     bool ended = false;
     trace::RunSummary summary;
     double recompute_sum = 0;
+    torch::Tensor mean_buffer;  // (>= R * L) f32: head-mean attention, reused by every step
 
     int64_t block_start() const { return P + block * B; }
     int64_t block_end() const { return block_start() + B; }
@@ -288,7 +289,6 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
                 p.want_probs = true;
             return p;
         };
-        torch::Tensor mean_buffer;  // (>= R * L) f32, reused by every layer of this step
         auto observer = [&](const detail::LayerResult& r) {
             policy->observe_layer(r);
             const auto l = static_cast<size_t>(r.layer);
@@ -318,7 +318,7 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
                 rec->attention.push_back(std::move(a));
             };
             if (want_mean[l] && r.probs.device().is_cpu()) {
-                // The head mean goes into a buffer shared by the layers of this step: no fresh
+                // The head mean goes into a buffer kept across layers and steps: no fresh
                 // (R, L) tensor per layer.
                 const int64_t R = r.probs.size(1), C = r.probs.size(2);
                 if (mean_buffer.numel() < R * C) mean_buffer = torch::empty({R * C});

@@ -94,12 +94,12 @@ TaskItem TaskGenerator::arith() {
 // three digits (one token each).
 const std::vector<std::string>& kv_keys() {
     static const std::vector<std::string> keys{
-        "king",  "man",   "day",    "house", "son",    "hand",  "land",  "child",  "father",
-        "earth", "name",  "heart",  "year",  "city",   "place", "flesh", "work",   "law",
-        "mount", "soul",  "sea",    "heaven", "mouth", "word",  "thing", "face",   "sword",
-        "fire",  "end",   "side",   "time",  "way",    "people", "priest", "evil", "good",
-        "high",  "holy",  "great",  "first", "seven",  "three", "two",   "one",    "mine",
-        "sons",  "days",  "words",  "years", "things", "men"};
+        "king",  "man",  "day",   "house",  "son",    "hand",   "land",   "child", "father",
+        "earth", "name", "heart", "year",   "city",   "place",  "flesh",  "work",  "law",
+        "mount", "soul", "sea",   "heaven", "mouth",  "word",   "thing",  "face",  "sword",
+        "fire",  "end",  "side",  "time",   "way",    "people", "priest", "evil",  "good",
+        "high",  "holy", "great", "first",  "seven",  "three",  "two",    "one",   "mine",
+        "sons",  "days", "words", "years",  "things", "men"};
     return keys;
 }
 

@@ -3,10 +3,10 @@
 //
 // Families: `arith` (addition of zero-padded operands with worked steps, least significant digit
 // first), `kv` (long-range key-value recall: the queried key sits early in a 100-250 token
-// prompt; keys are one-token words), `reverse` (reversal of a list of digits), `prose` (King James Bible verses, public domain, from Debian's
-// bible-kjv package; continuation, for language, not scored). Seeded; the train and eval splits
-// are disjoint by construction (different seeds streams and a hash-based split on the content).
-// Torch-free.
+// prompt; keys are one-token words), `reverse` (reversal of a list of digits), `prose` (King James
+// Bible verses, public domain, from Debian's bible-kjv package; continuation, for language, not
+// scored). Seeded; the train and eval splits are disjoint by construction (different seeds streams
+// and a hash-based split on the content). Torch-free.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,7 @@ struct TaskItem {
 };
 
 struct Difficulty {
-    int arith_max_digits = 3;  // operands have 1..max digits, zero padded to max
+    int arith_max_digits = 3;                  // operands have 1..max digits, zero padded to max
     int kv_min_pairs = 16, kv_max_pairs = 40;  // 16..40 pairs: prompts of ~100-250 tokens
     int reverse_min = 3, reverse_max = 8;      // lists of single digits
 };

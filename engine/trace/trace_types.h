@@ -122,8 +122,8 @@ struct AttentionMap {
 
     float prob(int32_t row, int32_t col) const {
         const auto r = static_cast<size_t>(row);
-        return static_cast<float>(levels[r * static_cast<size_t>(cols) +
-                                         static_cast<size_t>(col)]) *
+        return static_cast<float>(
+                   levels[r * static_cast<size_t>(cols) + static_cast<size_t>(col)]) *
                (row_scale[r] * (1.f / 255.f));
     }
     // Quantises a (rows, cols) row-major float map (rows and cols must be set). Non-finite and

@@ -31,8 +31,7 @@ std::vector<double> rollout_influence(const trace::StepRecord& s) {
             const auto q = static_cast<size_t>(m.row_index[static_cast<size_t>(r)]);
             const double w = v[q];
             next[q] -= 0.5 * w;  // the row becomes (attn + I) / 2
-            for (size_t k = 0; k < L; ++k)
-                next[k] += 0.5 * w * m.prob(r, static_cast<int32_t>(k));
+            for (size_t k = 0; k < L; ++k) next[k] += 0.5 * w * m.prob(r, static_cast<int32_t>(k));
         }
         v = std::move(next);
     }
@@ -134,8 +133,7 @@ void draw_attention_map(ColumnContext& c) {
         const int32_t k = std::clamp(static_cast<int32_t>((m.x - ip.x) / side * L), 0, L - 1);
         float p = NAN;
         for (int32_t r = 0; r < map->rows; ++r)
-            if (map->row_index[static_cast<size_t>(r)] == q)
-                p = map->prob(r, k);
+            if (map->row_index[static_cast<size_t>(r)] == q) p = map->prob(r, k);
         ImGui::SetTooltip("query %d -> key %d: p = %.4f (key %s at layer %d)", q, k, p,
                           trace::to_string(s.action(layer, k)), layer);
         c.view.hovered_pos = k;

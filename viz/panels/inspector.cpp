@@ -141,8 +141,7 @@ void draw_inspector(std::vector<RunView>& runs, ViewState& view) {
         for (const auto& a : s.attention)
             if (a.layer == view.layer && a.head == view.head && a.rows > 0 && pos < a.cols) {
                 double sum = 0;
-                for (int32_t r = 0; r < a.rows; ++r)
-                    sum += a.prob(r, pos);
+                for (int32_t r = 0; r < a.rows; ++r) sum += a.prob(r, pos);
                 ImGui::Text("attention received at layer %d: %.4f (mean over %d query rows)",
                             a.layer, sum / a.rows, a.rows);
             }

@@ -55,8 +55,8 @@ void draw_recompute_map(ColumnContext& c) {
     for (size_t i = 0; i < c.view.annotations.size(); ++i) {
         const auto& a = c.view.annotations[i];
         if ((a.step >= 0 && a.step != s.step) || a.position < 0 || a.position >= L) continue;
-        const float y = a.layer >= 0 && a.layer < N ? img.y + (a.layer + 0.5f) * row_h
-                                                    : img.y + size.y * 0.5f;
+        const float y =
+            a.layer >= 0 && a.layer < N ? img.y + (a.layer + 0.5f) * row_h : img.y + size.y * 0.5f;
         plot::annotation_marker(dl, {img.x + (a.position + 0.5f) / L * size.x, y},
                                 static_cast<int>(i + 1), a.text, c.view.dark);
     }
