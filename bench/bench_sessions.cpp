@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     std::string model_dir, policies_csv = "none,dkv-decode,elastic", json_file,
                            out = "/tmp/cachelens-bench.clsession";
     int64_t gen = 256;
-    int repeats = 3;
+    int repeats = 5;
     app.add_option("--model", model_dir, "Model folder (default: the embedded model)");
     app.add_option("--policies", policies_csv, "Policies of the comparison")->capture_default_str();
     app.add_option("--gen-length", gen, "G (steps = G, block 32)")->capture_default_str();

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <thread>
 
@@ -122,6 +123,73 @@ TEST(AttentionMap, EightBitLevelsOfTheRowMaximum) {
     for (int c = 0; c < 4; ++c) {
         EXPECT_EQ(a.prob(1, c), 0.f) << c;
         EXPECT_EQ(a.prob(2, c), 0.f) << c;
+    }
+}
+
+// The engine's fused path: the head mean quantised in one pass must equal quantising the float
+// mean (the reference), on widths that exercise the SIMD body and the scalar tail, with junk
+// values.
+TEST(AttentionMap, HeadMeanMatchesQuantisingTheFloatMean) {
+    for (int32_t heads : {1, 3, 4}) {
+        for (int32_t cols : {1, 15, 16, 17, 451}) {
+            const int32_t rows = 5;
+            std::vector<float> maps(static_cast<size_t>(heads * rows * cols));
+            uint32_t state = 12345u + static_cast<uint32_t>(heads * 1000 + cols);
+            for (auto& v : maps) {
+                state = state * 1664525u + 1013904223u;
+                v = static_cast<float>(state >> 8) / 16777216.f / static_cast<float>(cols);
+            }
+            if (cols > 16) {
+                maps[static_cast<size_t>(2 * cols + 3)] = NAN;        // row 2 of head 0
+                maps[static_cast<size_t>(3 * cols + 20)] = -0.5f;     // row 3 of head 0
+                maps[static_cast<size_t>(4 * cols + 16)] = INFINITY;  // row 4: reads as 0
+            }
+            std::vector<float> mean(static_cast<size_t>(rows * cols), 0.f);
+            for (int32_t h = 0; h < heads; ++h)
+                for (size_t i = 0; i < mean.size(); ++i)
+                    mean[i] += maps[static_cast<size_t>(h) * mean.size() + i];
+            for (auto& v : mean) v /= static_cast<float>(heads);
+            AttentionMap fused, reference;
+            fused.rows = reference.rows = rows;
+            fused.cols = reference.cols = cols;
+            fused.set_head_mean(maps.data(), heads);
+            // Scalar reference: the row maximum and the nearest level, written out here.
+            reference.row_scale.assign(static_cast<size_t>(rows), 0.f);
+            reference.levels.assign(mean.size(), 0);
+            for (int32_t r = 0; r < rows; ++r) {
+                const float* in = mean.data() + static_cast<size_t>(r * cols);
+                float mx = 0.f;
+                for (int32_t c = 0; c < cols; ++c)
+                    if (in[c] > mx) mx = in[c];
+                if (std::isinf(mx)) mx = 0.f;
+                reference.row_scale[static_cast<size_t>(r)] = mx;
+                for (int32_t c = 0; c < cols; ++c) {
+                    const double level = mx > 0 && std::isfinite(in[c]) && in[c] > 0
+                                             ? std::min(255.0, 255.0 * in[c] / mx)
+                                             : 0.0;
+                    reference.levels[static_cast<size_t>(r * cols + c)] =
+                        static_cast<uint8_t>(std::lround(level));
+                }
+            }
+            ASSERT_EQ(fused.levels.size(), reference.levels.size());
+            for (int32_t r = 0; r < rows; ++r) {
+                EXPECT_NEAR(fused.row_scale[static_cast<size_t>(r)],
+                            reference.row_scale[static_cast<size_t>(r)], 1e-6f)
+                    << heads << " heads, " << cols << " cols, row " << r;
+                for (int32_t c = 0; c < cols; ++c) {
+                    const size_t i = static_cast<size_t>(r * cols + c);
+                    // Summing before dividing may round a value on a level boundary either way.
+                    EXPECT_LE(std::abs(int(fused.levels[i]) - int(reference.levels[i])), 1)
+                        << heads << " heads, " << cols << " cols, row " << r << " col " << c;
+                }
+            }
+            if (cols > 16) {
+                EXPECT_EQ(fused.levels[static_cast<size_t>(2 * cols + 3)], 0);
+                EXPECT_EQ(fused.row_scale[4], 0.f);
+                for (int32_t c = 0; c < cols; ++c)
+                    EXPECT_EQ(fused.levels[static_cast<size_t>(4 * cols + c)], 0);
+            }
+        }
     }
 }
 

@@ -69,7 +69,6 @@ struct Generator::Impl {
     bool ended = false;
     trace::RunSummary summary;
     double recompute_sum = 0;
-    torch::Tensor mean_buffer;  // (>= R * L) f32: head-mean attention, reused by every step
 
     int64_t block_start() const { return P + block * B; }
     int64_t block_end() const { return block_start() + B; }
@@ -305,30 +304,21 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
                 row_index.assign(rows_per_layer[l].begin(), rows_per_layer[l].end());
             else
                 for (int64_t i = 0; i < L; ++i) row_index.push_back(static_cast<int32_t>(i));
-            // (R, L) float map -> the record's 8-bit levels (trace::AttentionMap).
-            auto store = [&](const torch::Tensor& m2, int32_t head) {
-                auto cpu = m2.to(torch::kCPU, torch::kFloat32).contiguous();
+            // (H, R, L) float maps -> the record's 8-bit levels (trace::AttentionMap); the head
+            // mean is taken by the quantiser in the same pass (no float mean tensor).
+            auto store = [&](const torch::Tensor& maps, int32_t head) {  // (H', R, L)
+                auto cpu = maps.to(torch::kCPU, torch::kFloat32).contiguous();
                 trace::AttentionMap a;
                 a.layer = r.layer;
                 a.head = head;
-                a.rows = static_cast<int32_t>(cpu.size(0));
-                a.cols = static_cast<int32_t>(cpu.size(1));
+                a.rows = static_cast<int32_t>(cpu.size(1));
+                a.cols = static_cast<int32_t>(cpu.size(2));
                 a.row_index = row_index;
-                a.set_probs(cpu.data_ptr<float>());
+                a.set_head_mean(cpu.data_ptr<float>(), static_cast<int32_t>(cpu.size(0)));
                 rec->attention.push_back(std::move(a));
             };
-            if (want_mean[l] && r.probs.device().is_cpu()) {
-                // The head mean goes into a buffer kept across layers and steps: no fresh
-                // (R, L) tensor per layer.
-                const int64_t R = r.probs.size(1), C = r.probs.size(2);
-                if (mean_buffer.numel() < R * C) mean_buffer = torch::empty({R * C});
-                auto out = mean_buffer.narrow(0, 0, R * C).view({R, C});  // (R, L) f32
-                at::mean_out(out, r.probs.to(torch::kFloat32), {0});
-                store(out, -1);
-            } else if (want_mean[l]) {
-                store(r.probs.mean(0), -1);
-            }
-            for (int32_t h : want_heads[l]) store(r.probs[h], h);
+            if (want_mean[l]) store(r.probs, -1);
+            for (int32_t h : want_heads[l]) store(r.probs.narrow(0, h, 1), h);
         };
         torch::Tensor out_rows;  // (R_last)
         auto hidden =

@@ -59,8 +59,11 @@ private:
 
 // Describes why `--device cuda` cannot be used here, or returns "" when it can.
 std::string cuda_unavailable_reason();
+// Keeps freed tensor memory in the process (glibc malloc thresholds) so that steps do not
+// page-fault their temporaries in again. Idempotent; set_thread_count calls it.
+void tune_allocator();
 // Sets LibTorch's intra-op threads and OpenBLAS's own pool (both must agree, or they
-// oversubscribe).
+// oversubscribe); tunes the allocator first, as every front end calls this at start.
 void set_thread_count(int threads);
 // The folder of the embedded default model (assets/models/<name>), or "" if it is not present.
 std::filesystem::path default_model_dir();

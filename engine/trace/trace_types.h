@@ -128,24 +128,11 @@ struct AttentionMap {
     }
     // Quantises a (rows, cols) row-major float map (rows and cols must be set). Non-finite and
     // negative values read as 0.
-    void set_probs(const float* p) {
-        const size_t n_rows = static_cast<size_t>(rows), n_cols = static_cast<size_t>(cols);
-        row_scale.assign(n_rows, 0.f);
-        levels.resize(n_rows * n_cols);
-        for (size_t r = 0; r < n_rows; ++r) {
-            const float* in = p + r * n_cols;
-            float mx = 0.f;  // NaN compares false and is skipped
-            for (size_t c = 0; c < n_cols; ++c) mx = in[c] > mx ? in[c] : mx;
-            if (!(mx < 3.4e38f)) mx = 0.f;  // +inf
-            row_scale[r] = mx;
-            const float k = mx > 0 ? 255.f / mx : 0.f;
-            uint8_t* out = levels.data() + r * n_cols;
-            for (size_t c = 0; c < n_cols; ++c) {
-                const float x = in[c] * k;  // NaN * k is NaN: fails both tests below -> 0
-                out[c] = static_cast<uint8_t>((x > 0.f ? (x < 255.f ? x : 255.f) : 0.f) + 0.5f);
-            }
-        }
-    }
+    void set_probs(const float* p) { set_head_mean(p, 1); }
+    // Quantises the mean over `heads` (heads, rows, cols) row-major float maps in one pass: the
+    // engine's per-layer trace work, so it sums a row of every head into a small buffer and
+    // quantises it with SIMD (no (rows, cols) float mean is ever materialised).
+    void set_head_mean(const float* p, int32_t heads);
 };
 
 // Oracle mode: the cached forward compared with a full forward at the same step.
