@@ -375,8 +375,9 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         auto probs = full_probs.gather(1, x0.unsqueeze(1)).squeeze(1).contiguous();  // (M)
         // Inspector data: top-k candidates, entropy and margin of each predicted row.
         const int64_t K = std::min<int64_t>(trace::StepRecord::kTopK, full_probs.size(1));
-        auto softmax = torch::softmax(lg, 1);                                      // (M, V)
-        auto [top_p, top_i] = softmax.topk(K, 1);                                  // (M, K)
+        auto softmax = cfg.confidence_eos_eot_inf ? torch::softmax(lg, 1)
+                                                  : full_probs;  // (M, V) of the raw logits
+        auto [top_p, top_i] = softmax.topk(K, 1);                // (M, K)
         auto ent = -(softmax * torch::log_softmax(lg, 1)).nan_to_num(0.0).sum(1);  // (M)
         // Read results through raw pointers: per-element .item() calls cost more than the forward
         // of a small model when hundreds of rows are predicted.

@@ -7,8 +7,8 @@
 // row. Deviation, on purpose: the paper refreshes layers > l*; CacheLens refreshes from l*
 // inclusive so that gamma = 1 (always fire) reproduces the baseline exactly (POLICIES.md section
 // 5). The first step of the run is full. Decoding: confidence threshold (own decoding, tau 0.9).
+#include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "engine/core/policy.h"
 
@@ -81,40 +81,37 @@ public:
     }
     void observe_layer(const detail::LayerResult& r) override {
         // Track the decoded keys the window attends to most, and remember its attention for next
-        // step.
-        auto rows = r.rows ? r.rows->to(torch::kCPU) : torch::arange(m_seq_len, torch::kLong);
-        std::vector<int64_t> wrows;
-        auto rp = rows.accessor<int64_t, 1>();
-        std::map<int64_t, int64_t> local;
-        for (int64_t i = 0; i < rows.size(0); ++i) local[rp[i]] = i;
+        // step. Plain loops over the (H, R, L) probabilities: a dozen small LibTorch ops per layer
+        // cost more than the few query rows this policy computes (the efficiency target).
+        const ProbsView pv(r.probs);
+        const bool all_rows = r.rows == nullptr;
+        local_index(all_rows);
         std::vector<int64_t> window = m_window;
         if (window.empty())  // full steps: the window the next step will use
             for (int64_t i = m_ctx.block_start;
                  i < m_seq_len && window.size() < static_cast<size_t>(param("window")); ++i)
                 if ((*m_ctx.masked)[static_cast<size_t>(i)]) window.push_back(i);
-        std::vector<int64_t> idx;
-        for (int64_t q : window)
-            if (local.count(q)) {
-                idx.push_back(local[q]);
-                wrows.push_back(q);
-            }
         auto& prev = m_prev[static_cast<size_t>(r.layer)];
-        prev.rows = wrows;
-        // Only the window's rows are needed: select them before averaging over heads.
-        prev.attn = idx.empty() ? torch::Tensor()
-                                : r.probs.index_select(1, torch::tensor(idx).to(r.probs.device()))
-                                      .mean(0)
-                                      .to(torch::kCPU, torch::kFloat64)
-                                      .contiguous();  // (W, L)
+        prev.rows.clear();
+        prev.attn.clear();
+        for (int64_t q : window) {
+            const int32_t local = m_local[static_cast<size_t>(q)];
+            if (local < 0) continue;
+            prev.rows.push_back(q);
+            pv.append_head_mean_row(local, prev.attn);
+        }  // prev.attn: (W, L) head-mean attention of the window rows, row-major
         // Most-attended decoded keys (column sums over window queries, masked keys excluded).
         auto& tracked = m_tracked[static_cast<size_t>(r.layer)];
         tracked.clear();
-        if (!prev.attn.defined()) return;
-        auto col_t = prev.attn.sum(0).contiguous();  // (L)
-        const double* colp = col_t.data_ptr<double>();
+        if (prev.rows.empty()) return;
         std::vector<std::pair<double, int64_t>> keys;
-        for (int64_t i = 0; i < m_seq_len; ++i)
-            if (!(*m_ctx.masked)[static_cast<size_t>(i)]) keys.emplace_back(colp[i], i);
+        for (int64_t i = 0; i < m_seq_len; ++i) {
+            if ((*m_ctx.masked)[static_cast<size_t>(i)]) continue;
+            double column = 0;
+            for (size_t w = 0; w < prev.rows.size(); ++w)
+                column += prev.attn[w * static_cast<size_t>(pv.keys) + static_cast<size_t>(i)];
+            keys.emplace_back(column, i);
+        }
         const auto n = std::min<size_t>(keys.size(), static_cast<size_t>(param("track_num")));
         std::partial_sort(keys.begin(), keys.begin() + static_cast<long>(n), keys.end(),
                           [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -125,35 +122,79 @@ public:
 private:
     struct PrevAttention {
         std::vector<int64_t> rows;  // window query positions
-        torch::Tensor attn;         // (W, L) head-mean attention of those rows
+        std::vector<double> attn;   // (W, L) head-mean attention of those rows
     };
+    // The (H, R, L) probabilities as a float32 CPU array (the tensor itself on CPU, a copy from
+    // another device).
+    struct ProbsView {
+        explicit ProbsView(const torch::Tensor& probs)
+            : cpu(probs.device().is_cpu() && probs.scalar_type() == torch::kFloat &&
+                          probs.is_contiguous()
+                      ? probs
+                      : probs.to(torch::kCPU, torch::kFloat).contiguous()),
+              data(cpu.data_ptr<float>()),
+              heads(cpu.size(0)),
+              rows(cpu.size(1)),
+              keys(cpu.size(2)) {}
+        // The mean over heads of one entry, summed in float32 in head order like probs.mean(0).
+        double head_mean(int64_t row, int64_t key) const {
+            float sum = 0.f;
+            for (int64_t h = 0; h < heads; ++h) sum += data[(h * rows + row) * keys + key];
+            return static_cast<double>(sum / static_cast<float>(heads));
+        }
+        // Appends the mean over heads of one row (L values), summed the same way.
+        void append_head_mean_row(int64_t row, std::vector<double>& out) const {
+            thread_local std::vector<float> sum;
+            sum.assign(static_cast<size_t>(keys), 0.f);
+            for (int64_t h = 0; h < heads; ++h) {
+                const float* p = data + (h * rows + row) * keys;
+                for (int64_t c = 0; c < keys; ++c) sum[static_cast<size_t>(c)] += p[c];
+            }
+            for (float v : sum) out.push_back(static_cast<double>(v / static_cast<float>(heads)));
+        }
+        torch::Tensor cpu;  // (H, R, L) f32, keeps `data` alive
+        const float* data;
+        int64_t heads, rows, keys;
+    };
+    // m_local[position] = the row of this layer's probabilities that holds the query at that
+    // position, or -1 (all rows: the position itself; otherwise the index in m_queries).
+    void local_index(bool all_rows) {
+        m_local.assign(static_cast<size_t>(m_seq_len), -1);
+        if (all_rows)
+            for (int64_t i = 0; i < m_seq_len; ++i)
+                m_local[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+        else
+            for (size_t i = 0; i < m_queries.size(); ++i)
+                m_local[static_cast<size_t>(m_queries[i])] = static_cast<int32_t>(i);
+    }
 
     bool drift_test(int layer, const torch::Tensor& probs) {
         const auto& prev = m_prev[static_cast<size_t>(layer)];
         const auto& tracked = m_tracked[static_cast<size_t>(layer)];
         const double gamma = param("gamma");
         if (gamma >= 1.0) return fire(layer, NAN, gamma);  // conservative setting: always refresh
-        if (!prev.attn.defined() || tracked.empty()) return fire(layer, NAN, gamma);
-        std::map<int64_t, int64_t> local;
-        for (size_t i = 0; i < m_queries.size(); ++i) local[m_queries[i]] = static_cast<int64_t>(i);
-        // Compare the tracked columns over the window rows present in both steps.
-        std::vector<int64_t> now_idx, prev_idx;
-        for (size_t i = 0; i < prev.rows.size(); ++i)
-            if (local.count(prev.rows[i])) {
-                now_idx.push_back(local[prev.rows[i]]);
-                prev_idx.push_back(static_cast<int64_t>(i));
+        if (prev.rows.empty() || tracked.empty()) return fire(layer, NAN, gamma);
+        local_index(/*all_rows=*/false);  // escalation tests run on the query rows only
+        // Cosine of the tracked columns over the window rows present in both steps.
+        const ProbsView pv(probs);
+        const auto L = static_cast<size_t>(m_seq_len);
+        double dot = 0, now_sq = 0, before_sq = 0;
+        bool shared = false;
+        for (size_t w = 0; w < prev.rows.size(); ++w) {
+            const int32_t local = m_local[static_cast<size_t>(prev.rows[w])];
+            if (local < 0) continue;
+            shared = true;
+            for (int64_t c : tracked) {
+                const double now = pv.head_mean(local, c);
+                const double before = prev.attn[w * L + static_cast<size_t>(c)];
+                dot += now * before;
+                now_sq += now * now;
+                before_sq += before * before;
             }
-        if (now_idx.empty()) return fire(layer, NAN, gamma);
-        auto cols = torch::tensor(tracked);
-        // (H, R, L) -> the shared rows and tracked columns only, then the head mean.
-        auto a = probs.index_select(1, torch::tensor(now_idx).to(probs.device()))
-                     .index_select(2, cols.to(probs.device()))
-                     .mean(0)
-                     .to(torch::kCPU, torch::kFloat64)
-                     .reshape({-1});
-        auto b =
-            prev.attn.index_select(0, torch::tensor(prev_idx)).index_select(1, cols).reshape({-1});
-        const double cos = torch::cosine_similarity(a, b, 0, 1e-12).item<double>();
+        }
+        if (!shared) return fire(layer, NAN, gamma);
+        // As torch::cosine_similarity(eps = 1e-12): w12 / sqrt(max(w1 * w2, eps^2)).
+        const double cos = dot / std::sqrt(std::max(now_sq * before_sq, 1e-24));
         if (cos < gamma) return fire(layer, cos, gamma);
         push(m_ctx, "drift", layer, cos, gamma, false, "cached");  // every test is explained
         return false;
@@ -184,6 +225,7 @@ private:
     bool m_full = true;
     int m_fired_at = -1;
     std::vector<int64_t> m_window, m_queries;
+    std::vector<int32_t> m_local;  // (L) see local_index()
     torch::Tensor m_rows;
     std::vector<PrevAttention> m_prev;
     std::vector<std::vector<int64_t>> m_tracked;
