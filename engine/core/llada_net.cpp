@@ -1,6 +1,8 @@
 #include "engine/core/llada_net.h"
 
+#include <algorithm>
 #include <chrono>
+#include <tuple>
 
 #include "engine/core/errors.h"
 
@@ -34,6 +36,9 @@ LladaNet::LladaNet(ModelConfig config, LladaWeights weights, torch::Device devic
     auto idx = torch::arange(0, dh, 2, torch::TensorOptions().dtype(torch::kFloat64));
     m_inv_freq =
         (1.0 / torch::pow(m_config.rope_theta, idx / static_cast<double>(dh))).to(m_device);
+    const int64_t table = std::min<int64_t>(m_config.max_sequence_length, 16384);
+    std::tie(m_rope_cos, m_rope_sin) = rope_tables(
+        torch::arange(table, torch::TensorOptions().dtype(torch::kLong).device(m_device)));
 }
 
 std::vector<torch::Tensor> LladaNet::parameters() {
@@ -54,6 +59,12 @@ std::pair<torch::Tensor, torch::Tensor> LladaNet::rope_tables(
     auto freqs = positions.to(torch::kFloat64).unsqueeze(1) * m_inv_freq.unsqueeze(0);
     auto emb = torch::cat({freqs, freqs}, -1);
     return {emb.cos().to(torch::kFloat32), emb.sin().to(torch::kFloat32)};
+}
+
+std::pair<torch::Tensor, torch::Tensor> LladaNet::rope_prefix(int64_t L) const {
+    if (L <= m_rope_cos.size(0)) return {m_rope_cos.narrow(0, 0, L), m_rope_sin.narrow(0, 0, L)};
+    return rope_tables(
+        torch::arange(L, torch::TensorOptions().dtype(torch::kLong).device(m_device)));
 }
 
 torch::Tensor LladaNet::apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
@@ -83,8 +94,7 @@ torch::Tensor LladaNet::forward_full(const torch::Tensor& ids) const {
     const int64_t B = ids.size(0), L = ids.size(1), H = c.n_heads, Hkv = c.n_kv_heads,
                   Dh = c.head_dim(), D = c.d_model;
     auto h = m_weights.wte.index_select(0, ids.reshape({-1})).reshape({B, L, D});  // (B, L, D)
-    auto [cos, sin] =
-        rope_tables(torch::arange(L, torch::TensorOptions().dtype(torch::kLong).device(m_device)));
+    auto [cos, sin] = rope_prefix(L);                                              // (L, Dh)
     const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
     for (int64_t l = 0; l < c.n_layers; ++l) {
         const auto& w = m_weights.layers[static_cast<size_t>(l)];
@@ -180,7 +190,7 @@ torch::Tensor LladaNet::forward_plan(const torch::Tensor& ids, const PlanFn& pla
         throw std::logic_error("forward_plan: cache has the wrong number of layers");
 
     const auto all_positions = torch::arange(L, long_opts);  // (L)
-    auto [cos_all, sin_all] = rope_tables(all_positions);    // (L, Dh)
+    auto [cos_all, sin_all] = rope_prefix(L);                // (L, Dh)
     torch::Tensor h;          // (R_prev, D) hidden of the rows the previous layer computed
     torch::Tensor prev_rows;  // (R_prev) positions; undefined before layer 0
     bool prev_all = true;

@@ -115,6 +115,9 @@ public:
     torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight) const;
     // positions (T) int64 -> cos, sin (T, Dh)
     std::pair<torch::Tensor, torch::Tensor> rope_tables(const torch::Tensor& positions) const;
+    // cos, sin (L, Dh) of positions 0..L-1: views of tables computed once at construction (up to
+    // max_sequence_length), so a step does not recompute L x Dh sines and cosines.
+    std::pair<torch::Tensor, torch::Tensor> rope_prefix(int64_t L) const;
     // x (..., T, Dh) rotated NeoX style (halves) with tables (T, Dh)
     static torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
                                     const torch::Tensor& sin);
@@ -132,7 +135,8 @@ private:
     ModelConfig m_config;
     LladaWeights m_weights;
     torch::Device m_device;
-    torch::Tensor m_inv_freq;  // (Dh/2) float64 on the device
+    torch::Tensor m_inv_freq;              // (Dh/2) float64 on the device
+    torch::Tensor m_rope_cos, m_rope_sin;  // (max_sequence_length, Dh) f32 on the device
 };
 
 // Analytical FLOPs of one layer computing `rows` query rows against `keys` key rows.
