@@ -38,6 +38,11 @@ int main(int argc, char** argv) {
     app.add_option("--policies", policies_csv, "Policies of the comparison")->capture_default_str();
     app.add_option("--gen-length", gen, "G (steps = G, block 32)")->capture_default_str();
     app.add_option("--repeats", repeats, "Repeats (median)")->capture_default_str();
+    int threads = 1;
+    app.add_option("--threads", threads,
+                   "Engine threads (OpenBLAS); below the core count the trace worker gets a core")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
     app.add_option("--out", out, "Session file to write")->capture_default_str();
     cl::sessions::WriterOptions writer_options;
     app.add_option("--attention-bits", writer_options.attention_bits,
@@ -80,7 +85,7 @@ int main(int argc, char** argv) {
                      median(full)}}.dump(2);
             return 0;
         }
-        cl::set_thread_count(1);
+        cl::set_thread_count(threads);
         auto dir = model_dir.empty() ? cl::default_model_dir() : std::filesystem::path(model_dir);
         auto model = cl::Model::load(dir);
         std::vector<std::string> policies;
@@ -95,17 +100,19 @@ int main(int argc, char** argv) {
         req.config.gen_length = gen;
         req.config.block_length = 32;
         req.config.steps = gen;
+        req.threads = threads;
         const int32_t prompt_tokens = cl::Generator(model, req).info().prompt_len;
         cl::Generator(model, req).run();  // warm-up: first-touch allocations, OpenBLAS buffers
-        std::printf("prompt: %d tokens (chat template included), G=%lld\n", prompt_tokens,
-                    static_cast<long long>(gen));
+        std::printf("prompt: %d tokens (chat template included), G=%lld, %d thread(s)\n",
+                    prompt_tokens, static_cast<long long>(gen), threads);
         std::printf("%-12s %12s %12s %9s %12s %9s %12s\n", "policy", "no_sink_ms", "traced_ms",
                     "trace", "recorded_ms", "record", "writer_cpu");
         std::printf(
             "(trace: every step record + head-mean attention of every layer in memory; record: the "
             "same into a session file; writer_cpu: the recorder thread's CPU time / no_sink_ms)\n");
         nlohmann::json j = {{"policies", nlohmann::json::array()},
-                            {"prompt_tokens", prompt_tokens}};
+                            {"prompt_tokens", prompt_tokens},
+                            {"threads", threads}};
         std::filesystem::remove(out);
         for (const auto& p : policies) {
             req.policy = p;

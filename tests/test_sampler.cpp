@@ -1,4 +1,5 @@
 #include <set>
+#include <thread>
 
 #include "engine/core/errors.h"
 #include "engine/core/generator.h"
@@ -243,6 +244,42 @@ TEST(Sampler, HeadMeanAttentionIsTheMeanOfTheHeads) {
             // Each query row is a distribution (up to the rounding of its levels).
             EXPECT_NEAR(total, 1.0,
                         mean->cols * 0.5 / 255 * mean->row_scale[static_cast<size_t>(row)] + 1e-5);
+        }
+    }
+}
+
+// The trace worker (a spare core: threads below the core count) and the inline path (threads at
+// least the core count) must record the same bytes, step by step, for every map of every layer.
+TEST(Sampler, TraceWorkerRecordsTheSameMapsAsInlineQuantisation) {
+    auto run = [](int32_t threads) {
+        auto store = std::make_unique<trace::TraceStore>();
+        store->set_want_all_attention_means(true);
+        store->request_attention(1, 0);
+        // L ~ 270 rows: the full-row maps (H x L x L) are big enough for the worker.
+        auto r = request(256, 256, 8);
+        r.threads = threads;
+        Generator g(tiny(), r, store.get());
+        g.run();
+        return store;
+    };
+    if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: no trace worker";
+    {
+        Generator probe(tiny(), request(256, 256, 8));
+        const int64_t L = probe.info().prompt_len + 256, H = probe.info().n_heads;
+        ASSERT_GE(H * L * L, kTraceWorkerMinFloats) << "the test must exercise the worker";
+    }
+    auto with_worker = run(1);
+    auto inline_only = run(static_cast<int32_t>(std::thread::hardware_concurrency()) + 1);
+    for (int32_t step = 0; step < 8; ++step) {
+        const auto a = with_worker->step(0, step), b = inline_only->step(0, step);
+        ASSERT_EQ(a->attention.size(), b->attention.size());
+        ASSERT_EQ(a->attention.size(), static_cast<size_t>(a->n_layers + 1));
+        for (size_t i = 0; i < a->attention.size(); ++i) {
+            EXPECT_EQ(a->attention[i].layer, b->attention[i].layer);
+            EXPECT_EQ(a->attention[i].head, b->attention[i].head);
+            EXPECT_EQ(a->attention[i].row_index, b->attention[i].row_index);
+            EXPECT_EQ(a->attention[i].row_scale, b->attention[i].row_scale);
+            EXPECT_EQ(a->attention[i].levels, b->attention[i].levels) << "step " << step;
         }
     }
 }

@@ -47,6 +47,16 @@ TEST(Tasks, ReversalAndExtraction) {
     EXPECT_THROW(g.next("poetry"), std::invalid_argument);
 }
 
+TEST(Tasks, PairedExactTestOfFixedAndBrokenItems) {
+    // By hand: 3 vs 8 discordant items -> 2 * (1 + 11 + 55 + 165) / 2^11.
+    EXPECT_NEAR(paired_exact_p(3, 8), 2.0 * 232 / 2048, 1e-12);
+    EXPECT_NEAR(paired_exact_p(8, 3), 2.0 * 232 / 2048, 1e-12);  // symmetric
+    EXPECT_NEAR(paired_exact_p(0, 10), 2.0 / 1024, 1e-12);
+    EXPECT_DOUBLE_EQ(paired_exact_p(5, 5), 1.0);  // capped
+    EXPECT_DOUBLE_EQ(paired_exact_p(0, 0), 1.0);  // no discordant item: no evidence
+    EXPECT_LT(paired_exact_p(0, 400), 1e-100);     // large n stays finite
+}
+
 TEST(Tasks, TrainAndEvalSplitsAreDisjoint) {
     std::set<std::string> train;
     TaskGenerator t(5, Split::Train), e(5, Split::Eval);

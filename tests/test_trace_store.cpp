@@ -1,9 +1,12 @@
+#include "engine/core/trace_worker.h"
 #include "engine/trace/trace_store.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <stdexcept>
 #include <thread>
 
 namespace cl::trace {
@@ -195,3 +198,33 @@ TEST(AttentionMap, HeadMeanMatchesQuantisingTheFloatMean) {
 
 }  // namespace
 }  // namespace cl::trace
+
+namespace cl::detail {
+namespace {
+
+TEST(TraceWorker, RunsJobsInOrderWaitsAndRethrows) {
+    TraceWorker worker;
+    std::vector<int> order;
+    for (int i = 0; i < 100; ++i) worker.submit([&order, i] { order.push_back(i); });
+    worker.wait();
+    ASSERT_EQ(order.size(), 100u);
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(order[static_cast<size_t>(i)], i);
+    worker.submit([] { throw std::runtime_error("job failed"); });
+    worker.submit([&order] { order.push_back(100); });  // later jobs still run
+    EXPECT_THROW(worker.wait(), std::runtime_error);
+    EXPECT_EQ(order.back(), 100);
+    EXPECT_NO_THROW(worker.wait());  // the error is reported once
+    EXPECT_GE(worker.cpu_ms(), 0.0);
+}
+
+TEST(TraceWorker, DestructorFinishesQueuedJobs) {
+    std::atomic<int> done{0};
+    {
+        TraceWorker worker;
+        for (int i = 0; i < 50; ++i) worker.submit([&done] { ++done; });
+    }
+    EXPECT_EQ(done.load(), 50);
+}
+
+}  // namespace
+}  // namespace cl::detail

@@ -14,6 +14,12 @@
 namespace cl::cli {
 namespace {
 
+std::string format_p(double p) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, p < 0.001 ? "<0.001" : "%.3f", p);
+    return buf;
+}
+
 struct EvalOptions {
     ModelOptions model;
     SamplerOptions sampler;
@@ -44,8 +50,8 @@ int run_eval(const EvalOptions& o) {
     }
     GenerationConfig cfg = o.sampler.resolve(*model);
     nlohmann::json out = nlohmann::json::array();
-    std::printf("%-24s %-8s %6s %9s %15s %9s %9s\n", "policy", "task", "items", "accuracy",
-                "95% interval", "vs none", "tok/s");
+    std::printf("%-24s %-8s %6s %9s %15s %9s %7s %9s\n", "policy", "task", "items", "accuracy",
+                "95% interval", "vs none", "p", "tok/s");
     // Per family, which items the baseline got right: "vs none" counts the items where a policy's
     // verdict differs from the baseline's (fixed + broken), a paired view that the accuracies
     // alone hide.
@@ -91,9 +97,13 @@ int run_eval(const EvalOptions& o) {
             const std::string vs = base == baseline_ok.end() ? "-"
                                                              : "+" + std::to_string(fixed) + "/-" +
                                                                    std::to_string(broken);
-            std::printf("%-24s %-8s %6d %8.1f%% %6.1f-%5.1f%% %9s %9.1f\n", columns[c].c_str(),
-                        family.c_str(), o.items, 100 * acc, 100 * std::max(0.0, centre - half),
-                        100 * std::min(1.0, centre + half), vs.c_str(), tps);
+            // p: exact McNemar test of fixed vs broken (is the paired difference more than noise?).
+            const double p = tasks::paired_exact_p(fixed, broken);
+            const std::string p_text = base == baseline_ok.end() ? "-" : format_p(p);
+            std::printf("%-24s %-8s %6d %8.1f%% %6.1f-%5.1f%% %9s %7s %9.1f\n",
+                        columns[c].c_str(), family.c_str(), o.items, 100 * acc,
+                        100 * std::max(0.0, centre - half), 100 * std::min(1.0, centre + half),
+                        vs.c_str(), p_text.c_str(), tps);
             out.push_back(
                 {{"policy", columns[c]},
                  {"task", family},
@@ -106,6 +116,7 @@ int run_eval(const EvalOptions& o) {
             if (base != baseline_ok.end()) {
                 out.back()["fixed_vs_none"] = fixed;
                 out.back()["broken_vs_none"] = broken;
+                out.back()["paired_p"] = p;
             }
         }
     }

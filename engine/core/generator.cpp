@@ -6,10 +6,12 @@
 #include <chrono>
 #include <cmath>
 #include <set>
+#include <thread>
 
 #include "engine/core/errors.h"
 #include "engine/core/llada_net.h"
 #include "engine/core/policy.h"
+#include "engine/core/trace_worker.h"
 
 namespace cl {
 
@@ -69,6 +71,10 @@ struct Generator::Impl {
     bool ended = false;
     trace::RunSummary summary;
     double recompute_sum = 0;
+    // Quantises attention maps beside the engine thread when a core is spare (created on the first
+    // step that traces attention); null: quantise inline.
+    std::unique_ptr<detail::TraceWorker> trace_worker;
+    bool trace_worker_decided = false;
 
     int64_t block_start() const { return P + block * B; }
     int64_t block_end() const { return block_start() + B; }
@@ -261,6 +267,30 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         }
     }
 
+    // Attention maps of this step, filled by the trace worker (or inline); moved into the record
+    // once every job has run. The guard waits on every exit path, so no job outlives its map.
+    std::vector<std::unique_ptr<trace::AttentionMap>> pending_maps;
+    bool wants_maps = false;
+    for (size_t l = 0; l < want_mean.size(); ++l)
+        wants_maps |= want_mean[l] || !want_heads[l].empty();
+    if (wants_maps && !trace_worker_decided) {
+        trace_worker_decided = true;
+        // Only with a core to spare beside the engine's threads: otherwise the worker would
+        // compete with the matrix products it is meant to stay out of the way of.
+        if (std::thread::hardware_concurrency() > static_cast<unsigned>(std::max(info.threads, 1)))
+            trace_worker = std::make_unique<detail::TraceWorker>();
+    }
+    struct WaitForTraceJobs {
+        detail::TraceWorker* worker;
+        ~WaitForTraceJobs() {
+            if (!worker) return;
+            try {
+                worker->wait();
+            } catch (...) {  // the step is already failing; its own exception wins
+            }
+        }
+    } wait_guard{trace_worker.get()};
+
     const auto long_opts = torch::TensorOptions().dtype(torch::kLong);
     auto ids = torch::tensor(std::vector<int64_t>(x.begin(), x.end()), long_opts)
                    .to(net->device());                                         // (L)
@@ -305,17 +335,26 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
             else
                 for (int64_t i = 0; i < L; ++i) row_index.push_back(static_cast<int32_t>(i));
             // (H, R, L) float maps -> the record's 8-bit levels (trace::AttentionMap); the head
-            // mean is taken by the quantiser in the same pass (no float mean tensor).
+            // mean is taken by the quantiser in the same pass (no float mean tensor). The pass
+            // runs on the trace worker while the engine computes the next layer; the job keeps
+            // the probabilities alive (nothing writes to them after the layer).
             auto store = [&](const torch::Tensor& maps, int32_t head) {  // (H', R, L)
                 auto cpu = maps.to(torch::kCPU, torch::kFloat32).contiguous();
-                trace::AttentionMap a;
-                a.layer = r.layer;
-                a.head = head;
-                a.rows = static_cast<int32_t>(cpu.size(1));
-                a.cols = static_cast<int32_t>(cpu.size(2));
-                a.row_index = row_index;
-                a.set_head_mean(cpu.data_ptr<float>(), static_cast<int32_t>(cpu.size(0)));
-                rec->attention.push_back(std::move(a));
+                auto a = std::make_unique<trace::AttentionMap>();
+                a->layer = r.layer;
+                a->head = head;
+                a->rows = static_cast<int32_t>(cpu.size(1));
+                a->cols = static_cast<int32_t>(cpu.size(2));
+                a->row_index = row_index;
+                auto job = [map = a.get(), cpu] {
+                    map->set_head_mean(cpu.data_ptr<float>(), static_cast<int32_t>(cpu.size(0)));
+                };
+                pending_maps.push_back(std::move(a));
+                // Small maps (a few query rows) cost less to quantise than a thread handoff.
+                if (trace_worker && cpu.numel() >= kTraceWorkerMinFloats)
+                    trace_worker->submit(std::move(job));
+                else
+                    job();
             };
             if (want_mean[l]) store(r.probs, -1);
             for (int32_t h : want_heads[l]) store(r.probs.narrow(0, h, 1), h);
@@ -596,6 +635,9 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
         throw RuntimeFailure("policy '" + info.policy + "' made no progress in block " +
                              std::to_string(block));
     }
+    if (trace_worker) trace_worker->wait();  // the record is complete before it is published
+    rec->attention.reserve(pending_maps.size());
+    for (auto& a : pending_maps) rec->attention.push_back(std::move(*a));
     rec->wall_ms = ms_since(t_step);
 
     summary.steps = step_idx;

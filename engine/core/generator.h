@@ -28,6 +28,11 @@ struct GenerationRequest {
     int32_t threads = 1;  // recorded; the caller sets the thread count
 };
 
+// Attention maps of at least this many probabilities (H x R x L) are quantised on a trace worker
+// thread beside the engine when a core is spare (GenerationRequest::threads below the core count);
+// smaller ones cost less inline than a thread handoff.
+inline constexpr int64_t kTraceWorkerMinFloats = int64_t{1} << 18;
+
 class Generator {
 public:
     // Throws InputError for bad requests (unknown policy, bad parameters, sequence too long).

@@ -1,6 +1,7 @@
 #include "engine/tasks/task_suite.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
@@ -178,6 +179,16 @@ std::string extract_answer(const std::string& generated) {
     const auto b = s.find_first_not_of(" \t");
     const auto e = s.find_last_not_of(" \t.");
     return b == std::string::npos || e < b ? "" : s.substr(b, e - b + 1);
+}
+
+double paired_exact_p(int fixed, int broken) {
+    const int n = fixed + broken, k = std::min(fixed, broken);
+    if (n <= 0 || k < 0) return 1.0;
+    double tail = 0;  // P(X <= k), X ~ Binomial(n, 1/2), in log space (n may be large)
+    for (int i = 0; i <= k; ++i)
+        tail += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) -
+                         n * std::log(2.0));
+    return std::min(1.0, 2 * tail);
 }
 
 bool exact_match(const TaskItem& item, const std::string& generated) {

@@ -1,0 +1,75 @@
+#include "engine/core/trace_worker.h"
+
+#include <time.h>
+
+namespace cl::detail {
+
+namespace {
+
+double thread_cpu_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+}  // namespace
+
+TraceWorker::TraceWorker() : m_thread([this] { loop(); }) {}
+
+TraceWorker::~TraceWorker() {
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_stop = true;
+    }
+    m_work.notify_all();
+    m_thread.join();
+}
+
+void TraceWorker::submit(std::function<void()> job) {
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_jobs.push_back(std::move(job));
+    }
+    m_work.notify_one();
+}
+
+void TraceWorker::wait() {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    m_idle.wait(lock, [this] { return m_jobs.empty() && m_running == 0; });
+    if (m_error) {
+        auto e = m_error;
+        m_error = nullptr;
+        std::rethrow_exception(e);
+    }
+}
+
+double TraceWorker::cpu_ms() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_cpu_ms;
+}
+
+void TraceWorker::loop() {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    for (;;) {
+        m_work.wait(lock, [this] { return m_stop || !m_jobs.empty(); });
+        if (m_jobs.empty()) return;  // stopping with nothing left to do
+        auto job = std::move(m_jobs.front());
+        m_jobs.pop_front();
+        ++m_running;
+        lock.unlock();
+        std::exception_ptr error;
+        try {
+            job();
+        } catch (...) {
+            error = std::current_exception();
+        }
+        job = nullptr;  // release what the job held (tensors) outside the lock
+        lock.lock();
+        m_cpu_ms = thread_cpu_ms();
+        if (error && !m_error) m_error = error;
+        --m_running;
+        if (m_jobs.empty() && m_running == 0) m_idle.notify_all();
+    }
+}
+
+}  // namespace cl::detail
