@@ -105,18 +105,19 @@ int main(int argc, char** argv) {
         cl::Generator(model, req).run();  // warm-up: first-touch allocations, OpenBLAS buffers
         std::printf("prompt: %d tokens (chat template included), G=%lld, %d thread(s)\n",
                     prompt_tokens, static_cast<long long>(gen), threads);
-        std::printf("%-12s %12s %12s %9s %12s %9s %12s\n", "policy", "no_sink_ms", "traced_ms",
-                    "trace", "recorded_ms", "record", "writer_cpu");
+        std::printf("%-12s %12s %12s %9s %12s %9s %12s %10s\n", "policy", "no_sink_ms", "traced_ms",
+                    "trace", "recorded_ms", "record", "writer_cpu", "flush_ms");
         std::printf(
             "(trace: every step record + head-mean attention of every layer in memory; record: the "
-            "same into a session file; writer_cpu: the recorder thread's CPU time / no_sink_ms)\n");
+            "same into a session file; writer_cpu: the recorder thread's CPU time / no_sink_ms; "
+            "flush_ms: the writer's backlog when the run ended)\n");
         nlohmann::json j = {{"policies", nlohmann::json::array()},
                             {"prompt_tokens", prompt_tokens},
                             {"threads", threads}};
         std::filesystem::remove(out);
         for (const auto& p : policies) {
             req.policy = p;
-            std::vector<double> plain, traced, rec, writer_cpu;
+            std::vector<double> plain, traced, rec, writer_cpu, flush;
             for (int r = 0; r < repeats; ++r) {
                 auto t0 = Clock::now();
                 cl::Generator(model, req).run();
@@ -132,7 +133,9 @@ int main(int argc, char** argv) {
                 t0 = Clock::now();
                 cl::Generator(model, req, w.get()).run();
                 rec.push_back(ms_since(t0));  // generation time with the recorder attached
+                t0 = Clock::now();
                 w->flush();
+                flush.push_back(ms_since(t0));  // what the writer still had to do after the run
                 writer_cpu.push_back(w->cpu_ms());
             }
             // Keep one recorded run of each policy in the comparison file.
@@ -142,16 +145,17 @@ int main(int argc, char** argv) {
                 w->flush();
             }
             const double a = median(plain), t = median(traced), b = median(rec),
-                         cpu = median(writer_cpu);
-            std::printf("%-12s %12.1f %12.1f %8.1f%% %12.1f %8.1f%% %11.1f%%\n", p.c_str(), a, t,
-                        100 * (t - a) / a, b, 100 * (b - a) / a, 100 * cpu / a);
+                         cpu = median(writer_cpu), f = median(flush);
+            std::printf("%-12s %12.1f %12.1f %8.1f%% %12.1f %8.1f%% %11.1f%% %10.1f\n", p.c_str(),
+                        a, t, 100 * (t - a) / a, b, 100 * (b - a) / a, 100 * cpu / a, f);
             j["policies"].push_back({{"policy", p},
                                      {"no_sink_ms", a},
                                      {"traced_ms", t},
                                      {"trace_overhead", (t - a) / a},
                                      {"recorded_ms", b},
                                      {"record_overhead", (b - a) / a},
-                                     {"writer_cpu_ms", cpu}});
+                                     {"writer_cpu_ms", cpu},
+                                     {"flush_ms", f}});
         }
         std::filesystem::remove(out + ".tmp");
         // Read side: open + every step's metadata, then one step's full data with one attention
