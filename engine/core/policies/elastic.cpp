@@ -83,6 +83,7 @@ public:
         // Track the decoded keys the window attends to most, and remember its attention for next
         // step. Plain loops over the (H, R, L) probabilities: a dozen small LibTorch ops per layer
         // cost more than the few query rows this policy computes (the efficiency target).
+        if (!r.probs.defined()) return;  // plan_layer always asks for them; nothing to track
         const ProbsView pv(r.probs);
         const bool all_rows = r.rows == nullptr;
         local_index(all_rows);
