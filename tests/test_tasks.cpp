@@ -54,7 +54,7 @@ TEST(Tasks, PairedExactTestOfFixedAndBrokenItems) {
     EXPECT_NEAR(paired_exact_p(0, 10), 2.0 / 1024, 1e-12);
     EXPECT_DOUBLE_EQ(paired_exact_p(5, 5), 1.0);  // capped
     EXPECT_DOUBLE_EQ(paired_exact_p(0, 0), 1.0);  // no discordant item: no evidence
-    EXPECT_LT(paired_exact_p(0, 400), 1e-100);     // large n stays finite
+    EXPECT_LT(paired_exact_p(0, 400), 1e-100);    // large n stays finite
 }
 
 TEST(Tasks, TrainAndEvalSplitsAreDisjoint) {

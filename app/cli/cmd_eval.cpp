@@ -100,10 +100,9 @@ int run_eval(const EvalOptions& o) {
             // p: exact McNemar test of fixed vs broken (is the paired difference more than noise?).
             const double p = tasks::paired_exact_p(fixed, broken);
             const std::string p_text = base == baseline_ok.end() ? "-" : format_p(p);
-            std::printf("%-24s %-8s %6d %8.1f%% %6.1f-%5.1f%% %9s %7s %9.1f\n",
-                        columns[c].c_str(), family.c_str(), o.items, 100 * acc,
-                        100 * std::max(0.0, centre - half), 100 * std::min(1.0, centre + half),
-                        vs.c_str(), p_text.c_str(), tps);
+            std::printf("%-24s %-8s %6d %8.1f%% %6.1f-%5.1f%% %9s %7s %9.1f\n", columns[c].c_str(),
+                        family.c_str(), o.items, 100 * acc, 100 * std::max(0.0, centre - half),
+                        100 * std::min(1.0, centre + half), vs.c_str(), p_text.c_str(), tps);
             out.push_back(
                 {{"policy", columns[c]},
                  {"task", family},
