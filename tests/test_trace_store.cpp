@@ -214,7 +214,6 @@ TEST(TraceWorker, RunsJobsInOrderWaitsAndRethrows) {
     EXPECT_THROW(worker.wait(), std::runtime_error);
     EXPECT_EQ(order.back(), 100);
     EXPECT_NO_THROW(worker.wait());  // the error is reported once
-    EXPECT_GE(worker.cpu_ms(), 0.0);
 }
 
 TEST(TraceWorker, DestructorFinishesQueuedJobs) {

@@ -1,18 +1,6 @@
 #include "engine/core/trace_worker.h"
 
-#include <time.h>
-
 namespace cl::detail {
-
-namespace {
-
-double thread_cpu_ms() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
-}
-
-}  // namespace
 
 TraceWorker::TraceWorker() : m_thread([this] { loop(); }) {}
 
@@ -43,11 +31,6 @@ void TraceWorker::wait() {
     }
 }
 
-double TraceWorker::cpu_ms() const {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    return m_cpu_ms;
-}
-
 void TraceWorker::loop() {
     std::unique_lock<std::mutex> lock(m_mutex);
     for (;;) {
@@ -65,7 +48,6 @@ void TraceWorker::loop() {
         }
         job = nullptr;  // release what the job held (tensors) outside the lock
         lock.lock();
-        m_cpu_ms = thread_cpu_ms();
         if (error && !m_error) m_error = error;
         --m_running;
         if (m_jobs.empty() && m_running == 0) m_idle.notify_all();

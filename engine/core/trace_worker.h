@@ -23,19 +23,16 @@ public:
     void submit(std::function<void()> job);
     // Blocks until every submitted job has run; rethrows the first exception a job threw.
     void wait();
-    // CPU time the worker thread has used, ms (its cost, reported beside the engine's wall time).
-    double cpu_ms() const;
 
 private:
     void loop();
 
-    mutable std::mutex m_mutex;
+    std::mutex m_mutex;
     std::condition_variable m_work, m_idle;
     std::deque<std::function<void()>> m_jobs;
     size_t m_running = 0;
     bool m_stop = false;
     std::exception_ptr m_error;
-    double m_cpu_ms = 0;
     std::thread m_thread;  // last: starts after the members above exist
 };
 

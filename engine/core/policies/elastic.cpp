@@ -66,6 +66,10 @@ public:
             for (int64_t i : t) add(i);
         for (int32_t d : *ctx.decoded_last_step) add(d);
         std::sort(m_queries.begin(), m_queries.end());
+        // m_query_row[position] = the row of a layer's probabilities holding that query, or -1.
+        m_query_row.assign(static_cast<size_t>(ctx.seq_len), -1);
+        for (size_t i = 0; i < m_queries.size(); ++i)
+            m_query_row[static_cast<size_t>(m_queries[i])] = static_cast<int32_t>(i);
         m_rows = torch::tensor(m_queries, torch::TensorOptions().dtype(torch::kLong)).to(m_device);
     }
     detail::LayerPlan plan_layer(int layer) override {
@@ -85,8 +89,7 @@ public:
         // cost more than the few query rows this policy computes (the efficiency target).
         if (!r.probs.defined()) return;  // plan_layer always asks for them; nothing to track
         const ProbsView pv(r.probs);
-        const bool all_rows = r.rows == nullptr;
-        local_index(all_rows);
+        const bool all_rows = r.rows == nullptr;  // full or escalated: row = position
         std::vector<int64_t> window = m_window;
         if (window.empty())  // full steps: the window the next step will use
             for (int64_t i = m_ctx.block_start;
@@ -96,7 +99,8 @@ public:
         prev.rows.clear();
         prev.attn.clear();
         for (int64_t q : window) {
-            const int32_t local = m_local[static_cast<size_t>(q)];
+            const int32_t local =
+                all_rows ? static_cast<int32_t>(q) : m_query_row[static_cast<size_t>(q)];
             if (local < 0) continue;
             prev.rows.push_back(q);
             pv.append_head_mean_row(local, prev.attn);
@@ -157,32 +161,20 @@ private:
         const float* data;
         int64_t heads, rows, keys;
     };
-    // m_local[position] = the row of this layer's probabilities that holds the query at that
-    // position, or -1 (all rows: the position itself; otherwise the index in m_queries).
-    void local_index(bool all_rows) {
-        m_local.assign(static_cast<size_t>(m_seq_len), -1);
-        if (all_rows)
-            for (int64_t i = 0; i < m_seq_len; ++i)
-                m_local[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-        else
-            for (size_t i = 0; i < m_queries.size(); ++i)
-                m_local[static_cast<size_t>(m_queries[i])] = static_cast<int32_t>(i);
-    }
-
     bool drift_test(int layer, const torch::Tensor& probs) {
         const auto& prev = m_prev[static_cast<size_t>(layer)];
         const auto& tracked = m_tracked[static_cast<size_t>(layer)];
         const double gamma = param("gamma");
         if (gamma >= 1.0) return fire(layer, NAN, gamma);  // conservative setting: always refresh
         if (prev.rows.empty() || tracked.empty()) return fire(layer, NAN, gamma);
-        local_index(/*all_rows=*/false);  // escalation tests run on the query rows only
         // Cosine of the tracked columns over the window rows present in both steps.
         const ProbsView pv(probs);
         const auto L = static_cast<size_t>(m_seq_len);
         double dot = 0, now_sq = 0, before_sq = 0;
         bool shared = false;
         for (size_t w = 0; w < prev.rows.size(); ++w) {
-            const int32_t local = m_local[static_cast<size_t>(prev.rows[w])];
+            // Escalation tests run on the query rows only.
+            const int32_t local = m_query_row[static_cast<size_t>(prev.rows[w])];
             if (local < 0) continue;
             shared = true;
             for (int64_t c : tracked) {
@@ -226,7 +218,7 @@ private:
     bool m_full = true;
     int m_fired_at = -1;
     std::vector<int64_t> m_window, m_queries;
-    std::vector<int32_t> m_local;  // (L) see local_index()
+    std::vector<int32_t> m_query_row;  // (L) query position -> row in a layer's probabilities
     torch::Tensor m_rows;
     std::vector<PrevAttention> m_prev;
     std::vector<std::vector<int64_t>> m_tracked;
