@@ -29,6 +29,8 @@ with tempfile.TemporaryDirectory() as d:
     json.dump([row("none", 150, 126), row("x", 150, 123, 1, 4)], open(a, "w"))
     json.dump([row("none", 150, 123), row("x", 150, 121, 1, 3)], open(b, "w"))
     json.dump([{"task": "arith"}], open(bad, "w"))
+    not_list = os.path.join(d, "dict.json")
+    json.dump({"task": "arith"}, open(not_list, "w"))
 
     out = subprocess.run([sys.executable, script, a, b], capture_output=True, text=True)
     check(out.returncode == 0, f"exit {out.returncode}: {out.stderr}")
@@ -43,9 +45,10 @@ with tempfile.TemporaryDirectory() as d:
     x = [l.split() for l in out.stdout.splitlines() if l.split()[1:2] == ["x"]]
     check(x and x[0][4:6] == ["+1/-4", "0.375"], f"one-sample x row: {x}")  # 2*(1+5)/32
 
-    out = subprocess.run([sys.executable, script, bad], capture_output=True, text=True)
-    check(out.returncode != 0, "malformed input accepted")
-    check(bad in out.stderr and "Traceback" not in out.stderr, f"error message: {out.stderr!r}")
+    for path in (bad, not_list, os.path.join(d, "missing.json")):
+        out = subprocess.run([sys.executable, script, path], capture_output=True, text=True)
+        check(out.returncode == 2, f"{path}: exit {out.returncode} for malformed input (want 2)")
+        check(path in out.stderr and "Traceback" not in out.stderr, f"error message: {out.stderr!r}")
 
 if failures:
     print("\n".join(failures))
