@@ -79,7 +79,7 @@ int run_bench(BenchOptions o) {
             std::map<std::string, std::vector<PolicyRun>> reps;
             for (int r = 0; r < o.repeats; ++r)
                 for (const auto& n : names) {
-                    auto cfg = mode == "own" ? with_own_decoding(base_cfg, n) : base_cfg;
+                    auto cfg = mode == "own" ? apply_own_decoding(base_cfg, n) : base_cfg;
                     reps[n].push_back(run_policy(model, prompts[pi], cfg, n,
                                                  o.params.for_policy(n, names.size() == 1), 0,
                                                  o.model.threads));

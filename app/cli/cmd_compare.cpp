@@ -53,7 +53,7 @@ int run_compare(const CompareOptions& o) {
     }
     for (const auto& spec : names) {
         const auto [n, params] = column_policy_params(spec, o.params);
-        auto cfg = o.own_decoding ? with_own_decoding(base_cfg, n) : base_cfg;
+        auto cfg = o.own_decoding ? apply_own_decoding(base_cfg, n) : base_cfg;
         runs.push_back(
             run_policy(model, text, cfg, n, params, run_id++, o.model.threads, recorder.get()));
     }

@@ -8,20 +8,6 @@
 
 namespace cl::cli {
 
-GenerationConfig with_own_decoding(GenerationConfig config, const std::string& policy) {
-    const PolicyInfo* info = find_policy(policy);
-    if (!info) return config;
-    for (const auto& [key, value] : info->own_decoding) {
-        if (key == "threshold")
-            config.threshold = value;
-        else if (key == "certainty_prior")
-            config.certainty_prior = value > 0;
-        else if (key == "remasking_random")
-            config.remasking = value > 0 ? Remasking::Random : Remasking::LowConfidence;
-    }
-    return config;
-}
-
 PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& prompt,
                      const GenerationConfig& config, const std::string& policy,
                      const std::map<std::string, double>& params, int32_t run_id, int threads,

@@ -32,9 +32,6 @@ struct PolicyMetrics {
     int32_t first_divergence = -1;  // first step committing a token the baseline did not; -1 none
 };
 
-// Applies a policy's own decoding defaults (e.g. Fast-dLLM threshold 0.9) to `config`.
-GenerationConfig with_own_decoding(GenerationConfig config, const std::string& policy);
-
 // Runs one policy to the end, collecting its step records into `store` (if given) under run_id.
 PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& prompt,
                      const GenerationConfig& config, const std::string& policy,

@@ -68,6 +68,20 @@ std::map<std::string, double> resolve_policy_params(
     return params;
 }
 
+GenerationConfig apply_own_decoding(GenerationConfig config, const std::string& policy) {
+    const PolicyInfo* info = find_policy(policy);
+    if (!info) return config;
+    for (const auto& [key, value] : info->own_decoding) {
+        if (key == "threshold")
+            config.threshold = value;
+        else if (key == "certainty_prior")
+            config.certainty_prior = value > 0;
+        else if (key == "remasking_random")
+            config.remasking = value > 0 ? Remasking::Random : Remasking::LowConfidence;
+    }
+    return config;
+}
+
 std::unique_ptr<CachePolicy> create_policy(const std::string& name,
                                            const std::map<std::string, double>& params) {
     auto resolved = resolve_policy_params(name, params);

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/generation_config.h"
+
 namespace cl {
 
 struct ParamSpec {
@@ -35,5 +37,8 @@ const PolicyInfo* find_policy(const std::string& name);
 // Validates names and ranges; throws InputError naming "--param" and the bad key or value.
 std::map<std::string, double> resolve_policy_params(const std::string& policy,
                                                     const std::map<std::string, double>& overrides);
+// Applies a policy's own decoding defaults (e.g. Fast-dLLM threshold 0.9) to `config`; unknown
+// policies leave it unchanged. One definition for every front end and the golden-token test.
+GenerationConfig apply_own_decoding(GenerationConfig config, const std::string& policy);
 
 }  // namespace cl
