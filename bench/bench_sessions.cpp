@@ -11,7 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/core/generator.h"
+#include "engine/generation/generator.h"
 #include "engine/tasks/task_suite.h"
 #include "engine/trace/trace_store.h"
 #include "sessions/session_reader.h"

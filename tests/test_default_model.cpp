@@ -3,7 +3,7 @@
 // model was trained). A changed model must come with a re-recorded golden file.
 #include <nlohmann/json.hpp>
 
-#include "engine/core/generator.h"
+#include "engine/generation/generator.h"
 #include "test_util.h"
 
 namespace cl {

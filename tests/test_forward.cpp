@@ -3,14 +3,36 @@
 
 #include <cmath>
 
-#include "engine/core/llada_net.h"
-#include "engine/core/model.h"
+#include "engine/model/transformer.h"
+#include "engine/model/model.h"
 #include "test_util.h"
 
 namespace cl {
 namespace {
 
-using detail::LladaNet;
+// A plan forward driven by lambdas: the plan of each layer and an observer.
+struct LambdaHooks final : detail::LayerHooks {
+    std::function<detail::LayerPlan(int)> plan_fn;
+    std::function<void(const detail::LayerResult&)> observer;
+    detail::LayerPlan plan(int l) override { return plan_fn ? plan_fn(l) : detail::LayerPlan{}; }
+    void observe(const detail::LayerResult& r) override {
+        if (observer) observer(r);
+    }
+};
+
+torch::Tensor run_plan(const detail::Transformer& net, const torch::Tensor& ids,
+                       std::vector<detail::LayerCache>& cache, detail::RowSet& rows,
+                       std::function<detail::LayerPlan(int)> plan = {},
+                       std::function<void(const detail::LayerResult&)> observer = {}) {
+    LambdaHooks hooks;
+    hooks.plan_fn = std::move(plan);
+    hooks.observer = std::move(observer);
+    return net.forward_plan(ids, hooks, cache, rows);
+}
+
+detail::RowSet row_set(std::vector<int64_t> rows) {
+    return detail::RowSet::from_host(std::move(rows), torch::kCPU);
+}
 
 // Normalised mean squared error of `a` against reference `ref`.
 double nmse(const torch::Tensor& a, const torch::Tensor& ref) {
@@ -20,7 +42,7 @@ double nmse(const torch::Tensor& a, const torch::Tensor& ref) {
 }
 
 // An independent float64 implementation: explicit per-head loops, RoPE from std::cos/std::sin.
-torch::Tensor naive_forward(const ModelConfig& c, detail::LladaWeights w,
+torch::Tensor naive_forward(const ModelConfig& c, detail::TransformerWeights w,
                             const std::vector<int64_t>& ids) {
     auto d = [](const torch::Tensor& t) { return t.to(torch::kFloat64); };
     const int64_t L = static_cast<int64_t>(ids.size()), H = c.n_heads, Hkv = c.n_kv_heads,
@@ -54,6 +76,11 @@ torch::Tensor naive_forward(const ModelConfig& c, detail::LladaWeights w,
         auto x = norm(h, lw.attn_norm);
         auto q = torch::matmul(x, d(lw.q_proj).t()), k = torch::matmul(x, d(lw.k_proj).t()),
              v = torch::matmul(x, d(lw.v_proj).t());
+        if (lw.q_bias.defined()) {  // Qwen2-style q/k/v biases
+            q = q + d(lw.q_bias);
+            k = k + d(lw.k_bias);
+            v = v + d(lw.v_bias);
+        }
         std::vector<torch::Tensor> heads;
         for (int64_t hd = 0; hd < H; ++hd) {
             const int64_t kvh = hd / (H / Hkv);  // repeat_interleave semantics
@@ -83,9 +110,9 @@ TEST(Forward, RopeMatchesFloat64Reference) {
     auto model = Model::load(test::make_tiny_model("m", 32, 1, 2, 2));
     auto& net = model->net();
     auto pos = torch::tensor(std::vector<int64_t>{0, 1, 7, 100, 3000});
-    auto [cos, sin] = net.rope_tables(pos);
+    auto [cos, sin] = net.rope().at(pos);
     auto x = torch::randn({5, 16}, torch::kFloat32);
-    auto y = LladaNet::apply_rope(x, cos, sin).to(torch::kFloat64);
+    auto y = detail::RopeTables::apply(x, cos, sin).to(torch::kFloat64);
     for (int64_t r = 0; r < 5; ++r) {
         const double p = static_cast<double>(pos[r].item<int64_t>());
         for (int64_t i = 0; i < 8; ++i) {
@@ -122,10 +149,9 @@ TEST(Forward, PlanWithEveryRowEqualsFullForward) {
     torch::InferenceMode g;
     auto full = net.forward_full(ids.unsqueeze(0))[0];  // (L, V)
     auto cache = net.make_cache(30, false);
-    torch::Tensor rows;
-    auto hidden = net.forward_plan(
-        ids, [](int) { return detail::LayerPlan{}; }, cache, {}, rows);
-    EXPECT_EQ(rows.size(0), 30);
+    detail::RowSet rows;
+    auto hidden = run_plan(net, ids, cache, rows);
+    EXPECT_EQ(rows.size(), 30);
     EXPECT_LE(nmse(net.head(hidden), full), 1e-12);
 }
 
@@ -137,21 +163,17 @@ TEST(Forward, PartialForwardWithFreshCacheEqualsFullOnItsRows) {
     torch::InferenceMode g;
     auto full = net.forward_full(ids.unsqueeze(0))[0];
     auto cache = net.make_cache(L, false);
-    torch::Tensor rows;
-    net.forward_plan(
-        ids, [](int) { return detail::LayerPlan{}; }, cache, {}, rows);  // fills K/V
-    auto subset = torch::tensor(std::vector<int64_t>{2, 5, 6, 20, 35});
-    auto hidden = net.forward_plan(
-        ids,
-        [&](int) {
-            detail::LayerPlan p;
-            p.all_rows = false;
-            p.rows = subset;
-            return p;
-        },
-        cache, {}, rows);
-    EXPECT_TRUE(torch::equal(rows, subset));
-    EXPECT_LE(nmse(net.head(hidden), full.index_select(0, subset)), 1e-10);
+    detail::RowSet rows;
+    run_plan(net, ids, cache, rows);  // fills K/V
+    const auto subset = row_set({2, 5, 6, 20, 35});
+    auto hidden = run_plan(net, ids, cache, rows, [&](int) {
+        detail::LayerPlan p;
+        p.all_rows = false;
+        p.rows = subset;
+        return p;
+    });
+    EXPECT_EQ(rows.host, subset.host);
+    EXPECT_LE(nmse(net.head(hidden), full.index_select(0, subset.device)), 1e-10);
 }
 
 TEST(Forward, RowSetsThatGrowUseTheHiddenCache) {
@@ -163,28 +185,22 @@ TEST(Forward, RowSetsThatGrowUseTheHiddenCache) {
     torch::InferenceMode g;
     auto full = net.forward_full(ids.unsqueeze(0))[0];
     auto cache = net.make_cache(L, true);
-    torch::Tensor rows;
-    net.forward_plan(
-        ids,
-        [](int) {
-            detail::LayerPlan p;
-            p.write_hidden = true;
-            return p;
-        },
-        cache, {}, rows);
-    auto few = torch::tensor(std::vector<int64_t>{3, 4});
-    auto hidden = net.forward_plan(
-        ids,
-        [&](int l) {
-            detail::LayerPlan p;
-            if (l < 2) {
-                p.all_rows = false;
-                p.rows = few;
-            }
-            return p;
-        },
-        cache, {}, rows);
-    EXPECT_EQ(rows.size(0), L);
+    detail::RowSet rows;
+    run_plan(net, ids, cache, rows, [](int) {
+        detail::LayerPlan p;
+        p.write_hidden = true;
+        return p;
+    });
+    const auto few = row_set({3, 4});
+    auto hidden = run_plan(net, ids, cache, rows, [&](int l) {
+        detail::LayerPlan p;
+        if (l < 2) {
+            p.all_rows = false;
+            p.rows = few;
+        }
+        return p;
+    });
+    EXPECT_EQ(rows.size(), L);
     EXPECT_LE(nmse(net.head(hidden), full), 1e-10);
 }
 
@@ -194,24 +210,22 @@ TEST(Forward, ObserverReceivesAttentionOnlyWhenAsked) {
     auto ids = torch::tensor(some_ids(12, model->config().vocab_size));
     torch::InferenceMode g;
     auto cache = net.make_cache(12, false);
-    torch::Tensor rows;
+    detail::RowSet rows;
     std::vector<bool> got(2, false);
-    net.forward_plan(
-        ids,
+    run_plan(
+        net, ids, cache, rows,
         [](int l) {
             detail::LayerPlan p;
             p.want_probs = (l == 1);
             return p;
         },
-        cache,
         [&](const detail::LayerResult& r) {
             got[static_cast<size_t>(r.layer)] = r.probs.defined();
             if (r.probs.defined()) {
                 EXPECT_EQ(r.probs.sizes(), (std::vector<int64_t>{4, 12, 12}));
                 EXPECT_NEAR(r.probs.sum(-1).mean().item<double>(), 1.0, 1e-5);  // rows sum to 1
             }
-        },
-        rows);
+        });
     EXPECT_FALSE(got[0]);
     EXPECT_TRUE(got[1]);
 }

@@ -1,8 +1,8 @@
 #include <nlohmann/json.hpp>
 
-#include "engine/core/errors.h"
-#include "engine/core/model.h"
-#include "engine/core/safetensors.h"
+#include "engine/base/errors.h"
+#include "engine/model/model.h"
+#include "engine/model/safetensors.h"
 #include "test_util.h"
 
 namespace cl {

@@ -2,9 +2,9 @@
 #include <cmath>
 #include <set>
 
-#include "engine/core/generator.h"
-#include "engine/core/llada_net.h"
-#include "engine/core/policy_registry.h"
+#include "engine/generation/generator.h"
+#include "engine/model/transformer.h"
+#include "engine/generation/policy_registry.h"
 #include "engine/trace/trace_store.h"
 #include "test_util.h"
 

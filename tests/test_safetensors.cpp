@@ -1,7 +1,7 @@
 #include <cstring>
 
-#include "engine/core/errors.h"
-#include "engine/core/safetensors.h"
+#include "engine/base/errors.h"
+#include "engine/model/safetensors.h"
 #include "test_util.h"
 
 namespace cl {

@@ -1,9 +1,9 @@
 #include <set>
 #include <thread>
 
-#include "engine/core/errors.h"
-#include "engine/core/generator.h"
-#include "engine/core/policy_registry.h"
+#include "engine/base/errors.h"
+#include "engine/generation/generator.h"
+#include "engine/generation/policy_registry.h"
 #include "engine/trace/trace_store.h"
 #include "test_util.h"
 

@@ -1,8 +1,8 @@
 #include <regex>
 #include <set>
 
-#include "engine/core/model.h"
-#include "engine/core/trainer.h"
+#include "engine/model/model.h"
+#include "engine/training/trainer.h"
 #include "engine/tasks/task_suite.h"
 #include "test_util.h"
 

@@ -1,8 +1,9 @@
 #include <nlohmann/json.hpp>
 
-#include "engine/core/errors.h"
-#include "engine/core/model_writer.h"
-#include "engine/core/tokenizer.h"
+#include "engine/base/errors.h"
+#include "engine/model/model_writer.h"
+#include "engine/model/arch_llada.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "test_util.h"
 
 namespace cl {
@@ -42,7 +43,7 @@ TEST(Tokenizer, SpecialTokensAreSingleIds) {
 TEST(Tokenizer, ChatTemplateFollowsLlada) {
     auto tok = byte_level();
     ASSERT_TRUE(tok->has_chat_tokens());
-    const auto s = tok->apply_chat_template("Hi");
+    const auto s = detail::llada_chat_template(*tok, "Hi");
     EXPECT_EQ(s,
               "<|startoftext|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
               "<|start_header_id|>assistant<|end_header_id|>\n\n");

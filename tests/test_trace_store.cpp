@@ -1,4 +1,4 @@
-#include "engine/core/trace_worker.h"
+#include "engine/generation/trace_worker.h"
 #include "engine/trace/trace_store.h"
 
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 #include <random>
 #include <string>
 
-#include "engine/core/model_writer.h"
+#include "engine/model/model_writer.h"
 
 namespace cl::test {
 

@@ -3,8 +3,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/core/errors.h"
-#include "engine/core/tokenizer.h"
+#include "engine/base/errors.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace cl::cli {
 

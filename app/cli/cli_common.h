@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/generation_config.h"
-#include "engine/core/model.h"
+#include "engine/generation/generation_config.h"
+#include "engine/model/model.h"
 
 namespace cl::cli {
 

@@ -9,8 +9,8 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
-#include "engine/core/errors.h"
-#include "engine/core/policy_registry.h"
+#include "engine/base/errors.h"
+#include "engine/generation/policy_registry.h"
 #include "engine/tasks/task_suite.h"
 
 namespace cl::cli {

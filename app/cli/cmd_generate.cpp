@@ -8,8 +8,8 @@
 #include "app/cli/commands.h"
 #include "app/cli/jsonl_trace_sink.h"
 #include "app/cli/terminal_view.h"
-#include "engine/core/errors.h"
-#include "engine/core/generator.h"
+#include "engine/base/errors.h"
+#include "engine/generation/generator.h"
 #include "sessions/session_writer.h"
 
 namespace cl::cli {

@@ -4,8 +4,8 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "engine/core/errors.h"
-#include "engine/core/model_writer.h"
+#include "engine/base/errors.h"
+#include "engine/model/model_writer.h"
 
 namespace cl::cli {
 namespace {

@@ -1,7 +1,7 @@
 // `cachelens-cli policies`: every policy with its parameters, paper defaults and ranges.
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "engine/core/policy_registry.h"
+#include "engine/generation/policy_registry.h"
 
 namespace cl::cli {
 

@@ -8,7 +8,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/terminal_view.h"
-#include "engine/core/errors.h"
+#include "engine/base/errors.h"
 #include "sessions/session_reader.h"
 
 namespace cl::cli {

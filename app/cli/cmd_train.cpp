@@ -4,9 +4,9 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "engine/core/errors.h"
-#include "engine/core/model.h"
-#include "engine/core/trainer.h"
+#include "engine/base/errors.h"
+#include "engine/model/model.h"
+#include "engine/training/trainer.h"
 
 namespace cl::cli {
 namespace {

@@ -1,10 +1,10 @@
 #include "app/cli/comparison.h"
 
-#include "engine/core/policy_registry.h"
+#include "engine/generation/policy_registry.h"
 
 #include <sstream>
 
-#include "engine/core/errors.h"
+#include "engine/base/errors.h"
 
 namespace cl::cli {
 

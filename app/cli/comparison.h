@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "app/cli/cli_common.h"
-#include "engine/core/generator.h"
+#include "engine/generation/generator.h"
 #include "engine/trace/trace_store.h"
 
 namespace cl::cli {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "engine/core/errors.h"
+#include "engine/base/errors.h"
 #include "sessions/trace_json.h"
 
 namespace cl::cli {

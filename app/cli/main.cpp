@@ -4,7 +4,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "engine/core/errors.h"
+#include "engine/base/errors.h"
 
 int main(int argc, char** argv) {
     using namespace cl::cli;

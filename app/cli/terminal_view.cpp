@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "engine/core/errors.h"
+#include "engine/base/errors.h"
 
 namespace cl::cli {
 

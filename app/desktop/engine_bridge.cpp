@@ -3,7 +3,7 @@
 #include <chrono>
 #include <future>
 
-#include "engine/core/errors.h"
+#include "engine/base/errors.h"
 
 namespace cl::app {
 

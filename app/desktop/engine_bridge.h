@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "app/desktop/command_queue.h"
-#include "engine/core/generator.h"
+#include "engine/generation/generator.h"
 #include "sessions/session_writer.h"
 #include "viz/viz_context.h"
 

@@ -10,7 +10,7 @@
 
 #include "app/desktop/imgui_canvas.h"
 #include "app/desktop/main_window.h"
-#include "engine/core/model.h"
+#include "engine/model/model.h"
 
 int main(int argc, char** argv) {
     QSurfaceFormat fmt;

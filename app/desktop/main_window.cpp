@@ -34,8 +34,8 @@
 #include "app/desktop/export.h"
 #include "app/desktop/imgui_canvas.h"
 #include "app/desktop/session_browser.h"
-#include "engine/core/errors.h"
-#include "engine/core/policy_registry.h"
+#include "engine/base/errors.h"
+#include "engine/generation/policy_registry.h"
 #include "sessions/session_reader.h"
 
 namespace cl::app {

@@ -6,7 +6,7 @@
 #include <functional>
 #include <stdexcept>
 
-#include "engine/core/errors.h"
+#include "engine/base/errors.h"
 
 namespace cl::tasks {
 

@@ -1,0 +1,160 @@
+// Policy `d2cache` (d2Cache, ICLR 2026): two-stage token selection, the same rows at every layer.
+// Stage 1, M*: the k masked rows with the highest certainty-prior score D(i) x confidence (the
+// confidence of rows not recomputed is carried from the step that last computed them), plus the
+// rows decoded at the previous step. Stage 2, U: attention rollout over the previous step's
+// head-mean attention (identity for rows that were not computed, + I, row-normalised, chained over
+// layers); influence = column sums; U = the nucleus (cumulative share <= p, at least one) of the
+// most influential rows not selected yet. The first step is full. Only recomputed masked rows can
+// be decoded (the sampler enforces this for every policy). `inflate_w` adds the masked neighbours
+// within w positions of each M* row.
+#include <cmath>
+#include <numeric>
+
+#include "engine/generation/policies/row_set_policy.h"
+
+namespace cl::policies {
+namespace {
+
+class D2Cache final : public RowSetPolicy {
+public:
+    static PolicyInfo static_info() {
+        return {
+            "d2cache",
+            "d2Cache: top-k masked by certainty prior + just decoded + attention-rollout nucleus",
+            {{"k", 32, 1, 65536, true, "masked rows recomputed per step (stage 1)"},
+             {"p", 0.1, 0, 1, false, "nucleus share of rollout influence (stage 2)"},
+             {"sigma", 10, 0.1, 1000, false, "width of the certainty-prior kernel"},
+             {"inflate_w", 0, 0, 64, true,
+              "also recompute masked rows within w of each selected row"}},
+            {{"certainty_prior", 1}}};
+    }
+    const PolicyInfo& info() const override {
+        static const PolicyInfo i = static_info();
+        return i;
+    }
+    void on_run_start(detail::Transformer& net, int64_t seq_len) override {
+        RowSetPolicy::on_run_start(net, seq_len);
+        m_influence.assign(static_cast<size_t>(seq_len), 0.0);
+        m_have_influence = false;
+    }
+    void observe_layer(const detail::LayerResult& r) override {
+        // Accumulate the rollout backwards later; keep this step's head-mean attention per layer.
+        if (r.layer == 0) m_layer_attn.clear();
+        auto mean = r.probs.mean(0).to(torch::kCPU, torch::kFloat64);  // (R, L)
+        m_layer_attn.push_back({r.rows ? torch::tensor(r.rows->host) : torch::Tensor(), mean});
+    }
+    void on_step_end(const StepContext& ctx, const std::vector<int32_t>& committed) override {
+        // influence = 1^T A_N ... A_1 with A_l = rownorm(attn_l + I) for active rows, identity
+        // otherwise.
+        const int64_t L = ctx.seq_len;
+        auto v = torch::ones({L}, torch::kFloat64);  // (L)
+        for (auto it = m_layer_attn.rbegin(); it != m_layer_attn.rend(); ++it) {
+            const auto& [rows, attn] = *it;  // attn (R, L)
+            auto active = rows.defined() ? rows : torch::arange(L, torch::kLong);
+            auto v_active = v.index_select(0, active);  // (R)
+            auto next = v.clone();
+            next.index_put_({active}, v_active * 0.5);  // the +I half of active rows
+            next += 0.5 * torch::matmul(v_active.unsqueeze(0), attn).squeeze(0);
+            v = next;
+        }
+        auto acc = v.contiguous();
+        const double* a = acc.data_ptr<double>();
+        m_influence.assign(a, a + L);
+        m_have_influence = true;
+    }
+
+protected:
+    bool wants_probs() const override { return true; }
+
+    RowChoice choose(const StepContext& ctx) override {
+        if (ctx.step == 0 || !m_have_influence) return full_choice("first-step");
+        const int64_t L = ctx.seq_len;
+        const auto k = static_cast<size_t>(param("k"));
+        const double p = param("p"), sigma = param("sigma");
+        const auto inflate = static_cast<int64_t>(param("inflate_w"));
+        // Stage 1: certainty prior x (carried) confidence over every masked row.
+        std::vector<std::pair<double, int64_t>> scored;
+        const double two_s2 = 2 * sigma * sigma;
+        const auto reach = static_cast<int64_t>(std::ceil(6 * sigma));
+        for (int64_t i = 0; i < L; ++i) {
+            if (!(*ctx.masked)[static_cast<size_t>(i)]) continue;
+            double num = 0, den = 0;
+            for (int64_t j = std::max<int64_t>(0, i - reach); j < std::min(L, i + reach + 1); ++j) {
+                const double w = std::exp(-static_cast<double>((i - j) * (i - j)) / two_s2);
+                den += w;
+                if (!(*ctx.masked)[static_cast<size_t>(j)]) num += w;
+            }
+            const double conf = (*ctx.last_prediction)[static_cast<size_t>(i)] >= 0
+                                    ? (*ctx.last_confidence)[static_cast<size_t>(i)]
+                                    : 0.0;
+            scored.emplace_back((den > 0 ? num / den : 0) * conf, i);
+        }
+        std::stable_sort(scored.begin(), scored.end(),
+                         [](const auto& a, const auto& b) { return a.first > b.first; });
+        RowChoice c;
+        std::vector<uint8_t> selected(static_cast<size_t>(L), 0);
+        auto add = [&](int64_t i) {
+            if (!selected[static_cast<size_t>(i)]) {
+                selected[static_cast<size_t>(i)] = 1;
+                c.rows.push_back(i);
+            }
+        };
+        for (size_t i = 0; i < std::min(k, scored.size()); ++i) {
+            const int64_t pos = scored[i].second;
+            add(pos);
+            for (int64_t j = std::max<int64_t>(0, pos - inflate);
+                 j <= std::min(L - 1, pos + inflate); ++j)
+                if ((*ctx.masked)[static_cast<size_t>(j)]) add(j);
+        }
+        // The current block must stay decodable: its best masked row is always in M*.
+        for (const auto& [s, pos] : scored)
+            if (pos >= ctx.block_start && pos < ctx.block_end) {
+                add(pos);
+                break;
+            }
+        for (int32_t d : *ctx.decoded_last_step) add(d);
+        const size_t stage1 = c.rows.size();
+        // Stage 2: nucleus of rollout influence over the rows not selected yet.
+        std::vector<std::pair<double, int64_t>> rest;
+        double total = 0;
+        for (int64_t i = 0; i < L; ++i)
+            if (!selected[static_cast<size_t>(i)]) {
+                rest.emplace_back(m_influence[static_cast<size_t>(i)], i);
+                total += m_influence[static_cast<size_t>(i)];
+            }
+        std::stable_sort(rest.begin(), rest.end(),
+                         [](const auto& a, const auto& b) { return a.first > b.first; });
+        double cum = 0;
+        for (size_t i = 0; i < rest.size(); ++i) {
+            const double share = total > 0 ? rest[i].first / total : 0;
+            if (i > 0 && cum + share > p + 1e-12) break;
+            cum += share;
+            add(rest[i].second);
+        }
+        c.reason = "selection";
+        c.detail = "M* " + std::to_string(stage1) + " rows (k " + std::to_string(k) +
+                   " + just decoded), U " + std::to_string(c.rows.size() - stage1) +
+                   " rows (rollout nucleus " + std::to_string(cum).substr(0, 5) + ")";
+        if (ctx.triggers) {
+            trace::TriggerEvent e;
+            e.kind = "rollout-nucleus";
+            e.value = cum;
+            e.threshold = p;
+            e.fired = c.rows.size() > stage1;
+            e.action = "U = " + std::to_string(c.rows.size() - stage1) + " rows";
+            ctx.triggers->push_back(e);
+        }
+        return c;
+    }
+
+private:
+    std::vector<std::pair<torch::Tensor, torch::Tensor>>
+        m_layer_attn;                 // per layer: rows (R) or undefined, (R, L)
+    std::vector<double> m_influence;  // (L) column sums of the last step's rollout
+    bool m_have_influence = false;
+};
+
+CL_REGISTER_POLICY(D2Cache);
+
+}  // namespace
+}  // namespace cl::policies

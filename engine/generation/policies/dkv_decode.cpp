@@ -1,0 +1,53 @@
+// Policy `dkv-decode` (dKV-Cache-Decode, Ma et al. 2025): delayed caching of decoded tokens.
+// A token's K/V are cached one step after it is decoded (its first forward as a real token), so
+// each step recomputes M_{t-1} = still-masked rows + rows decoded at the previous step. Steps 0
+// and 1 of every block are full (the cache is rebuilt at step 1), then a full forward every N
+// steps. Options: `delay` 0 is the paper's no-delay ablation (decoded rows keep the K/V they had as
+// masks); `block_reset` 0 refreshes only every N steps.
+#include "engine/generation/policies/row_set_policy.h"
+
+namespace cl::policies {
+namespace {
+
+class DkvDecode final : public RowSetPolicy {
+public:
+    static PolicyInfo static_info() {
+        return {
+            "dkv-decode",
+            "dKV-Cache-Decode: reuse K/V of tokens decoded >= 2 steps ago and of the prompt; "
+            "refresh every N steps",
+            {{"refresh_interval", 8, 1, 1024, true, "N: a full forward every N steps"},
+             {"delay", 1, 0, 1, true,
+              "1 = one-step delayed caching; 0 = no-delay ablation (stale K/V of new tokens)"},
+             {"block_reset", 1, 0, 1, true, "1 = steps 0 and 1 of each block are full forwards"}},
+            {}};
+    }
+    const PolicyInfo& info() const override {
+        static const PolicyInfo i = static_info();
+        return i;
+    }
+
+protected:
+    RowChoice choose(const StepContext& ctx) override {
+        const auto n = static_cast<int64_t>(param("refresh_interval"));
+        if (ctx.step == 0) return full_choice("first-step");
+        if (param("block_reset") > 0 && ctx.step_in_block <= 1)
+            return full_choice("block-start", ctx.step_in_block == 0
+                                                  ? "full forward at block start"
+                                                  : "cache rebuilt (step 1 of block)");
+        if (m_steps_since_full + 1 >= n)
+            return full_choice("interval", "full forward every " + std::to_string(n) + " steps");
+        RowChoice c;
+        c.rows = masked_rows(ctx);
+        if (param("delay") > 0) append(c.rows, *ctx.decoded_last_step);
+        c.reason = "delayed-cache";
+        c.detail = param("delay") > 0 ? "recompute masked + decoded last step"
+                                      : "recompute masked only (no delay)";
+        return c;
+    }
+};
+
+CL_REGISTER_POLICY(DkvDecode);
+
+}  // namespace
+}  // namespace cl::policies

@@ -1,0 +1,54 @@
+// Policy `dkv-greedy` (dKV-Cache-Greedy): recompute only D_t (the rows decoded this step, known in
+// advance under random remasking), D_{t-1}, and a window of w positions around D_{t-1}; everything
+// else, other masks included, is reused stale. A full forward every N steps. Lossy by design.
+// When the commit order is not known in advance (low-confidence remasking), D_t is replaced by
+// the current block's masked rows, and the step's trigger says so.
+#include "engine/generation/policies/row_set_policy.h"
+
+namespace cl::policies {
+namespace {
+
+class DkvGreedy final : public RowSetPolicy {
+public:
+    static PolicyInfo static_info() {
+        return {"dkv-greedy",
+                "dKV-Cache-Greedy: recompute D_t, D_{t-1} and a window around D_{t-1}; full every "
+                "N (needs random remasking)",
+                {{"refresh_interval", 2, 1, 1024, true, "N: a full forward every N steps"},
+                 {"window", 4, 0, 4096, true, "w: positions on each side of D_{t-1} recomputed"}},
+                {{"remasking_random", 1}}};
+    }
+    const PolicyInfo& info() const override {
+        static const PolicyInfo i = static_info();
+        return i;
+    }
+
+protected:
+    RowChoice choose(const StepContext& ctx) override {
+        const auto n = static_cast<int64_t>(param("refresh_interval"));
+        const auto w = static_cast<int64_t>(param("window"));
+        if (ctx.step == 0) return full_choice("first-step");
+        if (m_steps_since_full + 1 >= n)
+            return full_choice("interval", "full forward every " + std::to_string(n) + " steps");
+        RowChoice c;
+        c.reason = "greedy-window";
+        if (ctx.planned_commits && !ctx.planned_commits->empty()) {
+            append(c.rows, *ctx.planned_commits);
+            c.detail = "recompute D_t, D_{t-1} and a window of " + std::to_string(w);
+        } else {
+            c.rows = masked_rows(ctx, ctx.block_start, ctx.block_end);
+            c.detail =
+                "order unknown (not random remasking): current block's masks stand in for D_t";
+        }
+        for (int32_t d : *ctx.decoded_last_step)
+            for (int64_t i = std::max<int64_t>(0, d - w);
+                 i <= std::min<int64_t>(ctx.seq_len - 1, d + w); ++i)
+                c.rows.push_back(i);
+        return c;
+    }
+};
+
+CL_REGISTER_POLICY(DkvGreedy);
+
+}  // namespace
+}  // namespace cl::policies

@@ -1,0 +1,49 @@
+// Policy `dkv-pd` (dKV-Cache-PD): prompt K/V computed once and never refreshed; the response is
+// cached as in dkv-decode (one-step delay), with a refresh of every response row every N steps.
+#include "engine/generation/policies/row_set_policy.h"
+
+namespace cl::policies {
+namespace {
+
+class DkvPd final : public RowSetPolicy {
+public:
+    static PolicyInfo static_info() {
+        return {
+            "dkv-pd",
+            "dKV-Cache-PD: prompt cached forever; response with delayed caching, refreshed every N",
+            {{"refresh_interval", 4, 1, 1024, true,
+              "N: recompute every response row every N steps"}},
+            {}};
+    }
+    const PolicyInfo& info() const override {
+        static const PolicyInfo i = static_info();
+        return i;
+    }
+
+protected:
+    RowChoice choose(const StepContext& ctx) override {
+        if (ctx.step == 0) return full_choice("first-step");
+        const auto n = static_cast<int64_t>(param("refresh_interval"));
+        RowChoice c;
+        if (++m_since_refresh >= n) {
+            m_since_refresh = 0;
+            c.rows = range(ctx.prompt_len, ctx.seq_len);
+            c.reason = "interval";
+            c.detail = "response refresh (every " + std::to_string(n) + " steps), prompt reused";
+            return c;
+        }
+        c.rows = masked_rows(ctx, ctx.prompt_len);
+        append(c.rows, *ctx.decoded_last_step);
+        c.reason = "delayed-cache";
+        c.detail = "recompute masked + decoded last step, prompt reused";
+        return c;
+    }
+
+private:
+    int64_t m_since_refresh = 0;
+};
+
+CL_REGISTER_POLICY(DkvPd);
+
+}  // namespace
+}  // namespace cl::policies

@@ -1,0 +1,176 @@
+// Policy `dllm-cache` (dLLM-Cache, Liu et al.): a feature cache per layer (K, V, attention output,
+// FFN output) for the prompt and response spans, refreshed on two intervals, plus an adaptive
+// partial update of the response driven by V similarity. Follows the reference code:
+// - a forward counter c counts from 1 over the whole generation; the prompt is refreshed when
+//   (c-1) % K_p == 0, the response when (c-1) % K_r == 0; layer 0 is always recomputed;
+// - both refresh: the full layer; response only: every response row against cached prompt K/V;
+//   prompt only: every prompt row + V-verify of the response; neither: V-verify only;
+// - V-verify (rho > 0): V of every response row from the live residual, the floor(rho * G) rows
+//   with the lowest cosine to the cached V are recomputed (Q, K, attention, FFN); the V cache takes
+//   every fresh V, the K cache only the picked rows;
+// - every row keeps a live residual stream: cached attention/FFN outputs are added to its input.
+// Option `metric`: 0 V-cosine (paper), 1 K-cosine, 2 random picks (ablation).
+#include <numeric>
+#include <random>
+
+#include "engine/generation/policy.h"
+
+namespace cl::policies {
+namespace {
+
+class DllmCache final : public CachePolicy {
+public:
+    static PolicyInfo static_info() {
+        return {"dllm-cache",
+                "dLLM-Cache: prompt/response feature caches on intervals + V-similarity partial "
+                "updates",
+                {{"prompt_interval", 50, 1, 100000, true,
+                  "K_p: refresh prompt features every K_p forwards"},
+                 {"response_interval", 7, 1, 100000, true,
+                  "K_r: refresh response features every K_r forwards"},
+                 {"rho", 0.25, 0, 1, false,
+                  "share of response rows re-picked per layer by V similarity"},
+                 {"metric", 0, 0, 2, true, "0 = V cosine, 1 = K cosine, 2 = random (ablation)"}},
+                {}};
+    }
+    const PolicyInfo& info() const override {
+        static const PolicyInfo i = static_info();
+        return i;
+    }
+    void on_run_start(detail::Transformer& net, int64_t seq_len) override {
+        m_cache = net.make_cache(seq_len, false);
+        auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(net.device());
+        for (auto& lc : m_cache) {
+            lc.attn_out = torch::zeros({seq_len, net.config().d_model}, opts);
+            lc.ffn_out = torch::zeros({seq_len, net.config().d_model}, opts);
+        }
+        m_device = net.device();
+        m_seq_len = seq_len;
+        m_counter = 0;
+        m_probed.assign(m_cache.size(), false);
+    }
+    void begin_step(const StepContext& ctx) override {
+        m_ctx = ctx;
+        ++m_counter;
+        const auto kp = static_cast<int64_t>(param("prompt_interval")),
+                   kr = static_cast<int64_t>(param("response_interval"));
+        m_refresh_prompt = (m_counter - 1) % kp == 0;
+        m_refresh_response = (m_counter - 1) % kr == 0;
+        std::vector<int64_t> prompt(static_cast<size_t>(ctx.prompt_len)),
+            response(static_cast<size_t>(ctx.seq_len - ctx.prompt_len));
+        std::iota(prompt.begin(), prompt.end(), 0);
+        std::iota(response.begin(), response.end(), ctx.prompt_len);
+        m_prompt = detail::RowSet::from_host(std::move(prompt), m_device);
+        m_response = detail::RowSet::from_host(std::move(response), m_device);
+        std::fill(m_probed.begin(), m_probed.end(), false);
+        trace::TriggerEvent e;
+        e.kind = "interval";
+        e.value = static_cast<double>(m_counter);
+        e.fired = m_refresh_prompt || m_refresh_response;
+        e.action = m_refresh_prompt && m_refresh_response ? "refresh prompt and response"
+                   : m_refresh_response                   ? "refresh response, V-verify off"
+                   : m_refresh_prompt                     ? "refresh prompt, V-verify response"
+                                                          : "V-verify response only";
+        if (ctx.triggers) ctx.triggers->push_back(e);
+    }
+    detail::LayerPlan plan_layer(int layer) override {
+        detail::LayerPlan p;
+        p.feature_cache = true;
+        p.write_kv = true;
+        p.write_features = true;
+        if (layer == 0 || (m_refresh_prompt && m_refresh_response)) return p;  // every row
+        p.all_rows = false;
+        if (m_refresh_response) {
+            p.rows = m_response;  // against cached prompt K/V
+            return p;
+        }
+        p.rows = m_refresh_prompt ? m_prompt : detail::RowSet::from_host({}, m_device);
+        if (param("rho") <= 0) return p;
+        p.probe = true;
+        p.probe_rows = m_response;
+        p.probe_k = param("metric") == 1;
+        return p;
+    }
+    // V-verify: the probe of the response rows decides which of them this layer recomputes.
+    detail::RowSet select_rows(int layer, const torch::Tensor& k, const torch::Tensor& v) override {
+        return verify(layer, param("rho"), k, v);
+    }
+    void annotate(std::vector<trace::RowAction>& actions) const override {
+        // Rows not recomputed reused their cached features; response rows of a V-verified layer
+        // had their V probed.
+        for (size_t l = 0; l < m_cache.size(); ++l)
+            for (int64_t i = 0; i < m_seq_len; ++i) {
+                auto& a = actions[l * static_cast<size_t>(m_seq_len) + static_cast<size_t>(i)];
+                if (a == trace::RowAction::Recomputed) continue;
+                a = (m_probed[l] && i >= m_ctx.prompt_len) ? trace::RowAction::ProbedOnly
+                                                           : trace::RowAction::FeatureReused;
+            }
+    }
+    std::vector<detail::LayerCache>& cache() override { return m_cache; }
+
+private:
+    // Observes on the host by design: the picked rows decide this layer's work.
+    detail::RowSet verify(int layer, double rho, const torch::Tensor& k, const torch::Tensor& v) {
+        auto& lc = m_cache[static_cast<size_t>(layer)];
+        m_probed[static_cast<size_t>(layer)] = true;
+        const int64_t G = m_response.size();
+        const auto n = static_cast<int64_t>(std::floor(rho * static_cast<double>(G)));
+        const auto metric = static_cast<int>(param("metric"));
+        std::vector<int64_t> picked;
+        double mean_sim = NAN;
+        if (n > 0) {
+            torch::Tensor order;  // (G) response indices, least similar first
+            if (metric == 2) {
+                std::vector<int64_t> idx(static_cast<size_t>(G));
+                std::iota(idx.begin(), idx.end(), 0);
+                std::shuffle(idx.begin(), idx.end(),
+                             std::mt19937_64(static_cast<uint64_t>(m_counter * 131 + layer)));
+                order = torch::tensor(idx);
+            } else {
+                const auto& fresh = metric == 1 ? k : v;          // (Hkv, G, Dh)
+                const auto& cached = metric == 1 ? lc.k : lc.v;   // (Hkv, L, Dh)
+                auto a = fresh.transpose(0, 1).reshape({G, -1});  // (G, Hkv*Dh)
+                auto b = cached.index_select(1, m_response.device).transpose(0, 1).reshape({G, -1});
+                auto sim = torch::cosine_similarity(a, b, 1, 1e-12);  // (G)
+                mean_sim = sim.mean().item<double>();
+                order = sim.argsort().to(torch::kCPU);
+            }
+            auto op = order.to(torch::kCPU).contiguous();
+            const int64_t* o = op.data_ptr<int64_t>();
+            for (int64_t i = 0; i < std::min(n, G); ++i) picked.push_back(m_ctx.prompt_len + o[i]);
+        }
+        // The V cache takes the fresh V of every response row; K only for the picked rows (below).
+        lc.v.index_copy_(1, m_response.device, v);
+        std::vector<int64_t> rows;
+        if (m_refresh_prompt)
+            for (int64_t i = 0; i < m_ctx.prompt_len; ++i) rows.push_back(i);
+        std::sort(picked.begin(), picked.end());
+        rows.insert(rows.end(), picked.begin(), picked.end());
+        if (m_ctx.triggers) {
+            trace::TriggerEvent e;
+            e.kind = "v-verify";
+            e.layer = layer;
+            e.value = mean_sim;
+            e.threshold = rho;
+            e.fired = !picked.empty();
+            e.action =
+                "recompute " + std::to_string(picked.size()) + " least-similar response rows";
+            m_ctx.triggers->push_back(e);
+        }
+        return detail::RowSet::from_host(std::move(rows), m_device);
+    }
+
+    std::vector<detail::LayerCache> m_cache;
+    torch::Device m_device{torch::kCPU};
+    int64_t m_seq_len = 0;
+    int64_t m_counter = 0;
+    bool m_refresh_prompt = true, m_refresh_response = true;
+    StepContext m_ctx;
+    detail::RowSet m_prompt, m_response;  // (P), (G) positions
+    std::vector<bool> m_probed;          // per layer: V-verify ran this step
+};
+
+CL_REGISTER_POLICY(DllmCache);
+
+}  // namespace
+}  // namespace cl::policies

@@ -1,0 +1,235 @@
+// Policy `elastic` (Elastic-Cache, arXiv 2510.14973): attention-drift trigger + depth-aware
+// refresh. Query rows at every layer: the window W (the first w masked rows from the current
+// block), the tracked most-attended tokens and the rows decoded at the previous step; other rows
+// reuse cached K/V and layer inputs. At each layer the drift test compares the attention the window
+// pays to the tracked token (the decoded key it attends to most at that layer) with the previous
+// step: cos(now, before) < gamma fires at l*, and the layers from l* on are recomputed for every
+// row. Deviation, on purpose: the paper refreshes layers > l*; CacheLens refreshes from l*
+// inclusive so that gamma = 1 (always fire) reproduces the baseline exactly (POLICIES.md section
+// 5). The first step of the run is full. Decoding: confidence threshold (own decoding, tau 0.9).
+#include <algorithm>
+#include <cmath>
+
+#include "engine/generation/policy.h"
+
+namespace cl::policies {
+namespace {
+
+class Elastic final : public CachePolicy {
+public:
+    static PolicyInfo static_info() {
+        return {
+            "elastic",
+            "Elastic-Cache: window queries, attention-drift test per layer, refresh deeper layers",
+            {{"window", 16, 1, 65536, true, "w: the first w masked rows are the queries"},
+             {"gamma", 0.9, 0, 1, false,
+              "drift threshold: refresh when cos(attention now, before) < gamma"},
+             {"track_num", 1, 1, 16, true, "most-attended decoded tokens tracked per layer"},
+             {"block_caching", 1, 0, 1, true,
+              "1 = window from the current block; 0 = every mask is a query"}},
+            {{"threshold", 0.9}}};
+    }
+    const PolicyInfo& info() const override {
+        static const PolicyInfo i = static_info();
+        return i;
+    }
+    void on_run_start(detail::Transformer& net, int64_t seq_len) override {
+        m_cache = net.make_cache(seq_len, /*with_hidden=*/true);
+        m_device = net.device();
+        m_seq_len = seq_len;
+        m_prev.assign(m_cache.size(), {});
+        m_tracked.assign(m_cache.size(), {});
+    }
+    void begin_step(const StepContext& ctx) override {
+        m_ctx = ctx;
+        m_full = ctx.step == 0;
+        m_fired_at = m_full ? 0 : -1;
+        m_queries.clear();
+        m_window.clear();
+        if (m_full) {
+            push(ctx, "first-step", 0, NAN, NAN, true, "full forward");
+            return;
+        }
+        const auto w = static_cast<size_t>(param("window"));
+        const int64_t from = param("block_caching") > 0 ? ctx.block_start : ctx.prompt_len;
+        for (int64_t i = from; i < ctx.seq_len && m_window.size() < w; ++i)
+            if ((*ctx.masked)[static_cast<size_t>(i)]) m_window.push_back(i);
+        std::vector<uint8_t> in(static_cast<size_t>(ctx.seq_len), 0);
+        auto add = [&](int64_t i) {
+            if (!in[static_cast<size_t>(i)]) {
+                in[static_cast<size_t>(i)] = 1;
+                m_queries.push_back(i);
+            }
+        };
+        for (int64_t i : m_window) add(i);
+        for (const auto& t : m_tracked)
+            for (int64_t i : t) add(i);
+        for (int32_t d : *ctx.decoded_last_step) add(d);
+        std::sort(m_queries.begin(), m_queries.end());
+        // m_query_row[position] = the row of a layer's probabilities holding that query, or -1.
+        m_query_row.assign(static_cast<size_t>(ctx.seq_len), -1);
+        for (size_t i = 0; i < m_queries.size(); ++i)
+            m_query_row[static_cast<size_t>(m_queries[i])] = static_cast<int32_t>(i);
+        m_rows = detail::RowSet::from_host(m_queries, m_device);
+    }
+    detail::LayerPlan plan_layer(int layer) override {
+        detail::LayerPlan p;
+        p.write_kv = true;
+        p.write_hidden = true;
+        p.want_probs = true;
+        if (m_full || m_fired_at >= 0 || m_queries.empty()) return p;  // every row
+        p.all_rows = false;
+        p.rows = m_rows;
+        p.may_escalate = true;
+        return p;
+    }
+    // The drift test at this layer, on the attention of the query rows: firing recomputes this
+    // layer and every deeper one for every row.
+    bool escalate(int layer, const torch::Tensor& probs) override {
+        return drift_test(layer, probs);
+    }
+    void observe_layer(const detail::LayerResult& r) override {
+        // Track the decoded keys the window attends to most, and remember its attention for next
+        // step. Plain loops over the (H, R, L) probabilities: a dozen small LibTorch ops per layer
+        // cost more than the few query rows this policy computes (the efficiency target).
+        if (!r.probs.defined()) return;  // plan_layer always asks for them; nothing to track
+        const ProbsView pv(r.probs);
+        const bool all_rows = r.rows == nullptr;  // full or escalated: row = position
+        std::vector<int64_t> window = m_window;
+        if (window.empty())  // full steps: the window the next step will use
+            for (int64_t i = m_ctx.block_start;
+                 i < m_seq_len && window.size() < static_cast<size_t>(param("window")); ++i)
+                if ((*m_ctx.masked)[static_cast<size_t>(i)]) window.push_back(i);
+        auto& prev = m_prev[static_cast<size_t>(r.layer)];
+        prev.rows.clear();
+        prev.attn.clear();
+        for (int64_t q : window) {
+            const int32_t local =
+                all_rows ? static_cast<int32_t>(q) : m_query_row[static_cast<size_t>(q)];
+            if (local < 0) continue;
+            prev.rows.push_back(q);
+            pv.append_head_mean_row(local, prev.attn);
+        }  // prev.attn: (W, L) head-mean attention of the window rows, row-major
+        // Most-attended decoded keys (column sums over window queries, masked keys excluded).
+        auto& tracked = m_tracked[static_cast<size_t>(r.layer)];
+        tracked.clear();
+        if (prev.rows.empty()) return;
+        std::vector<std::pair<double, int64_t>> keys;
+        for (int64_t i = 0; i < m_seq_len; ++i) {
+            if ((*m_ctx.masked)[static_cast<size_t>(i)]) continue;
+            double column = 0;
+            for (size_t w = 0; w < prev.rows.size(); ++w)
+                column += prev.attn[w * static_cast<size_t>(pv.keys) + static_cast<size_t>(i)];
+            keys.emplace_back(column, i);
+        }
+        const auto n = std::min<size_t>(keys.size(), static_cast<size_t>(param("track_num")));
+        std::partial_sort(keys.begin(), keys.begin() + static_cast<long>(n), keys.end(),
+                          [](const auto& a, const auto& b) { return a.first > b.first; });
+        for (size_t i = 0; i < n; ++i) tracked.push_back(keys[i].second);
+    }
+    std::vector<detail::LayerCache>& cache() override { return m_cache; }
+
+private:
+    struct PrevAttention {
+        std::vector<int64_t> rows;  // window query positions
+        std::vector<double> attn;   // (W, L) head-mean attention of those rows
+    };
+    // The (H, R, L) probabilities as a float32 CPU array (the tensor itself on CPU, a copy from
+    // another device).
+    struct ProbsView {
+        explicit ProbsView(const torch::Tensor& probs)
+            : cpu(probs.device().is_cpu() && probs.scalar_type() == torch::kFloat &&
+                          probs.is_contiguous()
+                      ? probs
+                      : probs.to(torch::kCPU, torch::kFloat).contiguous()),
+              data(cpu.data_ptr<float>()),
+              heads(cpu.size(0)),
+              rows(cpu.size(1)),
+              keys(cpu.size(2)) {}
+        // The mean over heads of one entry, summed in float32 in head order like probs.mean(0).
+        double head_mean(int64_t row, int64_t key) const {
+            float sum = 0.f;
+            for (int64_t h = 0; h < heads; ++h) sum += data[(h * rows + row) * keys + key];
+            return static_cast<double>(sum / static_cast<float>(heads));
+        }
+        // Appends the mean over heads of one row (L values), summed the same way.
+        void append_head_mean_row(int64_t row, std::vector<double>& out) const {
+            thread_local std::vector<float> sum;
+            sum.assign(static_cast<size_t>(keys), 0.f);
+            for (int64_t h = 0; h < heads; ++h) {
+                const float* p = data + (h * rows + row) * keys;
+                for (int64_t c = 0; c < keys; ++c) sum[static_cast<size_t>(c)] += p[c];
+            }
+            for (float v : sum) out.push_back(static_cast<double>(v / static_cast<float>(heads)));
+        }
+        torch::Tensor cpu;  // (H, R, L) f32, keeps `data` alive
+        const float* data;
+        int64_t heads, rows, keys;
+    };
+    bool drift_test(int layer, const torch::Tensor& probs) {
+        const auto& prev = m_prev[static_cast<size_t>(layer)];
+        const auto& tracked = m_tracked[static_cast<size_t>(layer)];
+        const double gamma = param("gamma");
+        if (gamma >= 1.0) return fire(layer, NAN, gamma);  // conservative setting: always refresh
+        if (prev.rows.empty() || tracked.empty()) return fire(layer, NAN, gamma);
+        // Cosine of the tracked columns over the window rows present in both steps.
+        const ProbsView pv(probs);
+        const auto L = static_cast<size_t>(m_seq_len);
+        double dot = 0, now_sq = 0, before_sq = 0;
+        bool shared = false;
+        for (size_t w = 0; w < prev.rows.size(); ++w) {
+            // Escalation tests run on the query rows only.
+            const int32_t local = m_query_row[static_cast<size_t>(prev.rows[w])];
+            if (local < 0) continue;
+            shared = true;
+            for (int64_t c : tracked) {
+                const double now = pv.head_mean(local, c);
+                const double before = prev.attn[w * L + static_cast<size_t>(c)];
+                dot += now * before;
+                now_sq += now * now;
+                before_sq += before * before;
+            }
+        }
+        if (!shared) return fire(layer, NAN, gamma);
+        // As torch::cosine_similarity(eps = 1e-12): w12 / sqrt(max(w1 * w2, eps^2)).
+        const double cos = dot / std::sqrt(std::max(now_sq * before_sq, 1e-24));
+        if (cos < gamma) return fire(layer, cos, gamma);
+        push(m_ctx, "drift", layer, cos, gamma, false, "cached");  // every test is explained
+        return false;
+    }
+    bool fire(int layer, double value, double gamma) {
+        m_fired_at = layer;
+        push(m_ctx, "drift", layer, value, gamma, true,
+             "recompute every row from layer " + std::to_string(layer));
+        return true;
+    }
+    void push(const StepContext& ctx, const std::string& kind, int layer, double value,
+              double threshold, bool fired, const std::string& action) {
+        if (!ctx.triggers) return;
+        trace::TriggerEvent e;
+        e.kind = kind;
+        e.layer = layer;
+        e.value = value;
+        e.threshold = threshold;
+        e.fired = fired;
+        e.action = action;
+        ctx.triggers->push_back(e);
+    }
+
+    std::vector<detail::LayerCache> m_cache;
+    torch::Device m_device{torch::kCPU};
+    int64_t m_seq_len = 0;
+    StepContext m_ctx;
+    bool m_full = true;
+    int m_fired_at = -1;
+    std::vector<int64_t> m_window, m_queries;
+    std::vector<int32_t> m_query_row;  // (L) query position -> row in a layer's probabilities
+    detail::RowSet m_rows;
+    std::vector<PrevAttention> m_prev;
+    std::vector<std::vector<int64_t>> m_tracked;
+};
+
+CL_REGISTER_POLICY(Elastic);
+
+}  // namespace
+}  // namespace cl::policies

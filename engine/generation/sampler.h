@@ -1,0 +1,41 @@
+// The sampler's per-step math on tensors (POLICIES.md section 1): Gumbel-max in float64 with
+// counter-based noise, confidence by softmax or a random-remasking draw, and the inspector's
+// top-k, entropy and margin. Runs on the logits' device; the one host copy is of the small
+// results at the end.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/generation/generation_config.h"
+
+namespace cl::detail {
+
+struct Predictions {
+    int64_t top_k = 0;
+    std::vector<int32_t> token;       // (M) x0
+    std::vector<double> confidence;   // (M) softmax probability of x0, or the remasking draw
+    std::vector<int32_t> topk_ids;    // (M, top_k)
+    std::vector<double> topk_probs;   // (M, top_k) of the raw logits' softmax
+    std::vector<double> entropy;      // (M) of the raw logits' softmax
+};
+
+struct SamplerInputs {
+    const GenerationConfig* cfg = nullptr;
+    int32_t step = 0;
+    int32_t eos_id = -1;
+    int32_t eot_id = -1;
+    int64_t top_k = 5;
+};
+
+// logits (M, V) float32 on any device for `positions` (M) -> predictions on the host.
+Predictions sample(const torch::Tensor& logits, const std::vector<int64_t>& positions,
+                   const SamplerInputs& in);
+
+// The random-remasking confidence of (seed, step, position): a uniform draw in [0, 1) that does
+// not depend on the forward, so the commit order is known before it (dKV-Cache-Greedy uses this).
+double remask_uniform(uint64_t seed, int32_t step, int64_t position);
+
+}  // namespace cl::detail

@@ -1,0 +1,165 @@
+// Stage "predict": the forward of one step. The policy's plan runs through its layer hooks; the
+// layers' computed rows are recorded on the host (no device round trip) and the attention maps the
+// sink asked for are captured (an observing stage: it copies probabilities to the host). Then the
+// LM head over the rows whose predictions are fresh: row r predicts position r + logits_shift.
+#include <thread>
+
+#include "engine/generation/step_stages.h"
+
+namespace cl::detail {
+namespace {
+
+// Adds the row that predicts each row's token (r - shift) to a row set: for an architecture
+// with shifted logits the policy's rows name the positions whose predictions it wants fresh.
+RowSet with_predictor_rows(const RowSet& rows, int shift, torch::Device device) {
+    if (shift == 0) return rows;
+    std::vector<int64_t> out;
+    out.reserve(rows.host.size() * 2);
+    for (int64_t r : rows.host) {
+        if (r - shift >= 0) out.push_back(r - shift);
+        out.push_back(r);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return RowSet::from_host(std::move(out), device);
+}
+
+// The attention maps of one layer, quantised to the record's 8-bit levels on the trace worker
+// (or inline for small maps, which cost less than a thread handoff).
+void capture_attention(RunCore& run, StepWork& work, const LayerResult& r) {
+    const auto l = static_cast<size_t>(r.layer);
+    std::vector<int32_t> row_index;
+    if (r.rows)
+        row_index.assign(r.rows->host.begin(), r.rows->host.end());
+    else
+        for (int64_t i = 0; i < run.state.L; ++i) row_index.push_back(static_cast<int32_t>(i));
+    auto store = [&](const torch::Tensor& maps, int32_t head) {  // (H', R, L)
+        auto cpu = maps.to(torch::kCPU, torch::kFloat32).contiguous();
+        auto a = std::make_unique<trace::AttentionMap>();
+        a->layer = r.layer;
+        a->head = head;
+        a->rows = static_cast<int32_t>(cpu.size(1));
+        a->cols = static_cast<int32_t>(cpu.size(2));
+        a->row_index = row_index;
+        // The job keeps the probabilities alive; nothing writes to them after the layer.
+        auto job = [map = a.get(), cpu] {
+            map->set_head_mean(cpu.data_ptr<float>(), static_cast<int32_t>(cpu.size(0)));
+        };
+        work.pending_maps.push_back(std::move(a));
+        if (run.trace_worker && cpu.numel() >= kTraceWorkerMinFloats)
+            run.trace_worker->submit(std::move(job));
+        else
+            job();
+    };
+    if (work.wants.mean[l]) store(r.probs, -1);
+    for (int32_t h : work.wants.heads[l]) store(r.probs.narrow(0, h, 1), h);
+}
+
+// The policy's per-layer hooks as the plan forward sees them, plus the step's observers.
+class StepHooks final : public LayerHooks {
+public:
+    StepHooks(RunCore& run, StepWork& work)
+        : m_run(run), m_work(work), m_shift(run.model->config().logits_shift) {}
+    LayerPlan plan(int layer) override {
+        auto p = m_run.policy->plan_layer(layer);
+        const auto l = static_cast<size_t>(layer);
+        if (m_work.wants.mean[l] || !m_work.wants.heads[l].empty()) p.want_probs = true;
+        if (!p.all_rows) p.rows = with_predictor_rows(p.rows, m_shift, m_run.net->device());
+        return p;
+    }
+    RowSet select_rows(int layer, const torch::Tensor& k, const torch::Tensor& v) override {
+        return with_predictor_rows(m_run.policy->select_rows(layer, k, v), m_shift,
+                                   m_run.net->device());
+    }
+    bool escalate(int layer, const torch::Tensor& probs) override {
+        return m_run.policy->escalate(layer, probs);
+    }
+    void observe(const LayerResult& r) override {
+        m_run.policy->observe_layer(r);
+        const auto l = static_cast<size_t>(r.layer);
+        m_work.rec->layer_ms[l] = static_cast<float>(r.ms);
+        m_work.all_rows[l] = r.rows == nullptr;
+        if (r.rows) m_work.layer_rows[l] = r.rows->host;
+        if (r.probs.defined() && m_work.wants.any_attention()) capture_attention(m_run, m_work, r);
+    }
+
+private:
+    RunCore& m_run;
+    StepWork& m_work;
+    int m_shift;
+};
+
+// The trace worker exists only with a core to spare beside the engine's threads: otherwise it
+// would compete with the matrix products it is meant to stay out of the way of.
+void decide_trace_worker(RunCore& run, const ProbeWants& wants) {
+    if (!wants.any_attention() || run.trace_worker_decided) return;
+    run.trace_worker_decided = true;
+    if (std::thread::hardware_concurrency() > static_cast<unsigned>(std::max(run.info.threads, 1)))
+        run.trace_worker = std::make_unique<TraceWorker>();
+}
+
+// Classifier-free guidance: a batch of (conditional, prompt-masked) through the full forward.
+void predict_guided(RunCore& run, StepWork& work) {
+    const RunState& s = run.state;
+    auto un = work.ids.clone();
+    un.narrow(0, 0, s.P).fill_(run.model->config().mask_token_id);
+    auto both = run.net->forward_full(torch::stack({work.ids, un}));  // (2, L, V)
+    auto c = both[0], u = both[1];
+    auto guided = u + (run.cfg.cfg_scale + 1.0) * (c - u);  // (L, V)
+    const int shift = run.model->config().logits_shift;
+    std::vector<int64_t> rows;
+    for (int64_t i = 0; i < s.L; ++i)
+        if (s.masked[static_cast<size_t>(i)] && i - shift >= 0) {
+            work.predicted_positions.push_back(i);
+            rows.push_back(i - shift);
+        }
+    work.logits = guided.index_select(0, RowSet::from_host(rows, run.net->device()).device);
+}
+
+// The head over the last layer's rows that predict a masked position.
+void predict_planned(RunCore& run, StepWork& work) {
+    const RunState& s = run.state;
+    StepHooks hooks(run, work);
+    RowSet out_rows;
+    auto hidden = run.net->forward_plan(work.ids, hooks, run.policy->cache(), out_rows);  // (R, D)
+    const int shift = run.model->config().logits_shift;
+    std::vector<int64_t> local;  // rows of `hidden`
+    for (size_t i = 0; i < out_rows.host.size(); ++i) {
+        const int64_t pos = out_rows.host[i] + shift;
+        if (pos < s.L && s.masked[static_cast<size_t>(pos)]) {
+            local.push_back(static_cast<int64_t>(i));
+            work.predicted_positions.push_back(pos);
+        }
+    }
+    if (!local.empty())
+        work.logits = run.net->head(
+            hidden.index_select(0, RowSet::from_host(local, run.net->device()).device));
+}
+
+}  // namespace
+
+void predict(RunCore& run, StepWork& work) {
+    const RunState& s = run.state;
+    const auto N = static_cast<size_t>(s.N);
+    decide_trace_worker(run, work.wants);
+    work.ids = torch::tensor(std::vector<int64_t>(s.x.begin(), s.x.end()),
+                             torch::TensorOptions().dtype(torch::kLong))
+                   .to(run.net->device());  // (L)
+    work.layer_rows.assign(N, {});
+    work.all_rows.assign(N, true);
+    work.rec->layer_ms.assign(N, 0.f);
+    if (run.cfg.cfg_scale > 0)
+        predict_guided(run, work);
+    else
+        predict_planned(run, work);
+    if (work.predicted_positions.empty()) return;
+    SamplerInputs in;
+    in.cfg = &run.cfg;
+    in.step = s.step;
+    in.eos_id = run.info.eos_id;
+    in.eot_id = run.model->eot_id();
+    in.top_k = trace::StepRecord::kTopK;
+    work.predictions = sample(work.logits, work.predicted_positions, in);
+}
+
+}  // namespace cl::detail

@@ -1,0 +1,81 @@
+// Stage "select": which masked positions of the current block this step commits. Fresh
+// predictions replace the carried ones; rows a policy did not recompute keep their last
+// prediction for ranking (d2Cache) but cannot be committed. Then the transfer schedule, or
+// parallel decoding (threshold or factor), or the certainty prior decides how many.
+#include <algorithm>
+#include <cmath>
+
+#include "engine/generation/step_stages.h"
+
+namespace cl::detail {
+namespace {
+
+// D(i) = sum_j exp(-(i-j)^2 / 2 sigma^2) [j known] / sum_j exp(-(i-j)^2 / 2 sigma^2) over the
+// current block's positions; 0 elsewhere.
+std::vector<double> certainty_density(const RunState& s, double sigma) {
+    std::vector<double> density(static_cast<size_t>(s.L), 0.0);
+    const double two_s2 = 2.0 * sigma * sigma;
+    const auto reach = static_cast<int64_t>(std::ceil(sigma * 6));
+    for (int64_t i = s.block_start(); i < s.block_end(); ++i) {
+        double num = 0, den = 0;
+        for (int64_t j = std::max<int64_t>(0, i - reach); j < std::min(s.L, i + reach + 1); ++j) {
+            const double k = std::exp(-static_cast<double>((i - j) * (i - j)) / two_s2);
+            den += k;
+            if (!s.masked[static_cast<size_t>(j)]) num += k;
+        }
+        density[static_cast<size_t>(i)] = den > 0 ? num / den : 0;
+    }
+    return density;
+}
+
+// How many of the ranked candidates to commit.
+size_t commit_count(const RunState& s, const GenerationConfig& cfg,
+                    const std::vector<std::pair<double, int64_t>>& cand) {
+    size_t k = 0;
+    if (cand.empty()) return 0;
+    if (cfg.threshold > 0) {
+        while (k < cand.size() &&
+               s.carried_conf[static_cast<size_t>(cand[k].second)] >= cfg.threshold)
+            ++k;
+        k = std::max<size_t>(k, 1);
+    } else if (cfg.factor > 0) {
+        while (k < cand.size() && cand[k].first >= 1.0 - cfg.factor / static_cast<double>(k + 2))
+            ++k;
+        k = std::max<size_t>(k, 1);
+    } else if (s.step_in_block < s.S) {
+        k = static_cast<size_t>(s.schedule[static_cast<size_t>(s.step_in_block)]);
+    } else {
+        k = cand.size();  // overtime (a policy left masks behind): finish the block
+    }
+    return std::min(k, cand.size());
+}
+
+}  // namespace
+
+void select_commits(RunCore& run, StepWork& work) {
+    RunState& s = run.state;
+    const auto& pos = work.predicted_positions;
+    std::vector<uint8_t> fresh(static_cast<size_t>(s.L), 0);
+    for (size_t i = 0; i < pos.size(); ++i) {
+        const auto p = static_cast<size_t>(pos[i]);
+        s.carried_pred[p] = work.predictions.token[i];
+        s.carried_conf[p] = work.predictions.confidence[i];
+        fresh[p] = 1;
+    }
+    std::vector<double> density;
+    if (run.cfg.certainty_prior) density = certainty_density(s, run.cfg.certainty_sigma);
+    auto& cand = work.candidates;  // (score, position)
+    for (int64_t i = s.block_start(); i < s.block_end(); ++i) {
+        if (!s.masked[static_cast<size_t>(i)] || !fresh[static_cast<size_t>(i)]) continue;
+        double score = s.carried_conf[static_cast<size_t>(i)];
+        if (run.cfg.certainty_prior) score *= density[static_cast<size_t>(i)];
+        cand.emplace_back(score, i);
+    }
+    // Highest score first; ties broken by position so the order is deterministic.
+    std::stable_sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+    work.commit_count = commit_count(s, run.cfg, cand);
+}
+
+}  // namespace cl::detail

@@ -1,0 +1,82 @@
+// The denoising step as a pipeline of named stages, each a small function in its own file:
+//
+//   begin     (stage_begin.cpp)   block schedule, planned commits, the policy's step hooks
+//   probes    (stage_begin.cpp)   ask the sink what to observe (two-phase probes)
+//   predict   (stage_predict.cpp) the forward: the policy's plan through its layer hooks, logits
+//                                 of the rows whose predictions are fresh
+//   sample    (sampler.cpp)       tokens and confidences from the logits, on their device
+//   select    (stage_select.cpp)  which positions to commit (transfer schedule, parallel decoding)
+//   oracle    (stage_oracle.cpp)  observe only: a full forward beside the cached one
+//   record    (stage_record.cpp)  commit, then build the step's record
+//
+// Generator::step (generator.cpp) runs them in this order. Internal: includes torch.
+#pragma once
+
+#include <memory>
+#include <set>
+
+#include "engine/generation/generation_config.h"
+#include "engine/generation/generator.h"
+#include "engine/generation/policy.h"
+#include "engine/generation/run_state.h"
+#include "engine/generation/sampler.h"
+#include "engine/generation/trace_worker.h"
+#include "engine/trace/probe.h"
+
+namespace cl::detail {
+
+// Everything a run owns across steps.
+struct RunCore {
+    std::shared_ptr<const Model> model;
+    Transformer* net = nullptr;
+    GenerationConfig cfg;
+    trace::TraceSink* sink = nullptr;
+    std::unique_ptr<CachePolicy> policy;
+    trace::RunInfo info;
+    RunState state;
+    std::set<int32_t> seen_ids;  // token ids whose text the records already carry
+    // Quantises attention maps beside the engine thread when a core is spare (created on the first
+    // step that traces attention); null: quantise inline.
+    std::unique_ptr<TraceWorker> trace_worker;
+    bool trace_worker_decided = false;
+
+    StepContext context(std::vector<trace::TriggerEvent>* triggers) const;
+};
+
+// What the sink asked to observe this step.
+struct ProbeWants {
+    std::vector<bool> mean;                    // (N) head-mean attention of layer l
+    std::vector<std::vector<int32_t>> heads;   // (N) single heads of layer l
+    bool oracle = false;
+    bool any_attention() const;
+};
+
+// One step in flight: what each stage hands to the next.
+struct StepWork {
+    std::shared_ptr<trace::StepRecord> rec;
+    StepContext ctx;
+    ProbeWants wants;
+    int64_t masked_before = 0;
+    // predict
+    torch::Tensor ids;                             // (L) int64 on the device
+    torch::Tensor logits;                          // (M, V) float32 of the predicted rows
+    std::vector<int64_t> predicted_positions;      // (M) positions whose prediction is fresh
+    std::vector<std::vector<int64_t>> layer_rows;  // (N) computed rows; empty when all_rows
+    std::vector<bool> all_rows;                    // (N)
+    std::vector<std::unique_ptr<trace::AttentionMap>> pending_maps;
+    // sample
+    Predictions predictions;
+    // select: candidates in commit order, the first `commit_count` are committed
+    std::vector<std::pair<double, int64_t>> candidates;
+    size_t commit_count = 0;
+    std::vector<int32_t> committed;
+};
+
+void begin_step(RunCore& run, StepWork& work);
+ProbeWants ask_probes(const RunCore& run);
+void predict(RunCore& run, StepWork& work);
+void select_commits(RunCore& run, StepWork& work);
+void measure_oracle(RunCore& run, StepWork& work);
+void commit_and_record(RunCore& run, StepWork& work);
+
+}  // namespace cl::detail

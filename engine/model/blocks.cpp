@@ -1,0 +1,90 @@
+#include "engine/model/blocks.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cl::detail {
+
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+    auto variance = x.pow(2).mean(-1, /*keepdim=*/true);  // (..., 1)
+    return x * torch::rsqrt(variance + eps) * weight;
+}
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+    auto y = torch::matmul(x, w.t());  // (..., Out)
+    return b.defined() ? y + b : y;
+}
+
+RopeTables::RopeTables(double theta, int64_t head_dim, int64_t max_positions,
+                       torch::Device device) {
+    // inv_freq = 1 / theta^(arange(0, Dh, 2) / Dh) in float64.
+    auto idx = torch::arange(0, head_dim, 2, torch::TensorOptions().dtype(torch::kFloat64));
+    m_inv_freq = (1.0 / torch::pow(theta, idx / static_cast<double>(head_dim))).to(device);
+    std::tie(m_cos, m_sin) = at(
+        torch::arange(max_positions, torch::TensorOptions().dtype(torch::kLong).device(device)));
+}
+
+std::pair<torch::Tensor, torch::Tensor> RopeTables::at(const torch::Tensor& positions) const {
+    // positions (T) -> freqs (T, Dh/2) -> emb (T, Dh) = cat(freqs, freqs)
+    auto freqs = positions.to(torch::kFloat64).unsqueeze(1) * m_inv_freq.unsqueeze(0);
+    auto emb = torch::cat({freqs, freqs}, -1);
+    return {emb.cos().to(torch::kFloat32), emb.sin().to(torch::kFloat32)};
+}
+
+std::pair<torch::Tensor, torch::Tensor> RopeTables::prefix(int64_t L) const {
+    if (L <= m_cos.size(0)) return {m_cos.narrow(0, 0, L), m_sin.narrow(0, 0, L)};
+    return at(torch::arange(L, torch::TensorOptions().dtype(torch::kLong).device(m_cos.device())));
+}
+
+torch::Tensor RopeTables::apply(const torch::Tensor& x, const torch::Tensor& cos,
+                                const torch::Tensor& sin) {
+    // rotate_half splits Dh into halves: [-x2, x1] (NeoX style).
+    const int64_t half = x.size(-1) / 2;
+    auto x1 = x.narrow(-1, 0, half);
+    auto x2 = x.narrow(-1, half, half);
+    auto rotated = torch::cat({-x2, x1}, -1);
+    return x * cos + rotated * sin;
+}
+
+torch::Tensor split_heads(const torch::Tensor& t, int64_t n) {
+    auto shape = t.sizes().vec();
+    const int64_t dh = shape.back() / n;
+    shape.back() = n;
+    shape.push_back(dh);
+    return t.view(shape).transpose(-3, -2);
+}
+
+QkvHeads project_qkv(const LayerWeights& w, const torch::Tensor& x, const torch::Tensor& cos,
+                     const torch::Tensor& sin, int64_t heads, int64_t kv_heads) {
+    QkvHeads out;
+    out.q = RopeTables::apply(split_heads(linear(x, w.q_proj, w.q_bias), heads), cos, sin);
+    out.k = RopeTables::apply(split_heads(linear(x, w.k_proj, w.k_bias), kv_heads), cos, sin);
+    out.v = split_heads(linear(x, w.v_proj, w.v_bias), kv_heads);
+    return out;
+}
+
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                     torch::Tensor* probs_out) {
+    const int64_t H = q.size(-3), Hkv = k.size(-3), Dh = q.size(-1);
+    auto keys = k, values = v;  // (..., Hkv, L, Dh)
+    if (Hkv != H) {
+        keys = k.repeat_interleave(H / Hkv, -3);  // (..., H, L, Dh)
+        values = v.repeat_interleave(H / Hkv, -3);
+    }
+    const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+    auto probs = torch::softmax(torch::matmul(q, keys.transpose(-2, -1)) * scale, -1);  // (..., H, R, L)
+    if (probs_out) *probs_out = probs;
+    auto out = torch::matmul(probs, values).transpose(-3, -2);  // (..., R, H, Dh)
+    auto shape = out.sizes().vec();
+    shape.pop_back();
+    shape.back() = H * Dh;
+    return out.reshape(shape);  // (..., R, H*Dh)
+}
+
+torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x) {
+    auto gate = torch::silu(torch::matmul(x, w.ff_proj.t()));  // (..., F)
+    auto up = torch::matmul(x, w.up_proj.t());                 // (..., F)
+    return torch::matmul(gate * up, w.ff_out.t());             // (..., D)
+}
+
+}  // namespace cl::detail

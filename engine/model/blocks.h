@@ -1,0 +1,78 @@
+// The transformer blocks every architecture assembles, written once: RMSNorm, linear layers with
+// optional bias, NeoX rotary embeddings, attention with grouped-query heads, the gated MLP.
+// Internal to the engine: includes <torch/torch.h>.
+//
+// Shapes: L keys, R query rows, D d_model, H heads, Hkv kv heads, Dh head dim, F mlp hidden,
+// "..." any leading batch dimensions (none in the plan forward, B in the batched full forward).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <utility>
+
+namespace cl::detail {
+
+// The weights of one decoder layer. Biases are undefined for architectures without them.
+struct LayerWeights {
+    torch::Tensor attn_norm;  // (D)
+    torch::Tensor q_proj;     // (H*Dh, D)
+    torch::Tensor k_proj;     // (Hkv*Dh, D)
+    torch::Tensor v_proj;     // (Hkv*Dh, D)
+    torch::Tensor q_bias;     // (H*Dh) or undefined
+    torch::Tensor k_bias;     // (Hkv*Dh) or undefined
+    torch::Tensor v_bias;     // (Hkv*Dh) or undefined
+    torch::Tensor attn_out;   // (D, H*Dh)
+    torch::Tensor ff_norm;    // (D)
+    torch::Tensor ff_proj;    // (F, D) gate, through SiLU
+    torch::Tensor up_proj;    // (F, D)
+    torch::Tensor ff_out;     // (D, F)
+};
+
+// x (..., D) -> (..., D): x * rsqrt(mean(x^2) + eps) * weight, in float32.
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+// x (..., In) @ w^T (+ b): (..., Out). w (Out, In); b (Out) or undefined.
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {});
+
+// Rotary tables of positions 0..max-1, computed once per model in float64 (as LLaDA's
+// rope_full_precision) and stored as float32 on the model's device.
+class RopeTables {
+public:
+    RopeTables() = default;
+    RopeTables(double theta, int64_t head_dim, int64_t max_positions, torch::Device device);
+    // positions (T) int64 -> cos, sin (T, Dh)
+    std::pair<torch::Tensor, torch::Tensor> at(const torch::Tensor& positions) const;
+    // cos, sin (L, Dh) of positions 0..L-1: views of the stored tables when they reach that far.
+    std::pair<torch::Tensor, torch::Tensor> prefix(int64_t L) const;
+    // x (..., T, Dh) rotated NeoX style (halves) with tables (T, Dh).
+    static torch::Tensor apply(const torch::Tensor& x, const torch::Tensor& cos,
+                               const torch::Tensor& sin);
+
+private:
+    torch::Tensor m_inv_freq;    // (Dh/2) float64
+    torch::Tensor m_cos, m_sin;  // (max_positions, Dh) float32
+};
+
+// (..., R, n*Dh) -> (..., n, R, Dh)
+torch::Tensor split_heads(const torch::Tensor& t, int64_t n);
+
+// Query, key and value heads of the rows in x, RoPE applied to q and k.
+struct QkvHeads {
+    torch::Tensor q;  // (..., H, R, Dh)
+    torch::Tensor k;  // (..., Hkv, R, Dh)
+    torch::Tensor v;  // (..., Hkv, R, Dh)
+};
+// x (..., R, D) normalised inputs; cos, sin (R, Dh) of the rows' positions.
+QkvHeads project_qkv(const LayerWeights& w, const torch::Tensor& x, const torch::Tensor& cos,
+                     const torch::Tensor& sin, int64_t heads, int64_t kv_heads);
+
+// The one attention implementation: softmax(q k^T / sqrt(Dh)) v over every key, kv heads shared
+// by H / Hkv query heads. q (..., H, R, Dh), k and v (..., Hkv, L, Dh) -> (..., R, H*Dh) before the
+// output projection; the probabilities (..., H, R, L) go to *probs_out when it is given.
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                     torch::Tensor* probs_out = nullptr);
+
+// The gated MLP: ff_out(silu(ff_proj x) * up_proj x). x (..., D) -> (..., D).
+torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x);
+
+}  // namespace cl::detail

@@ -1,0 +1,29 @@
+// Reading config.json fields with errors that name the file and the field (architecture files
+// and the generation defaults share these).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "engine/base/errors.h"
+
+namespace cl::detail {
+
+// Parses a JSON file; InputError "file: cannot open file" / "file: invalid JSON: ...".
+nlohmann::json read_json_file(const std::filesystem::path& file);
+
+// The field's value, `fallback` when absent or null; InputError when it has another type.
+template <typename T>
+T get_or(const nlohmann::json& j, const char* key, T fallback, const std::filesystem::path& file) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return fallback;
+    try {
+        return it->get<T>();
+    } catch (const nlohmann::json::exception&) {
+        throw InputError(file, std::string("field '") + key + "' has the wrong type");
+    }
+}
+
+}  // namespace cl::detail

@@ -1,0 +1,80 @@
+// What a plan forward asks of each layer, what it reports back, and the hooks through which a
+// cache policy takes part (which rows to compute, what to do after a probe or after attention,
+// what it saw after a layer). Plain data: no policy logic lives here.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace cl::detail {
+
+// Per-layer K/V (and optionally layer-input hidden states or attention/FFN outputs) for a
+// batch-1 sequence.
+struct LayerCache {
+    torch::Tensor k;         // (Hkv, L, Dh) after RoPE
+    torch::Tensor v;         // (Hkv, L, Dh)
+    torch::Tensor hidden;    // (L, D) layer input, only when a policy needs it (Elastic)
+    torch::Tensor attn_out;  // (L, D) attention block output, feature-cache policies (dLLM-Cache)
+    torch::Tensor ffn_out;   // (L, D) FFN block output, feature-cache policies
+};
+
+// A set of computed rows, held on the host (for decisions and the record) and on the device (for
+// index operations), so neither side ever waits for the other.
+struct RowSet {
+    std::vector<int64_t> host;  // (R) sorted, unique positions
+    torch::Tensor device;       // (R) int64 on the model's device
+
+    static RowSet from_host(std::vector<int64_t> rows, torch::Device device);
+    int64_t size() const { return static_cast<int64_t>(host.size()); }
+};
+
+// What one layer does in a plan forward.
+struct LayerPlan {
+    bool all_rows = true;       // fast path: every row computed
+    RowSet rows;                // computed positions when !all_rows
+    bool write_kv = true;       // write the fresh K/V of computed rows into the cache
+    bool write_hidden = false;  // store the layer input of computed rows in cache.hidden
+    bool want_probs = false;    // hand the attention probabilities to the observer
+
+    // Feature-cache mode (dLLM-Cache): every row keeps a live residual stream; rows that are not
+    // computed add their cached attention and FFN outputs (cache.attn_out / ffn_out) instead.
+    bool feature_cache = false;
+    bool write_features = true;  // store the fresh attn/FFN outputs of computed rows
+    // Optional probe before the rows are fixed (feature mode): V (and K after RoPE when probe_k) of
+    // these rows, from the live residual, go to LayerHooks::select_rows, which fixes the rows.
+    RowSet probe_rows;
+    bool probe = false;
+    bool probe_k = false;
+
+    // Row-subset mode: after the attention of the planned rows, LayerHooks::escalate sees their
+    // probabilities and may recompute this whole layer for every row (Elastic-Cache).
+    bool may_escalate = false;
+};
+
+// What the plan forward reports after each layer.
+struct LayerResult {
+    int layer = 0;
+    const RowSet* rows = nullptr;  // positions computed (nullptr = all)
+    bool escalated = false;        // the layer was recomputed for every row
+    torch::Tensor probs;           // (H, R, L) when asked for, else undefined
+    double ms = 0.0;
+};
+
+// The policy's side of a plan forward, asked layer by layer.
+class LayerHooks {
+public:
+    virtual ~LayerHooks() = default;
+    // Asked just before layer `layer` runs.
+    virtual LayerPlan plan(int layer) = 0;
+    // Feature mode with a probe: the rows to compute, from the probe rows' K (undefined unless
+    // probe_k) and V, both (Hkv, P, Dh).
+    virtual RowSet select_rows(int layer, const torch::Tensor& probe_k,
+                               const torch::Tensor& probe_v);
+    // Row-subset mode with may_escalate: true recomputes the layer for every row. probs (H, R, L).
+    virtual bool escalate(int layer, const torch::Tensor& probs) { return false; }
+    // Reported just after the layer ran.
+    virtual void observe(const LayerResult& result) {}
+};
+
+}  // namespace cl::detail

@@ -1,0 +1,278 @@
+#include "engine/model/model.h"
+
+#include <dlfcn.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "engine/base/errors.h"
+#include "engine/model/architecture.h"
+#include "engine/model/transformer.h"
+#include "engine/model/safetensors.h"
+
+namespace cl {
+
+struct Model::Impl {
+    std::filesystem::path dir;
+    ModelConfig config;
+    GenerationDefaults defaults;
+    std::unique_ptr<Tokenizer> tokenizer;
+    std::unique_ptr<detail::Transformer> net;
+    const detail::Architecture* arch = nullptr;
+    std::vector<TensorSummary> tensors;
+    std::string hash;
+    int32_t eot = -1;
+};
+
+Model::Model() : m_impl(std::make_unique<Impl>()) {}
+Model::~Model() = default;
+
+namespace {
+
+// FNV-1a over 8-byte words: fast enough for multi-GB checkpoints, stable across runs.
+uint64_t hash_file(const std::filesystem::path& file, uint64_t h) {
+    std::ifstream in(file, std::ios::binary);
+    std::vector<char> buf(1 << 20);
+    while (in) {
+        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        const auto n = static_cast<size_t>(in.gcount());
+        size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            uint64_t w;
+            std::memcpy(&w, buf.data() + i, 8);
+            h = (h ^ w) * 0x100000001b3ull;
+        }
+        for (; i < n; ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+// Returns the shard files and, for each tensor name, which shard holds it.
+std::vector<std::filesystem::path> find_weight_files(const std::filesystem::path& dir) {
+    const auto single = dir / "model.safetensors";
+    const auto index = dir / "model.safetensors.index.json";
+    if (std::filesystem::exists(single)) return {single};
+    if (std::filesystem::exists(index)) {
+        std::ifstream in(index);
+        nlohmann::json j;
+        try {
+            j = nlohmann::json::parse(in);
+        } catch (const nlohmann::json::parse_error& e) {
+            throw InputError(index, std::string("invalid JSON: ") + e.what());
+        }
+        if (!j.contains("weight_map") || !j["weight_map"].is_object())
+            throw InputError(index, "no weight_map object");
+        std::set<std::string> shards;
+        for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
+            if (!it->is_string()) throw InputError(index, "weight_map entry is not a file name");
+            const auto name = it->get<std::string>();
+            if (name.find('/') != std::string::npos || name.find("..") != std::string::npos)
+                throw InputError(index, "weight_map names a file outside the folder: " + name);
+            shards.insert(name);
+        }
+        std::vector<std::filesystem::path> files;
+        for (const auto& s : shards) {
+            if (!std::filesystem::exists(dir / s))
+                throw InputError(dir / s, "shard listed in the index is missing");
+            files.push_back(dir / s);
+        }
+        return files;
+    }
+    throw InputError(dir, "no model.safetensors or model.safetensors.index.json");
+}
+
+torch::Tensor to_float_tensor(const SafetensorsFile& f, const TensorInfo& t) {
+    torch::ScalarType st;
+    switch (t.dtype) {
+        case DType::F32:
+            st = torch::kFloat32;
+            break;
+        case DType::F16:
+            st = torch::kFloat16;
+            break;
+        case DType::BF16:
+            st = torch::kBFloat16;
+            break;
+        default:
+            throw InputError(f.path(), "tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) +
+                                           " (expected F32, F16 or BF16)");
+    }
+    auto view = torch::from_blob(const_cast<std::byte*>(f.data(t)), t.shape,
+                                 torch::TensorOptions().dtype(st));
+    return view.to(torch::kFloat32).clone();
+}
+
+}  // namespace
+
+std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
+    if (!std::filesystem::is_directory(dir)) throw InputError(dir, "model folder not found");
+    std::shared_ptr<Model> model(new Model());
+    Impl& m = *model->m_impl;
+    m.dir = dir;
+    m.config = load_model_config(dir);
+    m.defaults = load_generation_defaults(dir);
+    const auto tok_file = dir / "tokenizer.json";
+    if (!std::filesystem::exists(tok_file)) throw InputError(tok_file, "tokenizer.json not found");
+    m.tokenizer = Tokenizer::load(tok_file);
+    if (m.tokenizer->vocab_size() > m.config.vocab_size)
+        throw InputError(tok_file, "tokenizer has " + std::to_string(m.tokenizer->vocab_size()) +
+                                       " ids but the model's vocabulary is " +
+                                       std::to_string(m.config.vocab_size));
+    if (auto eot = m.tokenizer->token_to_id("<|eot_id|>")) m.eot = *eot;
+
+    torch::Device device(torch::kCPU);
+    if (options.device != "cpu") {
+        if (options.device.rfind("cuda", 0) != 0)
+            throw InputError("--device: unknown device '" + options.device +
+                             "' (expected cpu or cuda)");
+        const auto why = cuda_unavailable_reason();
+        if (!why.empty()) throw InputError("--device cuda: " + why);
+        device = torch::Device(options.device);
+    }
+
+    const ModelConfig& c = m.config;
+    m.arch = detail::find_architecture(c.architecture);
+    detail::TransformerWeights w;
+    w.layers.resize(static_cast<size_t>(c.n_layers));
+    std::map<std::string, std::vector<int64_t>> expected;
+    const auto slots = m.arch->weight_slots(c, w);
+    for (const auto& slot : slots) expected[slot.name] = slot.shape;
+
+    std::map<std::string, torch::Tensor> loaded;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const auto& file : find_weight_files(dir)) {
+        auto st = SafetensorsFile::open(file);
+        h = hash_file(file, h);
+        for (const auto& t : st->tensors()) {
+            auto it = expected.find(t.name);
+            if (it == expected.end()) continue;  // extra tensors (e.g. rotary buffers) are ignored
+            if (t.shape != it->second) {
+                std::ostringstream msg;
+                msg << "tensor '" << t.name << "' has shape [";
+                for (size_t k = 0; k < t.shape.size(); ++k) msg << (k ? ", " : "") << t.shape[k];
+                msg << "] but config.json implies [";
+                for (size_t k = 0; k < it->second.size(); ++k)
+                    msg << (k ? ", " : "") << it->second[k];
+                msg << "]";
+                throw InputError(file, msg.str());
+            }
+            if (loaded.count(t.name))
+                throw InputError(file, "tensor '" + t.name + "' appears in two shards");
+            loaded[t.name] = to_float_tensor(*st, t).to(device);
+            m.tensors.push_back({t.name, t.shape, dtype_name(t.dtype), file.filename().string()});
+        }
+    }
+    for (const auto& [name, shape] : expected)
+        if (!loaded.count(name)) throw InputError(dir, "weights lack tensor '" + name + "'");
+    for (const auto& slot : slots) *slot.tensor = loaded[slot.name];
+    if (c.weight_tying) w.head = w.wte;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    m.hash = hex;
+    m.net = std::make_unique<detail::Transformer>(c, std::move(w), device);
+    return model;
+}
+
+const ModelConfig& Model::config() const {
+    return m_impl->config;
+}
+const Tokenizer& Model::tokenizer() const {
+    return *m_impl->tokenizer;
+}
+const GenerationDefaults& Model::generation_defaults() const {
+    return m_impl->defaults;
+}
+const std::filesystem::path& Model::directory() const {
+    return m_impl->dir;
+}
+std::string Model::name() const {
+    auto p = m_impl->dir;
+    if (p.filename().empty()) p = p.parent_path();
+    return p.filename().string();
+}
+std::string Model::content_hash() const {
+    return m_impl->hash;
+}
+std::string Model::device() const {
+    return m_impl->net->device().str();
+}
+int64_t Model::parameter_count() const {
+    return m_impl->config.parameter_count();
+}
+int64_t Model::weight_bytes_in_memory() const {
+    int64_t bytes = 0;
+    for (auto& t : m_impl->net->parameters())
+        bytes += t.numel() * static_cast<int64_t>(t.element_size());
+    return bytes;
+}
+const std::vector<TensorSummary>& Model::tensors() const {
+    return m_impl->tensors;
+}
+int32_t Model::eot_id() const {
+    return m_impl->eot;
+}
+detail::Transformer& Model::net() const {
+    return *m_impl->net;
+}
+std::string Model::apply_chat_template(const std::string& user_message) const {
+    return m_impl->arch->chat_template(*m_impl->tokenizer, user_message);
+}
+
+std::string cuda_unavailable_reason() {
+    if (!torch::cuda::is_available()) {
+        return "this LibTorch build has no usable CUDA (Debian's libtorch-dev is CPU-only, or no "
+               "GPU is "
+               "present); configure CMake with a CUDA LibTorch (Torch_DIR) on a machine with a GPU";
+    }
+    return "";
+}
+
+void tune_allocator() {
+#if defined(__GLIBC__)
+    // Every forward allocates and frees tensors of a few MB ((H, R, L) attention scores). With
+    // glibc's defaults such blocks are either mmap'ed or trimmed back to the OS when freed, so each
+    // step page-faults them in again (measured here: a (4, 451, 451) QK^T + softmax took 6.0 ms
+    // with the defaults, 1.4 ms with these settings). Keep blocks below 32 MiB in the heap and only
+    // return free memory above 256 MiB to the OS.
+    static std::once_flag once;
+    std::call_once(once, [] {
+        mallopt(M_MMAP_THRESHOLD, 32 << 20);
+        mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    });
+#endif
+}
+
+void set_thread_count(int threads) {
+    tune_allocator();
+    if (threads < 1) threads = 1;
+    // Matrix products (the bulk of a forward) run in OpenBLAS, which gets every thread; LibTorch's
+    // own intra-op pool stays at one thread so the two pools never oversubscribe the cores
+    // (measured here: both at 2 threads made short forwards up to 30x slower).
+    torch::set_num_threads(1);
+    // OpenBLAS keeps its own pool beside LibTorch's; resolve it at run time so the build does not
+    // depend on which BLAS the alternatives system selected.
+    using SetThreads = void (*)(int);
+    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+        fn(threads);
+}
+
+std::filesystem::path default_model_dir() {
+    const char* env = std::getenv("CACHELENS_MODEL");
+    if (env && *env) return env;
+    const std::filesystem::path candidates[] = {
+        std::filesystem::path(CL_SOURCE_DIR) / "assets/models/cachelens-tiny",
+    };
+    for (const auto& c : candidates)
+        if (std::filesystem::exists(c / "config.json")) return c;
+    return {};
+}
+
+}  // namespace cl

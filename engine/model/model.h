@@ -1,0 +1,73 @@
+// Model: a LLaDA-architecture checkpoint loaded from a Hugging Face-style folder
+// (config.json, model.safetensors or a sharded model.safetensors.index.json, tokenizer.json).
+//
+// This header is torch-free (pimpl) so the app, viz and CLI front-ends compile fast; the tensor
+// code lives in engine/model/transformer.h, which only engine sources include.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/model_config.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace cl {
+
+namespace detail {
+class Transformer;
+}
+
+struct LoadOptions {
+    std::string device = "cpu";  // "cpu" or "cuda" / "cuda:N"
+};
+
+struct TensorSummary {
+    std::string name;
+    std::vector<int64_t> shape;
+    std::string stored_dtype;  // as in the file
+    std::string file;          // shard it came from
+};
+
+class Model {
+public:
+    // Throws InputError naming the file and the problem (missing files, bad JSON, wrong shapes).
+    static std::shared_ptr<Model> load(const std::filesystem::path& dir,
+                                       const LoadOptions& options = {});
+    ~Model();
+
+    const ModelConfig& config() const;
+    const Tokenizer& tokenizer() const;
+    const GenerationDefaults& generation_defaults() const;
+    const std::filesystem::path& directory() const;
+    std::string name() const;          // folder name
+    std::string content_hash() const;  // 16 hex digits over the weight files
+    std::string device() const;        // "cpu" or "cuda:0"
+    int64_t parameter_count() const;
+    int64_t weight_bytes_in_memory() const;
+    const std::vector<TensorSummary>& tensors() const;
+    int32_t eot_id() const;  // <|eot_id|> when the tokenizer has it, else -1
+    // The user message in the architecture's chat format (special tokens as text).
+    std::string apply_chat_template(const std::string& user_message) const;
+
+    detail::Transformer& net() const;
+
+private:
+    Model();
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+// Describes why `--device cuda` cannot be used here, or returns "" when it can.
+std::string cuda_unavailable_reason();
+// Keeps freed tensor memory in the process (glibc malloc thresholds) so that steps do not
+// page-fault their temporaries in again. Idempotent; set_thread_count calls it.
+void tune_allocator();
+// Sets LibTorch's intra-op threads and OpenBLAS's own pool (both must agree, or they
+// oversubscribe); tunes the allocator first, as every front end calls this at start.
+void set_thread_count(int threads);
+// The folder of the embedded default model (assets/models/<name>), or "" if it is not present.
+std::filesystem::path default_model_dir();
+
+}  // namespace cl

@@ -1,0 +1,273 @@
+#include "engine/model/transformer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "engine/base/errors.h"
+
+namespace cl::detail {
+
+RowSet RowSet::from_host(std::vector<int64_t> rows, torch::Device device) {
+    RowSet r;
+    r.device = torch::tensor(rows, torch::TensorOptions().dtype(torch::kLong)).to(device);
+    r.host = std::move(rows);
+    return r;
+}
+
+RowSet LayerHooks::select_rows(int layer, const torch::Tensor&, const torch::Tensor&) {
+    throw std::logic_error("layer " + std::to_string(layer) +
+                           " asked for a probe but its hooks do not select rows");
+}
+
+Transformer::Transformer(ModelConfig config, TransformerWeights weights, torch::Device device)
+    : m_config(std::move(config)),
+      m_weights(std::move(weights)),
+      m_device(device),
+      m_rope(m_config.rope_theta, m_config.head_dim(),
+             std::min<int64_t>(m_config.max_sequence_length, 16384), device) {}
+
+std::vector<torch::Tensor> Transformer::parameters() const {
+    std::vector<torch::Tensor> out;
+    auto weights = m_weights;  // shallow: the tensors are shared
+    weights.for_each([&](torch::Tensor& t) { out.push_back(t); });
+    return out;
+}
+
+torch::Tensor Transformer::norm(const torch::Tensor& x, const torch::Tensor& w) const {
+    return rms_norm(x, w, m_config.rms_norm_eps);
+}
+
+torch::Tensor Transformer::head(const torch::Tensor& hidden) const {
+    return torch::matmul(hidden, m_weights.head.t());  // (R, D) -> (R, V)
+}
+
+torch::Tensor Transformer::forward_full(const torch::Tensor& ids) const {
+    const auto& c = m_config;
+    const int64_t B = ids.size(0), L = ids.size(1), D = c.d_model;
+    auto h = m_weights.wte.index_select(0, ids.reshape({-1})).reshape({B, L, D});  // (B, L, D)
+    auto [cos, sin] = m_rope.prefix(L);                                            // (L, Dh)
+    for (const auto& w : m_weights.layers) {
+        auto qkv = project_qkv(w, norm(h, w.attn_norm), cos, sin, c.n_heads, c.n_kv_heads);
+        h = h + torch::matmul(attend(qkv.q, qkv.k, qkv.v), w.attn_out.t());  // (B, L, D)
+        h = h + gated_mlp(w, norm(h, w.ff_norm));
+    }
+    return head(norm(h, m_weights.ln_f));  // (B, L, V)
+}
+
+std::vector<LayerCache> Transformer::make_cache(int64_t seq_len, bool with_hidden) const {
+    const auto& c = m_config;
+    auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(m_device);
+    std::vector<LayerCache> cache(static_cast<size_t>(c.n_layers));
+    for (auto& lc : cache) {
+        lc.k = torch::zeros({c.n_kv_heads, seq_len, c.head_dim()}, opts);
+        lc.v = torch::zeros({c.n_kv_heads, seq_len, c.head_dim()}, opts);
+        if (with_hidden) lc.hidden = torch::zeros({seq_len, c.d_model}, opts);
+    }
+    return cache;
+}
+
+// The state a plan forward carries from one layer to the next.
+struct Transformer::PlanState {
+    torch::Tensor ids;             // (L) int64
+    int64_t L = 0;
+    RowSet all;                    // every position
+    torch::Tensor cos, sin;        // (L, Dh)
+    torch::Tensor h;               // (R_prev, D) hidden of the rows the previous layer computed
+    const RowSet* prev = nullptr;  // rows of h; nullptr before layer 0
+    RowSet prev_rows;              // storage for prev when it is not `all`
+    bool prev_all = true;
+};
+
+torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& x, const RowSet* rows,
+                                          const PlanState& s, LayerCache& lc, bool write_kv,
+                                          torch::Tensor* probs_out, QkvHeads* fresh_out) const {
+    const auto& w = m_weights.layers[static_cast<size_t>(layer)];
+    const bool all = rows == nullptr;
+    auto cos = all ? s.cos : s.cos.index_select(0, rows->device);  // (R, Dh)
+    auto sin = all ? s.sin : s.sin.index_select(0, rows->device);
+    auto qkv = project_qkv(w, x, cos, sin, m_config.n_heads, m_config.n_kv_heads);
+    if (fresh_out) *fresh_out = qkv;
+    torch::Tensor k_all, v_all;  // (Hkv, L, Dh)
+    if (all) {
+        k_all = qkv.k;
+        v_all = qkv.v;
+        if (write_kv) {
+            lc.k.copy_(qkv.k);
+            lc.v.copy_(qkv.v);
+        }
+    } else if (write_kv) {
+        lc.k.index_copy_(1, rows->device, qkv.k);
+        lc.v.index_copy_(1, rows->device, qkv.v);
+        k_all = lc.k;
+        v_all = lc.v;
+    } else {
+        k_all = lc.k.index_copy(1, rows->device, qkv.k);
+        v_all = lc.v.index_copy(1, rows->device, qkv.v);
+    }
+    return torch::matmul(attend(qkv.q, k_all, v_all, probs_out), w.attn_out.t());  // (R, D)
+}
+
+LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks& hooks,
+                                       LayerCache& lc, PlanState& s) const {
+    const auto& w = m_weights.layers[static_cast<size_t>(l)];
+    // h is the live residual of every row: (L, D).
+    if (l == 0)
+        s.h = m_weights.wte.index_select(0, s.ids);
+    else if (!s.prev_all)
+        throw std::logic_error("forward_plan: feature-cache layers need every row's residual");
+    RowSet rows = plan.all_rows ? s.all : plan.rows;
+    if (plan.probe) {
+        const auto& pr = plan.probe_rows.device;
+        auto xp = norm(s.h.index_select(0, pr), w.attn_norm);  // (P, D)
+        auto vp = split_heads(linear(xp, w.v_proj, w.v_bias), m_config.n_kv_heads);  // (Hkv, P, Dh)
+        torch::Tensor kp;                                                            // (Hkv, P, Dh)
+        if (plan.probe_k)
+            kp = RopeTables::apply(split_heads(linear(xp, w.k_proj, w.k_bias), m_config.n_kv_heads),
+                                   s.cos.index_select(0, pr), s.sin.index_select(0, pr));
+        rows = hooks.select_rows(l, kp, vp);
+    }
+    const bool all = rows.size() == s.L && plan.all_rows;
+    LayerResult r;
+    if (rows.size() == 0) {
+        // Nothing recomputed: every row adds its cached attention and FFN outputs.
+        s.h = s.h + lc.attn_out;
+        s.h = s.h + lc.ffn_out;
+    } else {
+        // Rows not computed add their cached outputs; computed rows store their fresh ones.
+        auto merge = [&](torch::Tensor& cached, const torch::Tensor& fresh) {  // (R, D) -> (L, D)
+            auto full = (cached.defined() && !all) ? cached.index_copy(0, rows.device, fresh) : fresh;
+            if (plan.write_features && cached.defined()) cached.index_copy_(0, rows.device, fresh);
+            return full;
+        };
+        auto x = norm(s.h.index_select(0, rows.device), w.attn_norm);  // (R, D)
+        auto attn = attention_rows(l, x, all ? nullptr : &rows, s, lc, plan.write_kv,
+                                   plan.want_probs ? &r.probs : nullptr);  // (R, D)
+        s.h = s.h + merge(lc.attn_out, attn);
+        auto f = gated_mlp(w, norm(s.h.index_select(0, rows.device), w.ff_norm));  // (R, D)
+        s.h = s.h + merge(lc.ffn_out, f);
+    }
+    s.prev_rows = std::move(rows);
+    s.prev = all ? &s.all : &s.prev_rows;
+    s.prev_all = true;  // every row's residual is live
+    r.rows = all ? nullptr : &s.prev_rows;
+    return r;
+}
+
+void Transformer::gather_inputs(int l, const LayerPlan& plan, const LayerCache& lc,
+                                PlanState& s) const {
+    const RowSet& rows = plan.all_rows ? s.all : plan.rows;
+    if (l == 0) {
+        s.h = m_weights.wte.index_select(0, s.ids.index_select(0, rows.device));  // (R, D)
+        return;
+    }
+    if (plan.all_rows && s.prev_all) return;                           // h holds every row
+    if (!s.prev_all && !plan.all_rows && rows.host == s.prev->host) return;  // same rows
+    // Rows change between layers: a row computed at l-1 keeps its fresh state, any other row
+    // comes from this layer's hidden cache (a policy that shrinks row sets needs no cache).
+    const RowSet& prev = s.prev_all ? s.all : *s.prev;
+    torch::Tensor full;  // (L, D)
+    if (lc.hidden.defined()) {
+        full = lc.hidden.clone();
+    } else {
+        std::vector<uint8_t> present(static_cast<size_t>(s.L), 0);
+        for (int64_t i : prev.host) present[static_cast<size_t>(i)] = 1;
+        for (int64_t i : rows.host)
+            if (!present[static_cast<size_t>(i)])
+                throw std::logic_error(
+                    "forward_plan: layer " + std::to_string(l) +
+                    " needs rows the previous layer did not compute and no hidden cache");
+        full = torch::zeros({s.L, m_config.d_model}, s.h.options());
+    }
+    full.index_copy_(0, prev.device, s.h);
+    s.h = full.index_select(0, rows.device);
+}
+
+LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, LayerCache& lc,
+                                   PlanState& s) const {
+    const auto& w = m_weights.layers[static_cast<size_t>(l)];
+    gather_inputs(l, plan, lc, s);
+    const RowSet* rows = plan.all_rows ? nullptr : &plan.rows;
+    if (plan.write_hidden && lc.hidden.defined())
+        lc.hidden.index_copy_(0, rows ? rows->device : s.all.device, s.h);
+    LayerResult r;
+    const bool may_escalate = plan.may_escalate && !plan.all_rows;
+    QkvHeads fresh;  // of the computed rows
+    auto attn = attention_rows(l, norm(s.h, w.attn_norm), rows, s, lc,
+                               plan.write_kv && !may_escalate,
+                               (plan.want_probs || may_escalate) ? &r.probs : nullptr, &fresh);
+    if (may_escalate && hooks.escalate(l, r.probs)) {
+        // Recompute the layer for every row: fresh rows keep their inputs, others come from the
+        // hidden cache.
+        r.escalated = true;
+        if (!lc.hidden.defined())
+            throw std::logic_error("forward_plan: escalation needs a hidden cache");
+        auto full = lc.hidden.clone();  // (L, D)
+        full.index_copy_(0, rows->device, s.h);
+        s.h = full;
+        if (plan.write_hidden) lc.hidden.copy_(s.h);
+        plan.all_rows = true;
+        rows = nullptr;
+        attn = attention_rows(l, norm(s.h, w.attn_norm), nullptr, s, lc, plan.write_kv, &r.probs);
+    } else if (may_escalate && plan.write_kv) {
+        // Not escalated: store the K/V the attention above computed (deferred until now).
+        lc.k.index_copy_(1, rows->device, fresh.k);
+        lc.v.index_copy_(1, rows->device, fresh.v);
+    }
+    s.h = s.h + attn;
+    s.h = s.h + gated_mlp(w, norm(s.h, w.ff_norm));
+    if (plan.all_rows) {
+        s.prev = &s.all;
+    } else {
+        s.prev_rows = std::move(plan.rows);
+        s.prev = &s.prev_rows;
+    }
+    s.prev_all = plan.all_rows;
+    r.rows = plan.all_rows ? nullptr : &s.prev_rows;
+    return r;
+}
+
+torch::Tensor Transformer::forward_plan(const torch::Tensor& ids, LayerHooks& hooks,
+                                        std::vector<LayerCache>& cache, RowSet& out_rows) const {
+    if (static_cast<int64_t>(cache.size()) != m_config.n_layers)
+        throw std::logic_error("forward_plan: cache has the wrong number of layers");
+    PlanState s;
+    s.ids = ids;
+    s.L = ids.size(0);
+    std::vector<int64_t> all(static_cast<size_t>(s.L));
+    std::iota(all.begin(), all.end(), int64_t{0});
+    s.all.host = std::move(all);
+    s.all.device = torch::arange(s.L, torch::TensorOptions().dtype(torch::kLong).device(m_device));
+    std::tie(s.cos, s.sin) = m_rope.prefix(s.L);  // (L, Dh)
+    for (int l = 0; l < static_cast<int>(m_config.n_layers); ++l) {
+        const auto t0 = std::chrono::steady_clock::now();
+        LayerPlan plan = hooks.plan(l);
+        auto& lc = cache[static_cast<size_t>(l)];
+        LayerResult r = plan.feature_cache ? feature_layer(l, plan, hooks, lc, s)
+                                           : row_layer(l, std::move(plan), hooks, lc, s);
+        r.layer = l;
+        r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                   .count();
+        hooks.observe(r);
+    }
+    out_rows = s.prev_all ? s.all : *s.prev;
+    return norm(s.h, m_weights.ln_f);  // (R_last, D)
+}
+
+double layer_flops(const ModelConfig& c, int64_t rows, int64_t keys) {
+    const double R = static_cast<double>(rows), K = static_cast<double>(keys);
+    const double D = static_cast<double>(c.d_model), Dh = static_cast<double>(c.head_dim());
+    const double H = static_cast<double>(c.n_heads), Hkv = static_cast<double>(c.n_kv_heads);
+    const double F = static_cast<double>(c.mlp_hidden_size);
+    const double proj = 2 * R * D * (H * Dh + 2 * Hkv * Dh) + 2 * R * H * Dh * D;  // q, k, v, out
+    const double attn = 2 * 2 * H * R * K * Dh;                                    // QK^T and PV
+    const double mlp = 3 * 2 * R * D * F;
+    return proj + attn + mlp;
+}
+
+double head_flops(const ModelConfig& c, int64_t rows) {
+    return 2.0 * static_cast<double>(rows) * static_cast<double>(c.d_model) *
+           static_cast<double>(c.vocab_size);
+}
+
+}  // namespace cl::detail

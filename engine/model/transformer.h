@@ -1,0 +1,68 @@
+// Transformer: the bidirectional decoder every architecture assembles from the shared blocks,
+// with a batched full forward (training, CFG) and a batch-1 forward that executes a per-layer
+// plan (which rows are computed, which K/V come from a cache, what is written back). Internal to
+// the engine: includes <torch/torch.h>.
+//
+// Shapes: L sequence length, R computed rows, D d_model, H heads, Hkv kv heads, Dh head dim,
+// V vocabulary, N layers, B batch.
+#pragma once
+
+#include <vector>
+
+#include "engine/model/layer_plan.h"
+#include "engine/model/model_config.h"
+#include "engine/model/transformer_weights.h"
+
+namespace cl::detail {
+
+class Transformer {
+public:
+    Transformer(ModelConfig config, TransformerWeights weights, torch::Device device);
+
+    const ModelConfig& config() const { return m_config; }
+    TransformerWeights& weights() { return m_weights; }
+    torch::Device device() const { return m_device; }
+    std::vector<torch::Tensor> parameters() const;
+
+    // ids (B, L) int64 -> logits (B, L, V) float32. Differentiable when grad mode is on (training).
+    torch::Tensor forward_full(const torch::Tensor& ids) const;
+
+    // Batch-1 plan forward. ids (L) int64. `hooks.plan(l)` is asked just before layer l runs, so a
+    // policy can decide from what the previous layers reported. Rows not computed at a layer take
+    // their K/V from `cache[l]`; a layer whose rows are not a subset of the previous layer's rows
+    // takes the missing inputs from `cache[l].hidden`. Returns final hidden states after ln_f for
+    // the last layer's rows: (R_last, D), with the rows in `out_rows` (nullptr rows = all).
+    torch::Tensor forward_plan(const torch::Tensor& ids, LayerHooks& hooks,
+                               std::vector<LayerCache>& cache, RowSet& out_rows) const;
+
+    // LM head over hidden rows (R, D) -> (R, V).
+    torch::Tensor head(const torch::Tensor& hidden) const;
+    // Allocates an empty cache for a sequence of length L.
+    std::vector<LayerCache> make_cache(int64_t seq_len, bool with_hidden) const;
+    const RopeTables& rope() const { return m_rope; }
+
+private:
+    struct PlanState;
+    LayerResult feature_layer(int l, const LayerPlan& plan, LayerHooks& hooks, LayerCache& lc,
+                              PlanState& s) const;
+    LayerResult row_layer(int l, LayerPlan plan, LayerHooks& hooks, LayerCache& lc,
+                          PlanState& s) const;
+    void gather_inputs(int l, const LayerPlan& plan, const LayerCache& lc, PlanState& s) const;
+    // Attention block for the rows with normalised inputs x (R, D): fresh Q/K/V for the rows, K/V
+    // of every other row from `lc` (written back when write_kv). Returns (R, D).
+    torch::Tensor attention_rows(int layer, const torch::Tensor& x, const RowSet* rows,
+                                 const PlanState& s, LayerCache& lc, bool write_kv,
+                                 torch::Tensor* probs_out, QkvHeads* fresh_out = nullptr) const;
+    torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w) const;
+
+    ModelConfig m_config;
+    TransformerWeights m_weights;
+    torch::Device m_device;
+    RopeTables m_rope;
+};
+
+// Analytical FLOPs of one layer computing `rows` query rows against `keys` key rows.
+double layer_flops(const ModelConfig& c, int64_t rows, int64_t keys);
+double head_flops(const ModelConfig& c, int64_t rows);
+
+}  // namespace cl::detail

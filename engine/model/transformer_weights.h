@@ -1,0 +1,29 @@
+// The weights of a pre-norm decoder-style transformer, shared by every architecture.
+#pragma once
+
+#include <vector>
+
+#include "engine/model/blocks.h"
+
+namespace cl::detail {
+
+struct TransformerWeights {
+    torch::Tensor wte;   // (V, D) token embedding
+    torch::Tensor ln_f;  // (D) final norm
+    torch::Tensor head;  // (V, D) LM head (the embedding when weights are tied)
+    std::vector<LayerWeights> layers;
+
+    // Every defined tensor once, in checkpoint order (a tied head is the embedding).
+    template <typename Fn>
+    void for_each(Fn&& fn) {
+        fn(wte);
+        for (auto& l : layers)
+            for (auto* t : {&l.attn_norm, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_bias, &l.k_bias,
+                            &l.v_bias, &l.attn_out, &l.ff_norm, &l.ff_proj, &l.up_proj, &l.ff_out})
+                if (t->defined()) fn(*t);
+        fn(ln_f);
+        if (!head.is_same(wte)) fn(head);
+    }
+};
+
+}  // namespace cl::detail

@@ -1,0 +1,20 @@
+// Torch <-> safetensors for the weights of any architecture in the table, named by its weight
+// slots (internal: includes torch).
+#pragma once
+
+#include <filesystem>
+
+#include "engine/model/transformer_weights.h"
+#include "engine/model/model_writer.h"
+
+namespace cl::detail {
+
+// Fresh weights: normal(0, 0.02) for matrices, ones for norms (uses torch's global seed).
+// Biases (architectures with q/k/v biases) are drawn after every matrix, so a model without them
+// draws the same weights as before biases existed.
+TransformerWeights init_weights(const ModelConfig& config);
+// Writes model.safetensors (shards == 1) or model-0000i-of-0000n.safetensors + index.
+void save_weights(const std::filesystem::path& dir, const ModelConfig& config,
+                  TransformerWeights& weights, StorageDType dtype, int shards = 1);
+
+}  // namespace cl::detail

@@ -1,0 +1,66 @@
+// Trainer: the masked-diffusion objective of LLaDA on the CacheLens task suite.
+//
+// t ~ U(eps, 1) per sequence, each response token masked with probability t, cross-entropy on the
+// masked tokens weighted 1/t and normalised by the response length; prompts are never masked.
+// AdamW, linear warm-up + cosine decay, gradient clipping, checkpoints with resume, deterministic
+// data order for a seed (batch i is a pure function of (seed, i)). Torch-free header.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "engine/model/model_config.h"
+#include "engine/tasks/task_suite.h"
+
+namespace cl {
+
+struct TrainProgress {
+    int64_t step = 0;
+    int64_t total_steps = 0;
+    double loss = 0;          // mean over the last log window
+    double val_loss = -1;     // last validation loss (-1 = not measured yet)
+    double tokens_per_s = 0;  // trained tokens (prompt + response) per second, this session
+    double eta_s = 0;
+    double lr = 0;
+    int64_t tokens_seen = 0;
+};
+
+struct TrainOptions {
+    std::filesystem::path out_dir;  // the model folder written (and resumed from)
+    bool resume = false;            // continue from out_dir/checkpoint
+    std::filesystem::path
+        init_from;          // start from this model folder (weights + tokenizer), fresh optimizer
+    ModelConfig shape;      // d_model, n_layers, n_heads, n_kv_heads, mlp_hidden_size
+    int vocab_size = 1024;  // BPE vocabulary incl. 6 special tokens
+    int64_t total_steps = 20000;
+    int batch_size = 16;
+    double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, clip = 1.0, eps = 1e-3;
+    int64_t warmup_steps = 500;
+    int64_t checkpoint_every = 250;
+    int64_t eval_every = 250;
+    int64_t log_every = 25;
+    uint64_t seed = 0;
+    std::map<std::string, double> mixture{
+        {"arith", 0.35}, {"kv", 0.35}, {"reverse", 0.15}, {"prose", 0.15}};
+    tasks::Difficulty difficulty;
+    int response_pad = 64;   // responses are padded with EOS to at least this length
+    double max_minutes = 0;  // > 0: checkpoint and stop after this long
+    std::function<void(const TrainProgress&)> on_progress;
+};
+
+struct TrainResult {
+    int64_t steps_done = 0;
+    double final_loss = 0;
+    double final_val_loss = -1;
+    double seconds = 0;
+    int64_t tokens_seen = 0;
+    bool finished = false;  // reached total_steps
+};
+
+// Throws InputError on bad options or an unreadable checkpoint.
+TrainResult train_model(const TrainOptions& options);
+
+}  // namespace cl
