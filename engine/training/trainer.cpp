@@ -127,9 +127,8 @@ void write_generation_defaults(const std::filesystem::path& dir) {
     std::ofstream(dir / "generation_config.json") << g.dump(2);
 }
 
-}  // namespace
-
-TrainResult train_model(const TrainOptions& o) {
+// Rejects options the trainer cannot use, naming the flag.
+void check_options(const TrainOptions& o) {
     if (o.out_dir.empty()) throw InputError("--out: an output folder is required");
     if (o.batch_size < 1 || o.batch_size > 4096)
         throw InputError("--batch-size: must be between 1 and 4096");
@@ -140,17 +139,12 @@ TrainResult train_model(const TrainOptions& o) {
         throw InputError("--arith-digits: must be between 1 and 9");
     if (d.kv_min_pairs < 1 || d.kv_max_pairs < d.kv_min_pairs)
         throw InputError("--kv-min-pairs/--kv-max-pairs: need 1 <= min <= max");
-    std::filesystem::create_directories(o.out_dir);
-    const auto ckpt = o.out_dir / "checkpoint";
-    const bool resuming = o.resume && std::filesystem::exists(ckpt / "state.json");
-    if (o.resume && !resuming) throw InputError(ckpt, "--resume: no checkpoint to resume from");
+}
 
-    std::vector<std::string> verses;
-    if (o.mixture.count("prose") && o.mixture.at("prose") > 0) verses = tasks::load_kjv_verses();
-
-    // Tokenizer: trained once on a sample of every family, then fixed for the model's life.
-    const auto tok_file = o.out_dir / "tokenizer.json";
-    const bool warm_start = !resuming && !o.init_from.empty();
+// The tokenizer of the model being trained: copied from a warm start, kept when resuming, or
+// trained once on a sample of every family and then fixed for the model's life.
+void prepare_tokenizer(const TrainOptions& o, const std::filesystem::path& tok_file, bool resuming,
+                       bool warm_start, const std::vector<std::string>& verses) {
     if (warm_start) {
         if (!std::filesystem::exists(o.init_from / "tokenizer.json"))
             throw InputError(o.init_from, "--init-from: not a model folder (no tokenizer.json)");
@@ -170,26 +164,12 @@ TrainResult train_model(const TrainOptions& o) {
         texts.push_back("user assistant");
         std::ofstream(tok_file) << train_byte_level_bpe(texts, o.vocab_size, true);
     }
-    auto tok = Tokenizer::load(tok_file);
+}
 
-    ModelConfig c = o.shape;
-    json state = json::object();
-    if (resuming) {
-        c = load_model_config(ckpt);
-        std::ifstream in(ckpt / "state.json");
-        state = json::parse(in);
-    } else if (warm_start) {
-        c = load_model_config(o.init_from);
-    } else {
-        c.vocab_size = tok->vocab_size();
-        c.mask_token_id = *tok->token_to_id(SpecialTokens::kMask);
-        c.eos_token_id = *tok->token_to_id(SpecialTokens::kEos);
-        c.pad_token_id = c.eos_token_id;
-        c.bos_token_id = *tok->token_to_id(SpecialTokens::kBos);
-        c.validate(o.out_dir / "config.json");
-    }
-
-    torch::manual_seed(o.seed);
+// Weights to start from: the checkpoint or the warm-start model (copied), or fresh ones.
+detail::TransformerWeights initial_weights(const TrainOptions& o, const ModelConfig& c,
+                                           const std::filesystem::path& ckpt, bool resuming,
+                                           bool warm_start) {
     detail::TransformerWeights w;
     if (resuming || warm_start) {
         auto m = Model::load(resuming ? ckpt : o.init_from);
@@ -198,10 +178,11 @@ TrainResult train_model(const TrainOptions& o) {
     } else {
         w = detail::init_weights(c);
     }
-    w.for_each([](torch::Tensor& t) { t.set_requires_grad(true); });
-    detail::Transformer net(c, w, torch::Device(torch::kCPU));
-    std::vector<torch::Tensor> params = net.parameters();
-    // No weight decay on the norm gains.
+    return w;
+}
+
+// AdamW with weight decay on the matrices only (not on the norm gains).
+torch::optim::AdamW make_optimizer(const TrainOptions& o, const std::vector<torch::Tensor>& params) {
     std::vector<torch::Tensor> decay, no_decay;
     for (auto& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
     std::vector<torch::optim::OptimizerParamGroup> groups;
@@ -212,7 +193,83 @@ TrainResult train_model(const TrainOptions& o) {
     groups.emplace_back(no_decay,
                         std::make_unique<torch::optim::AdamWOptions>(
                             torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(0.0)));
-    torch::optim::AdamW opt(groups);
+    return torch::optim::AdamW(groups);
+}
+
+// Writes the resumable checkpoint (weights, optimizer, counters) atomically, then refreshes the
+// output folder as a loadable model (f16 weights keep it small).
+void save_checkpoint(const TrainOptions& o, const ModelConfig& c,
+                     const std::filesystem::path& tok_file, detail::Transformer& net,
+                     torch::optim::AdamW& opt, int64_t step, int64_t tokens_seen, double val_loss) {
+    const auto ckpt = o.out_dir / "checkpoint";
+    const auto tmp = o.out_dir / "checkpoint.tmp";
+    std::filesystem::remove_all(tmp);
+    std::filesystem::create_directories(tmp);
+    std::ofstream(tmp / "config.json") << c.to_json();
+    std::filesystem::copy_file(tok_file, tmp / "tokenizer.json");
+    write_generation_defaults(tmp);
+    detail::save_weights(tmp, c, net.weights(), StorageDType::F32);
+    torch::save(opt, (tmp / "optimizer.pt").string());
+    std::ofstream(tmp / "state.json") << json{
+        {"step", step},
+        {"tokens_seen", tokens_seen},
+        {"val_loss", val_loss},
+        {"seed", o.seed},
+        {"total_steps", o.total_steps}}.dump(2);
+    std::filesystem::remove_all(ckpt);
+    std::filesystem::rename(tmp, ckpt);
+    // The output folder itself is always a loadable model (f16 weights keep it small).
+    std::ofstream(o.out_dir / "config.json") << c.to_json();
+    write_generation_defaults(o.out_dir);
+    detail::save_weights(o.out_dir, c, net.weights(), StorageDType::F16);
+}
+
+// The shape being trained: the checkpoint's or warm start's config, or the options' shape with
+// the special tokens of the fresh tokenizer.
+ModelConfig model_config_for(const TrainOptions& o, const Tokenizer& tok,
+                             const std::filesystem::path& ckpt, bool resuming, bool warm_start) {
+    if (resuming) return load_model_config(ckpt);
+    if (warm_start) return load_model_config(o.init_from);
+    ModelConfig c = o.shape;
+    c.vocab_size = tok.vocab_size();
+    c.mask_token_id = *tok.token_to_id(SpecialTokens::kMask);
+    c.eos_token_id = *tok.token_to_id(SpecialTokens::kEos);
+    c.pad_token_id = c.eos_token_id;
+    c.bos_token_id = *tok.token_to_id(SpecialTokens::kBos);
+    c.validate(o.out_dir / "config.json");
+    return c;
+}
+
+}  // namespace
+
+TrainResult train_model(const TrainOptions& o) {
+    check_options(o);
+    std::filesystem::create_directories(o.out_dir);
+    const auto ckpt = o.out_dir / "checkpoint";
+    const bool resuming = o.resume && std::filesystem::exists(ckpt / "state.json");
+    if (o.resume && !resuming) throw InputError(ckpt, "--resume: no checkpoint to resume from");
+
+    std::vector<std::string> verses;
+    if (o.mixture.count("prose") && o.mixture.at("prose") > 0) verses = tasks::load_kjv_verses();
+
+    const auto tok_file = o.out_dir / "tokenizer.json";
+    const bool warm_start = !resuming && !o.init_from.empty();
+    prepare_tokenizer(o, tok_file, resuming, warm_start, verses);
+    auto tok = Tokenizer::load(tok_file);
+
+    const ModelConfig c = model_config_for(o, *tok, ckpt, resuming, warm_start);
+    json state = json::object();
+    if (resuming) {
+        std::ifstream in(ckpt / "state.json");
+        state = json::parse(in);
+    }
+
+    torch::manual_seed(o.seed);
+    detail::TransformerWeights w = initial_weights(o, c, ckpt, resuming, warm_start);
+    w.for_each([](torch::Tensor& t) { t.set_requires_grad(true); });
+    detail::Transformer net(c, w, torch::Device(torch::kCPU));
+    std::vector<torch::Tensor> params = net.parameters();
+    torch::optim::AdamW opt = make_optimizer(o, params);
     int64_t step = 0, tokens_seen = 0;
     double val_loss = -1;
     if (resuming) {
@@ -235,28 +292,7 @@ TrainResult train_model(const TrainOptions& o) {
     };
     std::ofstream log(o.out_dir / "train_log.jsonl", std::ios::app);
 
-    auto save = [&] {
-        const auto tmp = o.out_dir / "checkpoint.tmp";
-        std::filesystem::remove_all(tmp);
-        std::filesystem::create_directories(tmp);
-        std::ofstream(tmp / "config.json") << c.to_json();
-        std::filesystem::copy_file(tok_file, tmp / "tokenizer.json");
-        write_generation_defaults(tmp);
-        detail::save_weights(tmp, c, net.weights(), StorageDType::F32);
-        torch::save(opt, (tmp / "optimizer.pt").string());
-        std::ofstream(tmp / "state.json") << json{
-            {"step", step},
-            {"tokens_seen", tokens_seen},
-            {"val_loss", val_loss},
-            {"seed", o.seed},
-            {"total_steps", o.total_steps}}.dump(2);
-        std::filesystem::remove_all(ckpt);
-        std::filesystem::rename(tmp, ckpt);
-        // The output folder itself is always a loadable model (f16 weights keep it small).
-        std::ofstream(o.out_dir / "config.json") << c.to_json();
-        write_generation_defaults(o.out_dir);
-        detail::save_weights(o.out_dir, c, net.weights(), StorageDType::F16);
-    };
+    auto save = [&] { save_checkpoint(o, c, tok_file, net, opt, step, tokens_seen, val_loss); };
 
     const int64_t first_step = step;
     const auto t_start = std::chrono::steady_clock::now();
