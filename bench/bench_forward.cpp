@@ -9,8 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/model/transformer.h"
 #include "engine/model/model.h"
+#include "engine/model/transformer.h"
 
 int main(int argc, char** argv) {
     CLI::App app{"Median full-forward latency per step vs sequence length (1 and 2 threads)"};

@@ -96,12 +96,11 @@ TEST(Architecture, TestArchitectureLoadsWithBiasesFromTheTable) {
     bool saw_bias = false;
     for (const auto& t : m->tensors()) saw_bias |= t.name.find("q_proj.bias") != std::string::npos;
     EXPECT_TRUE(saw_bias);
-    EXPECT_EQ(m->config().parameter_count(),
-              [&] {
-                  int64_t n = 0;
-                  for (const auto& t : m->net().parameters()) n += t.numel();
-                  return n;
-              }());
+    EXPECT_EQ(m->config().parameter_count(), [&] {
+        int64_t n = 0;
+        for (const auto& t : m->net().parameters()) n += t.numel();
+        return n;
+    }());
 }
 
 TEST(Architecture, BiasesChangeTheOutputAndPlansEqualTheFullForward) {

@@ -35,7 +35,7 @@ TEST(CounterRng, DrawsAreUniformInTheOpenInterval) {
     auto u = detail::counter_uniform(1, 0, {0, 1, 2, 3}, 50000, torch::kCPU);  // 200k draws
     EXPECT_GT(u.min().item<double>(), 0.0);
     EXPECT_LT(u.max().item<double>(), 1.0);
-    EXPECT_NEAR(u.mean().item<double>(), 0.5, 0.005);       // sd of the mean ~0.00065
+    EXPECT_NEAR(u.mean().item<double>(), 0.5, 0.005);  // sd of the mean ~0.00065
     EXPECT_NEAR(u.var().item<double>(), 1.0 / 12.0, 0.002);
     // Ten equal bins each hold about a tenth (binomial sd ~0.00067).
     auto bins = (u * 10).floor().to(torch::kLong).flatten().bincount({}, 10).to(torch::kDouble) /

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "engine/model/transformer.h"
 #include "engine/model/model.h"
+#include "engine/model/transformer.h"
 #include "test_util.h"
 
 namespace cl {

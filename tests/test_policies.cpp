@@ -3,8 +3,8 @@
 #include <set>
 
 #include "engine/generation/generator.h"
-#include "engine/model/transformer.h"
 #include "engine/generation/policy_registry.h"
+#include "engine/model/transformer.h"
 #include "engine/trace/trace_store.h"
 #include "test_util.h"
 

@@ -2,8 +2,8 @@
 #include <set>
 
 #include "engine/model/model.h"
-#include "engine/training/trainer.h"
 #include "engine/tasks/task_suite.h"
+#include "engine/training/trainer.h"
 #include "test_util.h"
 
 namespace cl::tasks {

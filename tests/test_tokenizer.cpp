@@ -1,8 +1,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/base/errors.h"
-#include "engine/model/model_writer.h"
 #include "engine/model/arch_llada.h"
+#include "engine/model/model_writer.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "test_util.h"
 

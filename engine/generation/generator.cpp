@@ -114,12 +114,14 @@ Generator::Generator(std::shared_ptr<const Model> model, GenerationRequest req,
     m.cfg.validate(m.model->config().max_sequence_length, static_cast<int64_t>(prompt.size()));
     m.policy = create_policy(req.policy, req.params);
     if (m.cfg.cfg_scale > 0 && req.policy != "none")
-        throw InputError("classifier-free guidance (cfg_scale > 0) is only supported with the "
-                         "policy 'none'");
+        throw InputError(
+            "classifier-free guidance (cfg_scale > 0) is only supported with the "
+            "policy 'none'");
     init_state(m.state, *m.model, m.cfg, prompt);
     m.info = make_run_info(m, req);
     for (int32_t id : m.state.x)
-        if (m.seen_ids.insert(id).second) m.info.token_text[id] = m.model->tokenizer().token_text(id);
+        if (m.seen_ids.insert(id).second)
+            m.info.token_text[id] = m.model->tokenizer().token_text(id);
     c10::InferenceMode guard;
     m.policy->on_run_start(*m.net, m.state.L);
     if (m.sink) m.sink->on_run_start(m.info);
@@ -194,7 +196,8 @@ void Generator::Impl::advance(trace::StepRecord& rec) {
     s.last_committed = rec.committed;
     ++s.step;
     ++s.step_in_block;
-    const bool block_done = !s.block_has_masks() && (cfg.parallel_decoding() || s.step_in_block >= s.S);
+    const bool block_done =
+        !s.block_has_masks() && (cfg.parallel_decoding() || s.step_in_block >= s.S);
     if (block_done) {
         policy->on_block_end(context(&rec.triggers));
         ++s.block;

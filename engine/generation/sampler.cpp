@@ -51,12 +51,12 @@ Predictions sample(const torch::Tensor& logits, const std::vector<int64_t>& posi
         if (in.eos_id >= 0) conf_logits.select(1, in.eos_id).fill_(neg_inf);
         if (in.eot_id >= 0) conf_logits.select(1, in.eot_id).fill_(neg_inf);
     }
-    auto full_probs = torch::softmax(conf_logits, 1);                  // (M, V)
-    auto probs = full_probs.gather(1, x0.unsqueeze(1)).squeeze(1);     // (M)
+    auto full_probs = torch::softmax(conf_logits, 1);               // (M, V)
+    auto probs = full_probs.gather(1, x0.unsqueeze(1)).squeeze(1);  // (M)
     const int64_t K = std::min<int64_t>(in.top_k, full_probs.size(1));
     auto softmax = cfg.confidence_eos_eot_inf ? torch::softmax(lg, 1) : full_probs;  // raw logits
     auto [top_p, top_i] = softmax.topk(K, 1);                                        // (M, K)
-    auto ent = -(softmax * torch::log_softmax(lg, 1)).nan_to_num(0.0).sum(1);       // (M)
+    auto ent = -(softmax * torch::log_softmax(lg, 1)).nan_to_num(0.0).sum(1);        // (M)
 
     Predictions out;
     out.top_k = K;

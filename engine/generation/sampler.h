@@ -15,11 +15,11 @@ namespace cl::detail {
 
 struct Predictions {
     int64_t top_k = 0;
-    std::vector<int32_t> token;       // (M) x0
-    std::vector<double> confidence;   // (M) softmax probability of x0, or the remasking draw
-    std::vector<int32_t> topk_ids;    // (M, top_k)
-    std::vector<double> topk_probs;   // (M, top_k) of the raw logits' softmax
-    std::vector<double> entropy;      // (M) of the raw logits' softmax
+    std::vector<int32_t> token;      // (M) x0
+    std::vector<double> confidence;  // (M) softmax probability of x0, or the remasking draw
+    std::vector<int32_t> topk_ids;   // (M, top_k)
+    std::vector<double> topk_probs;  // (M, top_k) of the raw logits' softmax
+    std::vector<double> entropy;     // (M) of the raw logits' softmax
 };
 
 struct SamplerInputs {

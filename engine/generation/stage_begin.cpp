@@ -50,8 +50,8 @@ std::vector<int32_t> planned_commits(const RunState& s, const GenerationConfig& 
             u.emplace_back(remask_uniform(cfg.seed, s.step, i), i);
     std::stable_sort(u.begin(), u.end(),
                      [](const auto& a, const auto& b) { return a.first > b.first; });
-    const auto k = std::min<size_t>(u.size(),
-                                    static_cast<size_t>(s.schedule[static_cast<size_t>(s.step_in_block)]));
+    const auto k = std::min<size_t>(
+        u.size(), static_cast<size_t>(s.schedule[static_cast<size_t>(s.step_in_block)]));
     for (size_t i = 0; i < k; ++i) planned.push_back(static_cast<int32_t>(u[i].second));
     return planned;
 }
@@ -95,8 +95,8 @@ ProbeWants ask_probes(const RunCore& run) {
             if (run.sink->wants(r)) w.heads[l].push_back(h);
         }
     }
-    w.oracle = run.cfg.cfg_scale == 0 &&
-               run.sink->wants({trace::ProbeKind::Oracle, id, step, -1, -1});
+    w.oracle =
+        run.cfg.cfg_scale == 0 && run.sink->wants({trace::ProbeKind::Oracle, id, step, -1, -1});
     return w;
 }
 

@@ -19,8 +19,8 @@ void compare_cache(const torch::Tensor& used, const torch::Tensor& fresh, int64_
                    std::vector<float>& cos_out, std::vector<float>& rel_out) {
     auto x = used.transpose(0, 1).reshape({L, -1}).to(torch::kCPU, torch::kFloat64);  // (L, Hkv*Dh)
     auto y = fresh.transpose(0, 1).reshape({L, -1}).to(torch::kCPU, torch::kFloat64);
-    auto cos = torch::cosine_similarity(x, y, 1, 1e-12).contiguous();                 // (L)
-    auto rel = ((x - y).norm(2, 1) / y.norm(2, 1).clamp_min(1e-12)).contiguous();     // (L)
+    auto cos = torch::cosine_similarity(x, y, 1, 1e-12).contiguous();              // (L)
+    auto rel = ((x - y).norm(2, 1) / y.norm(2, 1).clamp_min(1e-12)).contiguous();  // (L)
     const double* cp = cos.data_ptr<double>();
     const double* rp = rel.data_ptr<double>();
     for (int64_t i = 0; i < L; ++i) {
@@ -39,7 +39,8 @@ void compare_logits(RunCore& run, StepWork& work, const torch::Tensor& full_hidd
     auto full_logits =
         run.net->head(full_hidden.index_select(0, idx)).to(torch::kCPU, torch::kFloat64);  // (M, V)
     auto cached_logits = work.logits.to(torch::kCPU, torch::kFloat64);
-    auto lp_full = torch::log_softmax(full_logits, 1), lp_cached = torch::log_softmax(cached_logits, 1);
+    auto lp_full = torch::log_softmax(full_logits, 1),
+         lp_cached = torch::log_softmax(cached_logits, 1);
     auto& o = work.rec->oracle;
     o.logits_kl = (lp_full.exp() * (lp_full - lp_cached)).sum(1).mean().item<double>();
     auto full_x0 = full_logits.argmax(1).contiguous();

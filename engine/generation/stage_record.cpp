@@ -26,7 +26,8 @@ void record_tokens(RunCore& run, StepWork& work) {
         else if (s.masked[static_cast<size_t>(i)])
             rec.states[static_cast<size_t>(i)] = trace::TokenState::Masked;
     }
-    for (int32_t c : work.committed) rec.states[static_cast<size_t>(c)] = trace::TokenState::DecodedNow;
+    for (int32_t c : work.committed)
+        rec.states[static_cast<size_t>(c)] = trace::TokenState::DecodedNow;
 }
 
 // Fresh predictions and the inspector data of each predicted row: top-k, entropy, margin.

@@ -45,8 +45,8 @@ struct RunCore {
 
 // What the sink asked to observe this step.
 struct ProbeWants {
-    std::vector<bool> mean;                    // (N) head-mean attention of layer l
-    std::vector<std::vector<int32_t>> heads;   // (N) single heads of layer l
+    std::vector<bool> mean;                   // (N) head-mean attention of layer l
+    std::vector<std::vector<int32_t>> heads;  // (N) single heads of layer l
     bool oracle = false;
     bool any_attention() const;
 };

@@ -73,8 +73,8 @@ const Architecture& find_architecture(const nlohmann::json& config,
     std::string known;
     for (const auto& a : t.entries)
         for (const auto& m : a.model_types) known += (known.empty() ? "" : ", ") + m;
-    throw InputError(file, "model_type '" + model_type + "' is not a supported architecture (known: " +
-                               known + ")");
+    throw InputError(file, "model_type '" + model_type +
+                               "' is not a supported architecture (known: " + known + ")");
 }
 
 }  // namespace cl::detail

@@ -20,8 +20,8 @@ RopeTables::RopeTables(double theta, int64_t head_dim, int64_t max_positions,
     // inv_freq = 1 / theta^(arange(0, Dh, 2) / Dh) in float64.
     auto idx = torch::arange(0, head_dim, 2, torch::TensorOptions().dtype(torch::kFloat64));
     m_inv_freq = (1.0 / torch::pow(theta, idx / static_cast<double>(head_dim))).to(device);
-    std::tie(m_cos, m_sin) = at(
-        torch::arange(max_positions, torch::TensorOptions().dtype(torch::kLong).device(device)));
+    std::tie(m_cos, m_sin) =
+        at(torch::arange(max_positions, torch::TensorOptions().dtype(torch::kLong).device(device)));
 }
 
 std::pair<torch::Tensor, torch::Tensor> RopeTables::at(const torch::Tensor& positions) const {
@@ -72,7 +72,8 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
         values = v.repeat_interleave(H / Hkv, -3);
     }
     const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
-    auto probs = torch::softmax(torch::matmul(q, keys.transpose(-2, -1)) * scale, -1);  // (..., H, R, L)
+    auto probs =
+        torch::softmax(torch::matmul(q, keys.transpose(-2, -1)) * scale, -1);  // (..., H, R, L)
     if (probs_out) *probs_out = probs;
     auto out = torch::matmul(probs, values).transpose(-3, -2);  // (..., R, H, Dh)
     auto shape = out.sizes().vec();

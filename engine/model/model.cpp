@@ -15,8 +15,8 @@
 
 #include "engine/base/errors.h"
 #include "engine/model/architecture.h"
-#include "engine/model/transformer.h"
 #include "engine/model/safetensors.h"
+#include "engine/model/transformer.h"
 
 namespace cl {
 

@@ -13,11 +13,11 @@ using detail::read_json_file;
 
 int64_t ModelConfig::parameter_count() const {
     const int64_t kv_dim = n_kv_heads * head_dim();
-    const int64_t per_layer = 2 * d_model                       // attn_norm, ff_norm
-                              + d_model * d_model               // q_proj
-                              + 2 * kv_dim * d_model            // k_proj, v_proj
-                              + d_model * d_model               // attn_out
-                              + 3 * mlp_hidden_size * d_model   // ff_proj, up_proj, ff_out
+    const int64_t per_layer = 2 * d_model                      // attn_norm, ff_norm
+                              + d_model * d_model              // q_proj
+                              + 2 * kv_dim * d_model           // k_proj, v_proj
+                              + d_model * d_model              // attn_out
+                              + 3 * mlp_hidden_size * d_model  // ff_proj, up_proj, ff_out
                               + (qkv_bias ? d_model + 2 * kv_dim : 0);
     const int64_t head = weight_tying ? 0 : vocab_size * d_model;
     return vocab_size * d_model + n_layers * per_layer + d_model + head;

@@ -23,10 +23,10 @@ struct ModelConfig {
     int64_t pad_token_id = -1;
     int64_t bos_token_id = -1;
     bool weight_tying = false;
-    bool qkv_bias = false;          // q/k/v projections carry biases (Qwen2-style)
+    bool qkv_bias = false;  // q/k/v projections carry biases (Qwen2-style)
     std::string model_type = "llada";
     std::string architecture = "llada";  // the entry of the architecture table that reads it
-    int logits_shift = 0;           // row i of the output predicts token i + logits_shift
+    int logits_shift = 0;                // row i of the output predicts token i + logits_shift
 
     int64_t head_dim() const { return d_model / n_heads; }
     // Parameters of the weights the config implies.

@@ -8,10 +8,10 @@
 #include <unordered_map>
 
 #include "engine/base/errors.h"
-#include "engine/model/transformer.h"
 #include "engine/model/safetensors.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "engine/model/transformer.h"
 #include "engine/model/weights_io.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace cl {
 

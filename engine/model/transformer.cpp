@@ -69,7 +69,7 @@ std::vector<LayerCache> Transformer::make_cache(int64_t seq_len, bool with_hidde
 
 // The state a plan forward carries from one layer to the next.
 struct Transformer::PlanState {
-    torch::Tensor ids;             // (L) int64
+    torch::Tensor ids;  // (L) int64
     int64_t L = 0;
     RowSet all;                    // every position
     torch::Tensor cos, sin;        // (L, Dh)
@@ -119,7 +119,7 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
     RowSet rows = plan.all_rows ? s.all : plan.rows;
     if (plan.probe) {
         const auto& pr = plan.probe_rows.device;
-        auto xp = norm(s.h.index_select(0, pr), w.attn_norm);  // (P, D)
+        auto xp = norm(s.h.index_select(0, pr), w.attn_norm);                        // (P, D)
         auto vp = split_heads(linear(xp, w.v_proj, w.v_bias), m_config.n_kv_heads);  // (Hkv, P, Dh)
         torch::Tensor kp;                                                            // (Hkv, P, Dh)
         if (plan.probe_k)
@@ -136,7 +136,8 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
     } else {
         // Rows not computed add their cached outputs; computed rows store their fresh ones.
         auto merge = [&](torch::Tensor& cached, const torch::Tensor& fresh) {  // (R, D) -> (L, D)
-            auto full = (cached.defined() && !all) ? cached.index_copy(0, rows.device, fresh) : fresh;
+            auto full =
+                (cached.defined() && !all) ? cached.index_copy(0, rows.device, fresh) : fresh;
             if (plan.write_features && cached.defined()) cached.index_copy_(0, rows.device, fresh);
             return full;
         };
@@ -161,7 +162,7 @@ void Transformer::gather_inputs(int l, const LayerPlan& plan, const LayerCache& 
         s.h = m_weights.wte.index_select(0, s.ids.index_select(0, rows.device));  // (R, D)
         return;
     }
-    if (plan.all_rows && s.prev_all) return;                           // h holds every row
+    if (plan.all_rows && s.prev_all) return;                                 // h holds every row
     if (!s.prev_all && !plan.all_rows && rows.host == s.prev->host) return;  // same rows
     // Rows change between layers: a row computed at l-1 keeps its fresh state, any other row
     // comes from this layer's hidden cache (a policy that shrinks row sets needs no cache).
@@ -193,9 +194,9 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     LayerResult r;
     const bool may_escalate = plan.may_escalate && !plan.all_rows;
     QkvHeads fresh;  // of the computed rows
-    auto attn = attention_rows(l, norm(s.h, w.attn_norm), rows, s, lc,
-                               plan.write_kv && !may_escalate,
-                               (plan.want_probs || may_escalate) ? &r.probs : nullptr, &fresh);
+    auto attn =
+        attention_rows(l, norm(s.h, w.attn_norm), rows, s, lc, plan.write_kv && !may_escalate,
+                       (plan.want_probs || may_escalate) ? &r.probs : nullptr, &fresh);
     if (may_escalate && hooks.escalate(l, r.probs)) {
         // Recompute the layer for every row: fresh rows keep their inputs, others come from the
         // hidden cache.

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "engine/model/transformer_weights.h"
 #include "engine/model/model_writer.h"
+#include "engine/model/transformer_weights.h"
 
 namespace cl::detail {
 

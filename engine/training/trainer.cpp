@@ -10,12 +10,12 @@
 
 #include "engine/base/errors.h"
 #include "engine/model/architecture.h"
-#include "engine/model/transformer.h"
 #include "engine/model/model.h"
 #include "engine/model/model_writer.h"
 #include "engine/model/safetensors.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "engine/model/transformer.h"
 #include "engine/model/weights_io.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace cl {
 namespace {
@@ -93,8 +93,8 @@ private:
 };
 
 // Masked-diffusion loss of one batch with its own noise generator.
-torch::Tensor diffusion_loss(detail::Transformer& net, const Batch& batch, int64_t mask_id, double eps,
-                             at::Generator& gen) {
+torch::Tensor diffusion_loss(detail::Transformer& net, const Batch& batch, int64_t mask_id,
+                             double eps, at::Generator& gen) {
     const int64_t B = batch.ids.size(0), L = batch.ids.size(1);
     auto t = torch::rand({B, 1}, gen) * (1 - eps) + eps;            // (B, 1)
     auto masked = (torch::rand({B, L}, gen) < t) & batch.response;  // (B, L)
@@ -182,7 +182,8 @@ detail::TransformerWeights initial_weights(const TrainOptions& o, const ModelCon
 }
 
 // AdamW with weight decay on the matrices only (not on the norm gains).
-torch::optim::AdamW make_optimizer(const TrainOptions& o, const std::vector<torch::Tensor>& params) {
+torch::optim::AdamW make_optimizer(const TrainOptions& o,
+                                   const std::vector<torch::Tensor>& params) {
     std::vector<torch::Tensor> decay, no_decay;
     for (auto& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
     std::vector<torch::optim::OptimizerParamGroup> groups;

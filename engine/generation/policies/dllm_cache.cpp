@@ -167,7 +167,7 @@ private:
     bool m_refresh_prompt = true, m_refresh_response = true;
     StepContext m_ctx;
     detail::RowSet m_prompt, m_response;  // (P), (G) positions
-    std::vector<bool> m_probed;          // per layer: V-verify ran this step
+    std::vector<bool> m_probed;           // per layer: V-verify ran this step
 };
 
 CL_REGISTER_POLICY(DllmCache);

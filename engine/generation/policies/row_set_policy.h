@@ -38,8 +38,7 @@ public:
             if (static_cast<int64_t>(r.size()) == m_seq_len)
                 m_choice.full = true;  // nothing reused
         }
-        if (!m_choice.full)
-            m_rows = detail::RowSet::from_host(m_choice.rows, m_device);
+        if (!m_choice.full) m_rows = detail::RowSet::from_host(m_choice.rows, m_device);
         trace::TriggerEvent e;
         e.kind = m_choice.reason.empty() ? (m_choice.full ? "full" : "selection") : m_choice.reason;
         e.fired = m_choice.full;
