@@ -111,7 +111,7 @@ int run_bench(BenchOptions o) {
             std::printf("%-12s %9.1f %8.2fx %7.2fx %10.2f %9.1f%% %7.1f%% %9.0f\n", n.c_str(),
                         mean(&PolicyMetrics::tokens_per_s), speedup, flop,
                         mean(&PolicyMetrics::efficiency),
-                        100 * mean(&PolicyMetrics::recompute_fraction),
+                        100 * mean(&PolicyMetrics::recompute),
                         100 * mean(&PolicyMetrics::agreement), median(wall[n]));
             results.push_back({{"mode", mode},
                                {"policy", n},
@@ -119,7 +119,7 @@ int run_bench(BenchOptions o) {
                                {"speedup", speedup},
                                {"flop_ratio", flop},
                                {"efficiency", mean(&PolicyMetrics::efficiency)},
-                               {"recompute_fraction", mean(&PolicyMetrics::recompute_fraction)},
+                               {"recompute_fraction", mean(&PolicyMetrics::recompute)},
                                {"agreement", mean(&PolicyMetrics::agreement)},
                                {"median_wall_ms", median(wall[n])},
                                {"prompts", o.prompts},

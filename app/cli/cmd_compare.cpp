@@ -68,7 +68,7 @@ int run_compare(const CompareOptions& o) {
         std::printf(
             "%-12s %8d %8.1f %8.2fx %7.2fx %10.2f %9.1f%% %8.1f%% %10s\n", r.policy.c_str(),
             r.summary.steps, m.tokens_per_s, m.speedup, m.flop_ratio, m.efficiency,
-            100 * m.recompute_fraction, 100 * m.agreement,
+            100 * m.recompute, 100 * m.agreement,
             m.first_divergence < 0 ? "-" : ("step " + std::to_string(m.first_divergence)).c_str());
         out.push_back({{"policy", r.policy},
                        {"params", r.params},
@@ -77,7 +77,7 @@ int run_compare(const CompareOptions& o) {
                        {"speedup", m.speedup},
                        {"flop_ratio", m.flop_ratio},
                        {"efficiency", m.efficiency},
-                       {"recompute_fraction", m.recompute_fraction},
+                       {"recompute_fraction", m.recompute},
                        {"agreement", m.agreement},
                        {"first_divergence", m.first_divergence},
                        {"wall_ms", r.summary.wall_ms},

@@ -31,6 +31,7 @@ PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& pro
     out.summary = gen.run();
     out.steps = store.steps(run_id);
     out.prompt_len = gen.info().prompt_len;
+    out.eos_id = gen.info().eos_id;
     return out;
 }
 
@@ -70,31 +71,9 @@ std::pair<std::string, std::map<std::string, double>> column_policy_params(
 }
 
 PolicyMetrics compare_with_baseline(const PolicyRun& run, const PolicyRun& base) {
-    PolicyMetrics m;
-    const auto& s = run.summary;
-    m.tokens_per_s = s.tokens_per_s;
-    m.speedup = s.wall_ms > 0 ? base.summary.wall_ms / s.wall_ms : 0;
-    m.flop_ratio = s.flops > 0 ? base.summary.flops / s.flops : 0;
-    m.efficiency = m.flop_ratio > 0 ? m.speedup / m.flop_ratio : 0;
-    m.recompute_fraction = s.recompute_fraction;
-    const auto& a = s.final_tokens;
-    const auto& b = base.summary.final_tokens;
-    int same = 0, total = 0;
-    for (size_t i = static_cast<size_t>(run.prompt_len); i < std::min(a.size(), b.size()); ++i) {
-        ++total;
-        same += a[i] == b[i];
-    }
-    m.agreement = total ? static_cast<double>(same) / total : 0;
-    for (const auto& step : run.steps) {
-        for (int32_t pos : step->committed)
-            if (static_cast<size_t>(pos) < b.size() &&
-                step->tokens[static_cast<size_t>(pos)] != b[static_cast<size_t>(pos)]) {
-                m.first_divergence = step->step;
-                break;
-            }
-        if (m.first_divergence >= 0) break;
-    }
-    return m;
+    const trace::RunSteps r{&run.steps, run.prompt_len, run.eos_id};
+    const trace::RunSteps b{&base.steps, base.prompt_len, base.eos_id};
+    return trace::run_metrics(r, &b);
 }
 
 }  // namespace cl::cli

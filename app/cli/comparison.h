@@ -9,6 +9,7 @@
 
 #include "app/cli/cli_common.h"
 #include "engine/generation/generator.h"
+#include "engine/trace/metrics.h"
 #include "engine/trace/trace_store.h"
 
 namespace cl::cli {
@@ -20,17 +21,11 @@ struct PolicyRun {
     trace::RunSummary summary;
     std::vector<std::shared_ptr<const trace::StepRecord>> steps;
     int32_t prompt_len = 0;
+    int32_t eos_id = -1;
 };
 
-struct PolicyMetrics {
-    double tokens_per_s = 0;
-    double speedup = 0;     // baseline wall time / policy wall time
-    double flop_ratio = 0;  // baseline FLOPs / policy FLOPs (the ideal speedup)
-    double efficiency = 0;  // speedup / flop_ratio
-    double recompute_fraction = 0;
-    double agreement = 0;           // share of generated tokens equal to the baseline's
-    int32_t first_divergence = -1;  // first step committing a token the baseline did not; -1 none
-};
+// POLICIES.md section 4, one definition for the CLI and the app (engine/trace/metrics.h).
+using PolicyMetrics = trace::RunMetrics;
 
 // Runs one policy to the end, collecting its step records into `store` (if given) under run_id.
 PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& prompt,

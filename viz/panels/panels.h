@@ -1,6 +1,8 @@
 // One function per panel (one panel per file). Each draws into the current ImGui window.
 #pragma once
 
+#include "engine/trace/metrics.h"
+
 #include <cmath>
 
 #include "viz/viz_context.h"
@@ -28,12 +30,8 @@ void draw_legend(const ViewState& view);
 void draw_inspector(std::vector<RunView>& runs, ViewState& view);
 
 // Shared metrics, defined once (POLICIES.md section 4) and shown with their formulas.
-struct ColumnMetrics {
-    double tokens_per_s = 0, wall_ms = 0, flops = 0, flops_full = 0, recompute = 0;
-    double speedup = NAN, flop_ratio = NAN, efficiency = NAN, agreement = NAN;
-    int32_t first_divergence = -1;
-    int32_t generated = 0;
-};
+// The metrics of a column up to the step on screen (engine/trace/metrics.h defines them).
+using ColumnMetrics = trace::RunMetrics;
 ColumnMetrics column_metrics(const RunView& run, const RunView* baseline, int32_t upto_step);
 
 }  // namespace cl::viz

@@ -1,0 +1,50 @@
+// The metrics of POLICIES.md section 4, defined once for every front end (the CLI's compare,
+// bench and eval, the app's header metrics and diff strip). Standard library only.
+//
+// A run is compared with its baseline "up to step t": each side's steps with index <= t (all of
+// them when t < 0). On finished runs this is the whole run, so a live column converges to the
+// numbers the CLI prints.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/trace/trace_types.h"
+
+namespace cl::trace {
+
+using StepList = std::vector<std::shared_ptr<const StepRecord>>;
+
+// The steps of a run and what the metrics need to know about it.
+struct RunSteps {
+    const StepList* steps = nullptr;
+    int32_t prompt_len = 0;
+    int32_t eos_id = -1;
+};
+
+struct RunMetrics {
+    double wall_ms = 0;     // sum of step wall times
+    double flops = 0;       // analytical FLOPs of what was computed
+    double flops_full = 0;  // FLOPs of a full forward at every step
+    double recompute = 0;   // mean over steps of computed (layer, row) pairs / (N * L)
+    int32_t generated = 0;  // decoded response tokens before the first EOS
+    double tokens_per_s = 0;  // generated / wall time
+    // Against the baseline (NaN / -1 without one; exactly 1 / -1 for the baseline itself):
+    double speedup = NAN;     // baseline wall time / run wall time
+    double flop_ratio = NAN;  // baseline FLOPs / run FLOPs (the ideal speedup)
+    double efficiency = NAN;  // speedup / flop_ratio
+    double agreement = NAN;   // share of response positions decoded in both with the same token
+    int32_t first_divergence = -1;  // first step committing a token the baseline has otherwise
+};
+
+// Metrics of `run` up to step `upto` (< 0: every step), against `baseline` when given.
+RunMetrics run_metrics(const RunSteps& run, const RunSteps* baseline, int32_t upto = -1);
+
+// The parts, for tests and for callers that need one number.
+int32_t generated_tokens(const StepRecord& last, int32_t prompt_len, int32_t eos_id);
+double agreement(const StepRecord& run_last, const StepRecord& base_last, int32_t prompt_len);
+int32_t first_divergence(const StepList& run, const StepRecord& base_last, int32_t upto = -1);
+
+}  // namespace cl::trace
