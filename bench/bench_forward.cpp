@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/base/stats.h"
 #include "engine/model/model.h"
 #include "engine/model/transformer.h"
 
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
                                      .count());
                 }
                 std::sort(ms.begin(), ms.end());
-                const double median = ms[ms.size() / 2];
+                const double median = cl::stats::median(ms);
                 const double flops =
                     model->config().n_layers * cl::detail::layer_flops(model->config(), L, L) +
                     cl::detail::head_flops(model->config(), L);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/base/stats.h"
 #include "engine/generation/generator.h"
 #include "engine/tasks/task_suite.h"
 #include "engine/trace/trace_store.h"
@@ -21,10 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 }  // namespace
 
@@ -77,12 +74,12 @@ int main(int argc, char** argv) {
             std::printf(
                 "open + step metadata: median %.1f ms\nfull load (every step; attention is fetched "
                 "on demand): median %.1f ms\n",
-                median(meta), median(full));
+                cl::stats::median(meta), cl::stats::median(full));
             if (!json_file.empty())
                 std::ofstream(json_file) << nlohmann::json{
-                    {"open_meta_ms", median(meta)},
+                    {"open_meta_ms", cl::stats::median(meta)},
                     {"full_load_ms",
-                     median(full)}}.dump(2);
+                     cl::stats::median(full)}}.dump(2);
             return 0;
         }
         cl::set_thread_count(threads);
@@ -144,8 +141,9 @@ int main(int argc, char** argv) {
                 cl::Generator(model, req, w.get()).run();
                 w->flush();
             }
-            const double a = median(plain), t = median(traced), b = median(rec),
-                         cpu = median(writer_cpu), f = median(flush);
+            const double a = cl::stats::median(plain), t = cl::stats::median(traced),
+                         b = cl::stats::median(rec), cpu = cl::stats::median(writer_cpu),
+                         f = cl::stats::median(flush);
             std::printf("%-12s %12.1f %12.1f %8.1f%% %12.1f %8.1f%% %11.1f%% %10.1f\n", p.c_str(),
                         a, t, 100 * (t - a) / a, b, 100 * (b - a) / a, 100 * cpu / a, f);
             j["policies"].push_back({{"policy", p},
@@ -179,10 +177,10 @@ int main(int argc, char** argv) {
         std::printf(
             "\nsession %s: %.1f MB\nopen + all step metadata: median %.1f ms\none step (masks + "
             "attention layer 2): median %.2f ms\n",
-            out.c_str(), size / 1e6, median(open_ms), median(fetch_ms));
+            out.c_str(), size / 1e6, cl::stats::median(open_ms), cl::stats::median(fetch_ms));
         j["file_mb"] = size / 1e6;
-        j["open_ms"] = median(open_ms);
-        j["fetch_step_ms"] = median(fetch_ms);
+        j["open_ms"] = cl::stats::median(open_ms);
+        j["fetch_step_ms"] = cl::stats::median(fetch_ms);
         if (!json_file.empty()) std::ofstream(json_file) << j.dump(2) << '\n';
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cachelens-bench-sessions: error: %s\n", e.what());

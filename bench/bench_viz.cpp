@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "engine/base/stats.h"
 #include "viz/viz_context.h"
 
 namespace {
@@ -98,11 +99,6 @@ cl::viz::RunView synthetic_run(int id, const std::string& policy, int P, int G, 
     return r;
 }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -152,16 +148,16 @@ int main(int argc, char** argv) {
     }
     std::printf("canvas: %d columns, G=%d, %d steps, %d layers\n%-10s %10s %10s\n", columns, gen,
                 steps, layers, "case", "median_ms", "max_ms");
-    std::printf("%-10s %10.2f %10.2f\n", "static", median(still),
+    std::printf("%-10s %10.2f %10.2f\n", "static", cl::stats::median(still),
                 *std::max_element(still.begin(), still.end()));
-    std::printf("%-10s %10.2f %10.2f\n", "scrubbing", median(scrub),
+    std::printf("%-10s %10.2f %10.2f\n", "scrubbing", cl::stats::median(scrub),
                 *std::max_element(scrub.begin(), scrub.end()));
     if (!json_file.empty())
         std::ofstream(json_file) << nlohmann::json{{"columns", columns},
                                                    {"gen_length", gen},
                                                    {"steps", steps},
-                                                   {"static_median_ms", median(still)},
-                                                   {"scrub_median_ms", median(scrub)}}
+                                                   {"static_median_ms", cl::stats::median(still)},
+                                                   {"scrub_median_ms", cl::stats::median(scrub)}}
                                         .dump(2)
                                  << '\n';
     ImGui::DestroyContext();

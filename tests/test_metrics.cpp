@@ -20,9 +20,9 @@ std::shared_ptr<const StepRecord> step(int32_t index, std::vector<int32_t> token
     s->tokens = tokens;
     s->committed = std::move(committed);
     for (size_t i = 0; i < tokens.size(); ++i)
-        s->states.push_back(i < 2                  ? TokenState::Prompt
-                            : tokens[i] == kMask   ? TokenState::Masked
-                                                   : TokenState::DecodedEarlier);
+        s->states.push_back(i < 2                ? TokenState::Prompt
+                            : tokens[i] == kMask ? TokenState::Masked
+                                                 : TokenState::DecodedEarlier);
     s->actions.assign(tokens.size(), RowAction::Recomputed);
     s->wall_ms = wall;
     s->flops = flops;

@@ -1,6 +1,7 @@
 #include <regex>
 #include <set>
 
+#include "engine/base/stats.h"
 #include "engine/model/model.h"
 #include "engine/tasks/task_suite.h"
 #include "engine/training/trainer.h"
@@ -49,12 +50,12 @@ TEST(Tasks, ReversalAndExtraction) {
 
 TEST(Tasks, PairedExactTestOfFixedAndBrokenItems) {
     // By hand: 3 vs 8 discordant items -> 2 * (1 + 11 + 55 + 165) / 2^11.
-    EXPECT_NEAR(paired_exact_p(3, 8), 2.0 * 232 / 2048, 1e-12);
-    EXPECT_NEAR(paired_exact_p(8, 3), 2.0 * 232 / 2048, 1e-12);  // symmetric
-    EXPECT_NEAR(paired_exact_p(0, 10), 2.0 / 1024, 1e-12);
-    EXPECT_DOUBLE_EQ(paired_exact_p(5, 5), 1.0);  // capped
-    EXPECT_DOUBLE_EQ(paired_exact_p(0, 0), 1.0);  // no discordant item: no evidence
-    EXPECT_LT(paired_exact_p(0, 400), 1e-100);    // large n stays finite
+    EXPECT_NEAR(stats::paired_exact_p(3, 8), 2.0 * 232 / 2048, 1e-12);
+    EXPECT_NEAR(stats::paired_exact_p(8, 3), 2.0 * 232 / 2048, 1e-12);  // symmetric
+    EXPECT_NEAR(stats::paired_exact_p(0, 10), 2.0 / 1024, 1e-12);
+    EXPECT_DOUBLE_EQ(stats::paired_exact_p(5, 5), 1.0);  // capped
+    EXPECT_DOUBLE_EQ(stats::paired_exact_p(0, 0), 1.0);  // no discordant item: no evidence
+    EXPECT_LT(stats::paired_exact_p(0, 400), 1e-100);    // large n stays finite
 }
 
 TEST(Tasks, TrainAndEvalSplitsAreDisjoint) {
@@ -67,6 +68,19 @@ TEST(Tasks, TrainAndEvalSplitsAreDisjoint) {
 TEST(Tasks, DeterministicForASeed) {
     TaskGenerator a(9, Split::Train), b(9, Split::Train);
     for (int i = 0; i < 20; ++i) EXPECT_EQ(a.next("kv").prompt, b.next("kv").prompt);
+}
+
+TEST(Stats, MedianAndWilsonInterval) {
+    EXPECT_DOUBLE_EQ(stats::median({5, 1, 3}), 3);
+    EXPECT_DOUBLE_EQ(stats::median({4, 1, 3, 2}), 2.5);  // mean of the two middle values
+    EXPECT_DOUBLE_EQ(stats::median({}), 0);
+    // 8 of 10: Wilson 95% interval 0.490-0.943 (Newcombe 1998, table I).
+    const auto [low, high] = stats::wilson_interval(8, 10);
+    EXPECT_NEAR(low, 0.4902, 1e-4);
+    EXPECT_NEAR(high, 0.9433, 1e-4);
+    const auto [zero_low, zero_high] = stats::wilson_interval(0, 0);
+    EXPECT_EQ(zero_low, 0.0);
+    EXPECT_EQ(zero_high, 1.0);
 }
 
 TEST(Trainer, LowersTheLossOfAMicroModelInSeconds) {

@@ -1,5 +1,5 @@
-#include "engine/generation/trace_worker.h"
 #include "engine/trace/trace_store.h"
+#include "engine/trace/trace_worker.h"
 
 #include <gtest/gtest.h>
 

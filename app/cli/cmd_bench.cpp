@@ -10,6 +10,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
 #include "engine/base/errors.h"
+#include "engine/base/stats.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/tasks/task_suite.h"
 
@@ -27,11 +28,6 @@ struct BenchOptions {
     std::string prompt_family = "kv";
     std::string json_file;
 };
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[v.size() / 2];
-}
 
 int run_bench(BenchOptions o) {
     auto model = o.model.load();
@@ -75,7 +71,8 @@ int run_bench(BenchOptions o) {
                                          o.model.threads);  // warm-up
             if (prompt_tokens.size() < prompts.size()) prompt_tokens.push_back(warm.prompt_len);
             // Repeats go round-robin over the policies, so that a slow moment of the machine
-            // lands on every policy alike instead of on one policy's repeats.
+            // lands on every policy alike instead of on one policy's repeats. Their step records
+            // (no attention maps: nothing asks for them) live until this prompt is compared.
             std::map<std::string, std::vector<PolicyRun>> reps;
             for (int r = 0; r < o.repeats; ++r)
                 for (const auto& n : names) {
@@ -83,7 +80,6 @@ int run_bench(BenchOptions o) {
                     reps[n].push_back(run_policy(model, prompts[pi], cfg, n,
                                                  o.params.for_policy(n, names.size() == 1), 0,
                                                  o.model.threads));
-                    reps[n].back().steps.clear();  // keep memory flat over many repeats
                 }
             std::map<std::string, PolicyRun> med;
             for (auto& [n, runs] : reps) {
@@ -110,9 +106,8 @@ int run_bench(BenchOptions o) {
                          flop = mean(&PolicyMetrics::flop_ratio);
             std::printf("%-12s %9.1f %8.2fx %7.2fx %10.2f %9.1f%% %7.1f%% %9.0f\n", n.c_str(),
                         mean(&PolicyMetrics::tokens_per_s), speedup, flop,
-                        mean(&PolicyMetrics::efficiency),
-                        100 * mean(&PolicyMetrics::recompute),
-                        100 * mean(&PolicyMetrics::agreement), median(wall[n]));
+                        mean(&PolicyMetrics::efficiency), 100 * mean(&PolicyMetrics::recompute),
+                        100 * mean(&PolicyMetrics::agreement), stats::median(wall[n]));
             results.push_back({{"mode", mode},
                                {"policy", n},
                                {"tokens_per_s", mean(&PolicyMetrics::tokens_per_s)},
@@ -121,7 +116,7 @@ int run_bench(BenchOptions o) {
                                {"efficiency", mean(&PolicyMetrics::efficiency)},
                                {"recompute_fraction", mean(&PolicyMetrics::recompute)},
                                {"agreement", mean(&PolicyMetrics::agreement)},
-                               {"median_wall_ms", median(wall[n])},
+                               {"median_wall_ms", stats::median(wall[n])},
                                {"prompts", o.prompts},
                                {"repeats", o.repeats}});
         }

@@ -7,6 +7,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
 #include "engine/base/errors.h"
+#include "engine/base/stats.h"
 #include "engine/generation/generator.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/tasks/task_suite.h"
@@ -91,27 +92,24 @@ int run_eval(const EvalOptions& o) {
             const double acc = static_cast<double>(correct) / o.items;
             const double tps = ms > 0 ? tokens / (ms / 1000.0) : 0;
             // Wilson score interval: honest about how few items an accuracy rests on.
-            const double n = o.items, z = 1.96, centre = (acc + z * z / (2 * n)) / (1 + z * z / n),
-                         half = z * std::sqrt(acc * (1 - acc) / n + z * z / (4 * n * n)) /
-                                (1 + z * z / n);
+            const auto [low, high] = stats::wilson_interval(correct, o.items);
             const std::string vs = base == baseline_ok.end() ? "-"
                                                              : "+" + std::to_string(fixed) + "/-" +
                                                                    std::to_string(broken);
             // p: exact McNemar test of fixed vs broken (is the paired difference more than noise?).
-            const double p = tasks::paired_exact_p(fixed, broken);
+            const double p = stats::paired_exact_p(fixed, broken);
             const std::string p_text = base == baseline_ok.end() ? "-" : format_p(p);
             std::printf("%-24s %-8s %6d %8.1f%% %6.1f-%5.1f%% %9s %7s %9.1f\n", columns[c].c_str(),
-                        family.c_str(), o.items, 100 * acc, 100 * std::max(0.0, centre - half),
-                        100 * std::min(1.0, centre + half), vs.c_str(), p_text.c_str(), tps);
-            out.push_back(
-                {{"policy", columns[c]},
-                 {"task", family},
-                 {"items", o.items},
-                 {"correct", correct},
-                 {"accuracy", acc},
-                 {"interval95", {std::max(0.0, centre - half), std::min(1.0, centre + half)}},
-                 {"tokens_per_s", tps},
-                 {"sampler", cfg.to_map()}});
+                        family.c_str(), o.items, 100 * acc, 100 * low, 100 * high, vs.c_str(),
+                        p_text.c_str(), tps);
+            out.push_back({{"policy", columns[c]},
+                           {"task", family},
+                           {"items", o.items},
+                           {"correct", correct},
+                           {"accuracy", acc},
+                           {"interval95", {low, high}},
+                           {"tokens_per_s", tps},
+                           {"sampler", cfg.to_map()}});
             if (base != baseline_ok.end()) {
                 out.back()["fixed_vs_none"] = fixed;
                 out.back()["broken_vs_none"] = broken;

@@ -1,4 +1,5 @@
 #include "app/desktop/main_window.h"
+#include "engine/base/assets.h"
 
 #include <QAction>
 #include <QApplication>
@@ -168,6 +169,15 @@ void MainWindow::save_settings() const {
 }
 
 void MainWindow::build_menus() {
+    build_file_menu();
+    build_run_menu();
+    build_view_menu();
+    build_lessons_menu();
+    build_help_menu();
+}
+
+// The File menu: models, sessions, export, quit.
+void MainWindow::build_file_menu() {
     auto* file = menuBar()->addMenu("&File");
     auto* open_model = file->addAction("Open &model folder...");
     connect(open_model, &QAction::triggered, this, [this] {
@@ -234,7 +244,10 @@ void MainWindow::build_menus() {
     auto* quit = file->addAction("&Quit");
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);
+}
 
+// The Run menu: restart, transport shortcuts.
+void MainWindow::build_run_menu() {
     auto* run = menuBar()->addMenu("&Run");
     auto* apply = run->addAction("&Restart with these settings");
     apply->setShortcut(QKeySequence("Ctrl+R"));
@@ -266,7 +279,10 @@ void MainWindow::build_menus() {
         a->setShortcutContext(Qt::ApplicationShortcut);
         addAction(a);
     }
+}
 
+// The View menu: theme, colour map, oracle curves, alignment.
+void MainWindow::build_view_menu() {
     auto* view = menuBar()->addMenu("&View");
     auto* dark = view->addAction("&Dark theme");
     dark->setCheckable(true);
@@ -290,6 +306,10 @@ void MainWindow::build_menus() {
         m_view.align_by_progress = on;
         m_canvas->update();
     });
+}
+
+// The Lessons menu: the bundled lessons and their navigation.
+void MainWindow::build_lessons_menu() {
     auto* lessons = menuBar()->addMenu("&Lessons");
     for (const QString& path : bundled_lessons()) {
         QString title = QFileInfo(path).baseName();
@@ -313,6 +333,10 @@ void MainWindow::build_menus() {
     back_l->setShortcutContext(Qt::ApplicationShortcut);
     connect(back_l, &QAction::triggered, this, [this] { lesson_prev(); });
     addAction(back_l);
+}
+
+// The Help menu.
+void MainWindow::build_help_menu() {
     auto* help = menuBar()->addMenu("&Help");
     connect(help->addAction("&About CacheLens"), &QAction::triggered, this, [this] {
         QMessageBox::about(
@@ -382,7 +406,12 @@ QWidget* MainWindow::build_setup_dock() {
         if (item) item->item(1)->setEnabled(false);
         m_device->setItemData(1, QString::fromStdString(why), Qt::ToolTipRole);
     }
+    m_device->setToolTip("Where the model runs; changing it reloads the model there");
     layout->addRow("Device", m_device);
+    // The model lives on one device: switching reloads it there (runs restart).
+    connect(m_device, &QComboBox::currentIndexChanged, this, [this](int) {
+        if (m_model) load_model(QString::fromStdString(m_model->directory().string()));
+    });
     m_oracle = new QCheckBox("Oracle mode (full forward beside the cached one)");
     layout->addRow("", m_oracle);
     connect(m_oracle, &QCheckBox::toggled, this, [this](bool on) {
@@ -535,7 +564,9 @@ void MainWindow::load_model(const QString& dir) {
     }
     QApplication::setOverrideCursor(Qt::WaitCursor);
     try {
-        auto model = Model::load(dir.toStdString());
+        LoadOptions options;
+        if (m_device) options.device = m_device->currentText().toStdString();
+        auto model = Model::load(dir.toStdString(), options);
         m_bridge.reset();
         m_model = model;
         m_bridge = std::make_unique<EngineBridge>(m_model, m_threads);
@@ -545,10 +576,11 @@ void MainWindow::load_model(const QString& dir) {
         m_gen_length->setValue(static_cast<int>(d.gen_length));
         m_block_length->setValue(static_cast<int>(d.block_length));
         m_steps->setValue(static_cast<int>(d.steps));
-        m_model_label->setText(QString("%1 (%2 M parameters, %3 layers)")
+        m_model_label->setText(QString("%1 (%2 M parameters, %3 layers, %4)")
                                    .arg(QString::fromStdString(m_model->name()))
                                    .arg(m_model->parameter_count() / 1e6, 0, 'f', 2)
-                                   .arg(m_model->config().n_layers));
+                                   .arg(m_model->config().n_layers)
+                                   .arg(QString::fromStdString(m_model->device())));
         m_model_label->setToolTip(dir);
         QApplication::restoreOverrideCursor();
         apply_setup();
@@ -700,7 +732,7 @@ void MainWindow::apply_preset(int index) {
 }
 
 QStringList MainWindow::bundled_lessons() {
-    QDir dir(QString(CL_SOURCE_DIR) + "/assets/lessons");
+    QDir dir(QString::fromStdString((assets_dir() / "lessons").string()));
     QStringList out;
     for (const auto& f : dir.entryList({"*.lesson.json"}, QDir::Files, QDir::Name))
         out << dir.filePath(f);

@@ -83,6 +83,11 @@ protected:
 
 private:
     void build_menus();
+    void build_file_menu();
+    void build_run_menu();
+    void build_view_menu();
+    void build_lessons_menu();
+    void build_help_menu();
     QWidget* build_setup_dock();
     QWidget* build_policies_dock();
     QWidget* build_transport();

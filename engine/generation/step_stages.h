@@ -20,8 +20,8 @@
 #include "engine/generation/policy.h"
 #include "engine/generation/run_state.h"
 #include "engine/generation/sampler.h"
-#include "engine/generation/trace_worker.h"
 #include "engine/trace/probe.h"
+#include "engine/trace/trace_worker.h"
 
 namespace cl::detail {
 

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/base/assets.h"
 #include "engine/base/errors.h"
 #include "engine/model/architecture.h"
 #include "engine/model/safetensors.h"
@@ -267,12 +268,10 @@ void set_thread_count(int threads) {
 std::filesystem::path default_model_dir() {
     const char* env = std::getenv("CACHELENS_MODEL");
     if (env && *env) return env;
-    const std::filesystem::path candidates[] = {
-        std::filesystem::path(CL_SOURCE_DIR) / "assets/models/cachelens-tiny",
-    };
-    for (const auto& c : candidates)
-        if (std::filesystem::exists(c / "config.json")) return c;
-    return {};
+    const auto assets = assets_dir();
+    if (assets.empty()) return {};
+    const auto dir = assets / "models" / "cachelens-tiny";
+    return std::filesystem::exists(dir / "config.json") ? dir : std::filesystem::path();
 }
 
 }  // namespace cl

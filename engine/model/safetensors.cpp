@@ -1,5 +1,8 @@
 #include "engine/model/safetensors.h"
 
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -233,64 +236,21 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
     if (ec) throw RuntimeFailure(path.string() + ": cannot rename into place: " + ec.message());
 }
 
+// IEEE binary16 and bfloat16 through c10's types (round to nearest even, as PyTorch writes them).
 float half_to_float(uint16_t h) {
-    const uint32_t sign = (h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1f;
-    uint32_t mant = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0) {
-        if (mant == 0) {
-            bits = sign;
-        } else {  // subnormal: renormalise
-            exp = 127 - 15 + 1;
-            while ((mant & 0x400u) == 0) {
-                mant <<= 1;
-                --exp;
-            }
-            mant &= 0x3ffu;
-            bits = sign | (exp << 23) | (mant << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (mant << 13);
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-    }
-    return std::bit_cast<float>(bits);
+    return static_cast<float>(c10::Half(h, c10::Half::from_bits()));
 }
 
 uint16_t float_to_half(float f) {
-    const uint32_t x = std::bit_cast<uint32_t>(f);
-    const uint32_t sign = (x >> 16) & 0x8000u;
-    const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-    uint32_t mant = x & 0x7fffffu;
-    if (((x >> 23) & 0xff) == 0xff)
-        return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
-    if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
-    if (exp <= 0) {
-        if (exp < -10) return static_cast<uint16_t>(sign);
-        mant |= 0x800000u;
-        const int shift = 14 - exp;
-        uint32_t half = mant >> shift;
-        const uint32_t rem = mant & ((1u << shift) - 1);
-        const uint32_t mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1))) ++half;
-        return static_cast<uint16_t>(sign | half);
-    }
-    uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-    const uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) ++half;
-    return static_cast<uint16_t>(half);
+    return c10::Half(f).x;
 }
 
 float bf16_to_float(uint16_t b) {
-    return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+    return static_cast<float>(c10::BFloat16(b, c10::BFloat16::from_bits()));
 }
 
 uint16_t float_to_bf16(float f) {
-    uint32_t x = std::bit_cast<uint32_t>(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);  // NaN
-    x += 0x7fffu + ((x >> 16) & 1);
-    return static_cast<uint16_t>(x >> 16);
+    return c10::BFloat16(f).x;
 }
 
 }  // namespace cl

@@ -181,16 +181,6 @@ std::string extract_answer(const std::string& generated) {
     return b == std::string::npos || e < b ? "" : s.substr(b, e - b + 1);
 }
 
-double paired_exact_p(int fixed, int broken) {
-    const int n = fixed + broken, k = std::min(fixed, broken);
-    if (n <= 0 || k < 0) return 1.0;
-    double tail = 0;  // P(X <= k), X ~ Binomial(n, 1/2), in log space (n may be large)
-    for (int i = 0; i <= k; ++i)
-        tail += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) -
-                         n * std::log(2.0));
-    return std::min(1.0, 2 * tail);
-}
-
 bool exact_match(const TaskItem& item, const std::string& generated) {
     return is_scored(item.family) && extract_answer(generated) == item.answer;
 }

@@ -58,10 +58,6 @@ private:
 // Extracts the text after the last "Answer:" (trimmed, up to a newline); "" when absent.
 std::string extract_answer(const std::string& generated);
 bool exact_match(const TaskItem& item, const std::string& generated);
-// Two-sided exact McNemar test of a paired comparison on the same items: `fixed` items only the
-// policy got right, `broken` items only the baseline got right. The probability, if the policy
-// changed nothing but noise (each discordant item a fair coin), of a split at least this uneven.
-double paired_exact_p(int fixed, int broken);
 
 // Loads the King James Bible verses through Debian's `bible` program (package bible-kjv).
 // Throws cl::InputError with an install hint when it is not available.

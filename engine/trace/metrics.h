@@ -25,11 +25,11 @@ struct RunSteps {
 };
 
 struct RunMetrics {
-    double wall_ms = 0;     // sum of step wall times
-    double flops = 0;       // analytical FLOPs of what was computed
-    double flops_full = 0;  // FLOPs of a full forward at every step
-    double recompute = 0;   // mean over steps of computed (layer, row) pairs / (N * L)
-    int32_t generated = 0;  // decoded response tokens before the first EOS
+    double wall_ms = 0;       // sum of step wall times
+    double flops = 0;         // analytical FLOPs of what was computed
+    double flops_full = 0;    // FLOPs of a full forward at every step
+    double recompute = 0;     // mean over steps of computed (layer, row) pairs / (N * L)
+    int32_t generated = 0;    // decoded response tokens before the first EOS
     double tokens_per_s = 0;  // generated / wall time
     // Against the baseline (NaN / -1 without one; exactly 1 / -1 for the baseline itself):
     double speedup = NAN;     // baseline wall time / run wall time

@@ -1,4 +1,4 @@
-#include "engine/generation/trace_worker.h"
+#include "engine/trace/trace_worker.h"
 
 namespace cl::detail {
 

@@ -1,0 +1,71 @@
+#include "engine/tokenizer/tokenizer_parts.h"
+
+#include <algorithm>
+#include "engine/tokenizer/tokenizer.h"
+
+namespace cl::detail {
+
+PreTokenizer make_pre_tokenizer(const json& j, const std::string& src) {
+    if (j.is_null()) return nullptr;
+    const auto type = j.value("type", std::string());
+    if (type == "Sequence") {
+        std::vector<PreTokenizer> parts;
+        for (const auto& p : j.at("pretokenizers")) parts.push_back(make_pre_tokenizer(p, src));
+        return [parts](std::vector<std::string> pieces) {
+            for (const auto& p : parts)
+                if (p) pieces = p(std::move(pieces));
+            return pieces;
+        };
+    }
+    if (type == "ByteLevel") {
+        const bool add_prefix_space = j.value("add_prefix_space", false);
+        const bool use_regex = j.value("use_regex", true);
+        auto re = std::make_shared<Regex>(kGpt2Pattern, src);
+        return [=](std::vector<std::string> pieces) {
+            std::vector<std::string> out;
+            for (auto& p : pieces) {
+                if (add_prefix_space && !p.empty() && p[0] != ' ') p = " " + p;
+                std::vector<std::string> parts =
+                    use_regex ? split_with(*re, p, SplitBehavior::Isolated, false)
+                              : std::vector<std::string>{p};
+                for (auto& part : parts) out.push_back(to_byte_level(part));
+            }
+            return out;
+        };
+    }
+    if (type == "Split") {
+        auto re = compile_pattern(j.at("pattern"), src);
+        const auto behavior = parse_behavior(j.value("behavior", std::string("Isolated")), src);
+        const bool invert = j.value("invert", false);
+        return [=](std::vector<std::string> pieces) {
+            std::vector<std::string> out;
+            for (const auto& p : pieces)
+                for (auto& s : split_with(*re, p, behavior, invert)) out.push_back(std::move(s));
+            return out;
+        };
+    }
+    if (type == "Digits") {
+        const bool individual = j.value("individual_digits", false);
+        auto re = std::make_shared<Regex>(individual ? "\\p{N}" : "\\p{N}+", src);
+        return [=](std::vector<std::string> pieces) {
+            std::vector<std::string> out;
+            for (const auto& p : pieces)
+                for (auto& s : split_with(*re, p, SplitBehavior::Isolated, false))
+                    out.push_back(std::move(s));
+            return out;
+        };
+    }
+    if (type == "WhitespaceSplit") {
+        auto re = std::make_shared<Regex>("\\s+", src);
+        return [=](std::vector<std::string> pieces) {
+            std::vector<std::string> out;
+            for (const auto& p : pieces)
+                for (auto& s : split_with(*re, p, SplitBehavior::Removed, false))
+                    out.push_back(std::move(s));
+            return out;
+        };
+    }
+    throw InputError(src, "pre_tokenizer type '" + type + "' is not supported");
+}
+
+}  // namespace cl::detail
