@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/base/errors.h"
 #include "test_util.h"
 
 namespace cl {
@@ -22,6 +23,14 @@ Result cli(const std::string& args) {
     while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
     const int status = pclose(p);
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(Cli, EngineSettingsBecomeFlagsInMessages) {
+    const InputError bad(Setting{"gen_length"}, "must be between 1 and 65536, got 0");
+    EXPECT_EQ(std::string(bad.what()), "gen_length: must be between 1 and 65536, got 0");
+    EXPECT_EQ(cli_message(bad), "--gen-length: must be between 1 and 65536, got 0");
+    const InputError file(std::filesystem::path("/m/config.json"), "invalid JSON");
+    EXPECT_EQ(cli_message(file), "/m/config.json: invalid JSON");
 }
 
 TEST(Cli, InitInspectGenerate) {

@@ -152,31 +152,33 @@ TEST(Sampler, EosSuppressionNeverPredictsEos) {
         for (int32_t p : st->predicted) EXPECT_NE(p, eos);
 }
 
-TEST(Sampler, BadConfigsAreRejectedNamingTheOption) {
-    auto expect = [](GenerationRequest r, const std::string& option) {
+TEST(Sampler, BadConfigsAreRejectedNamingTheSetting) {
+    // The engine names its setting; the CLI turns it into the flag (cli_message).
+    auto expect = [](GenerationRequest r, const std::string& setting, const std::string& flag) {
         try {
             Generator g(tiny(), r);
-            FAIL() << option;
+            FAIL() << setting;
         } catch (const InputError& e) {
-            EXPECT_NE(std::string(e.what()).find(option), std::string::npos) << e.what();
+            EXPECT_EQ(e.setting(), setting) << e.what();
+            EXPECT_EQ(cli_message(e).rfind(flag + ": ", 0), 0u) << cli_message(e);
         }
     };
     auto r = request(16, 5, 16);
-    expect(r, "--block-length");
+    expect(r, "block_length", "--block-length");
     r = request(16, 8, 3);
-    expect(r, "--steps");
+    expect(r, "steps", "--steps");
     r = request(16, 8, 16);
     r.config.temperature = -1;
-    expect(r, "--temperature");
+    expect(r, "temperature", "--temperature");
     r = request(5000, 8, 5000);
     r.config.block_length = 8;
-    expect(r, "--gen-length");
+    expect(r, "gen_length", "--gen-length");
     r = request();
     r.policy = "nonsense";
-    expect(r, "--policy");
+    expect(r, "policy", "--policy");
     r = request();
     r.params = {{"nope", 1}};
-    expect(r, "--param");
+    expect(r, "param", "--param");
 }
 
 TEST(Sampler, BaselineFlopsEqualFullForwardAndRecordsAreComplete) {

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     try {
         return run ? run() : kBadInput;
     } catch (const cl::InputError& e) {
-        std::fprintf(stderr, "cachelens-cli: error: %s\n", e.what());
+        std::fprintf(stderr, "cachelens-cli: error: %s\n", cl::cli_message(e).c_str());
         return kBadInput;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cachelens-cli: failure: %s\n", e.what());

@@ -13,40 +13,44 @@ const char* to_string(Remasking r) {
 Remasking parse_remasking(const std::string& text) {
     if (text == "low_confidence") return Remasking::LowConfidence;
     if (text == "random") return Remasking::Random;
-    throw InputError("--remasking: expected low_confidence or random, got '" + text + "'");
+    throw InputError(Setting{"remasking"}, "expected low_confidence or random, got '" + text + "'");
 }
 
 void GenerationConfig::validate(int64_t max_sequence_length, int64_t prompt_length) const {
     if (gen_length < 1 || gen_length > 65536)
-        throw InputError("--gen-length: must be between 1 and 65536, got " +
-                         std::to_string(gen_length));
+        throw InputError(Setting{"gen_length"},
+                         "must be between 1 and 65536, got " + std::to_string(gen_length));
     if (block_length < 1 || block_length > gen_length)
-        throw InputError("--block-length: must be between 1 and --gen-length (" +
-                         std::to_string(gen_length) + "), got " + std::to_string(block_length));
+        throw InputError(Setting{"block_length"}, "must be between 1 and gen_length (" +
+                                                      std::to_string(gen_length) + "), got " +
+                                                      std::to_string(block_length));
     if (gen_length % block_length != 0)
-        throw InputError("--block-length: " + std::to_string(block_length) +
-                         " does not divide --gen-length " + std::to_string(gen_length));
-    if (steps < 1 || steps > 1'000'000) throw InputError("--steps: must be between 1 and 1000000");
+        throw InputError(Setting{"block_length"}, std::to_string(block_length) +
+                                                      " does not divide --gen-length " +
+                                                      std::to_string(gen_length));
+    if (steps < 1 || steps > 1'000'000)
+        throw InputError(Setting{"steps"}, "must be between 1 and 1000000");
     if (steps % num_blocks() != 0)
-        throw InputError("--steps: " + std::to_string(steps) +
-                         " is not a multiple of the number of blocks (" +
-                         std::to_string(num_blocks()) + ")");
+        throw InputError(Setting{"steps"}, std::to_string(steps) +
+                                               " is not a multiple of the number of blocks (" +
+                                               std::to_string(num_blocks()) + ")");
     if (!(temperature >= 0.0) || !std::isfinite(temperature) || temperature > 100)
-        throw InputError("--temperature: must be between 0 and 100");
+        throw InputError(Setting{"temperature"}, "must be between 0 and 100");
     if (!(cfg_scale >= 0.0) || !std::isfinite(cfg_scale) || cfg_scale > 100)
-        throw InputError("--cfg-scale: must be between 0 and 100");
+        throw InputError(Setting{"cfg_scale"}, "must be between 0 and 100");
     if (!(threshold >= 0.0 && threshold <= 1.0))
-        throw InputError("--threshold: must be between 0 and 1");
+        throw InputError(Setting{"threshold"}, "must be between 0 and 1");
     if (!(factor >= 0.0) || !std::isfinite(factor) || factor > 100)
-        throw InputError("--factor: must be between 0 and 100");
+        throw InputError(Setting{"factor"}, "must be between 0 and 100");
     if (threshold > 0 && factor > 0)
-        throw InputError("--threshold and --factor cannot both be set");
+        throw InputError(Setting{"threshold"}, "threshold and factor cannot both be set");
     if (!(certainty_sigma > 0.0) || !std::isfinite(certainty_sigma))
-        throw InputError("--certainty-sigma: must be positive");
+        throw InputError(Setting{"certainty_sigma"}, "must be positive");
     if (prompt_length + gen_length > max_sequence_length)
-        throw InputError("--gen-length: prompt (" + std::to_string(prompt_length) + " tokens) + " +
-                         std::to_string(gen_length) + " exceeds the model's max_sequence_length " +
-                         std::to_string(max_sequence_length));
+        throw InputError(Setting{"gen_length"}, "prompt (" + std::to_string(prompt_length) +
+                                                    " tokens) + " + std::to_string(gen_length) +
+                                                    " exceeds the model's max_sequence_length " +
+                                                    std::to_string(max_sequence_length));
 }
 
 std::map<std::string, std::string> GenerationConfig::to_map() const {

@@ -48,7 +48,8 @@ std::map<std::string, double> resolve_policy_params(
     if (!info) {
         std::string names;
         for (const auto& p : list_policies()) names += (names.empty() ? "" : ", ") + p.name;
-        throw InputError("--policy: unknown policy '" + policy + "' (known: " + names + ")");
+        throw InputError(Setting{"policy"},
+                         "unknown policy '" + policy + "' (known: " + names + ")");
     }
     std::map<std::string, double> params;
     for (const auto& s : info->params) params[s.name] = s.default_value;
@@ -56,13 +57,14 @@ std::map<std::string, double> resolve_policy_params(
         auto spec = std::find_if(info->params.begin(), info->params.end(),
                                  [&](const ParamSpec& s) { return s.name == key; });
         if (spec == info->params.end())
-            throw InputError("--param: policy '" + policy + "' has no parameter '" + key + "'");
+            throw InputError(Setting{"param"},
+                             "policy '" + policy + "' has no parameter '" + key + "'");
         if (!std::isfinite(value) || value < spec->min || value > spec->max)
-            throw InputError("--param: " + policy + "." + key + " = " + std::to_string(value) +
-                             " is outside [" + std::to_string(spec->min) + ", " +
-                             std::to_string(spec->max) + "]");
+            throw InputError(Setting{"param"}, policy + "." + key + " = " + std::to_string(value) +
+                                                   " is outside [" + std::to_string(spec->min) +
+                                                   ", " + std::to_string(spec->max) + "]");
         if (spec->integer && value != std::floor(value))
-            throw InputError("--param: " + policy + "." + key + " must be an integer");
+            throw InputError(Setting{"param"}, policy + "." + key + " must be an integer");
         params[key] = value;
     }
     return params;
@@ -91,7 +93,7 @@ std::unique_ptr<CachePolicy> create_policy(const std::string& name,
             p->set_params(resolved);
             return p;
         }
-    throw InputError("--policy: unknown policy '" + name + "'");
+    throw InputError(Setting{"policy"}, "unknown policy '" + name + "'");
 }
 
 }  // namespace cl

@@ -132,10 +132,10 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     torch::Device device(torch::kCPU);
     if (options.device != "cpu") {
         if (options.device.rfind("cuda", 0) != 0)
-            throw InputError("--device: unknown device '" + options.device +
-                             "' (expected cpu or cuda)");
+            throw InputError(Setting{"device"},
+                             "unknown device '" + options.device + "' (expected cpu or cuda)");
         const auto why = cuda_unavailable_reason();
-        if (!why.empty()) throw InputError("--device cuda: " + why);
+        if (!why.empty()) throw InputError(Setting{"device"}, "cuda: " + why);
         device = torch::Device(options.device);
     }
 

@@ -19,7 +19,7 @@ StorageDType parse_storage_dtype(const std::string& text) {
     if (text == "f32" || text == "float32") return StorageDType::F32;
     if (text == "f16" || text == "float16") return StorageDType::F16;
     if (text == "bf16" || text == "bfloat16") return StorageDType::BF16;
-    throw InputError("--dtype: expected f32, f16 or bf16, got '" + text + "'");
+    throw InputError(Setting{"dtype"}, "expected f32, f16 or bf16, got '" + text + "'");
 }
 
 ModelConfig tiny_config(int64_t d_model, int64_t n_layers, int64_t n_heads, int64_t n_kv_heads) {

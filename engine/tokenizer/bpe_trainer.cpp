@@ -76,7 +76,7 @@ std::string make_byte_level_tokenizer_json(const std::vector<std::string>& merge
 std::string train_byte_level_bpe(const std::vector<std::string>& texts, int vocab_size,
                                  bool split_digits) {
     if (vocab_size < 262 || vocab_size > 1'000'000)
-        throw InputError("--vocab-size: must be between 262 and 1000000");
+        throw InputError(Setting{"vocab_size"}, "must be between 262 and 1000000");
     // Pre-tokenize with exactly the pipeline the finished tokenizer will use.
     auto base =
         Tokenizer::from_json_text(make_byte_level_tokenizer_json({}, split_digits), "bpe-trainer");

@@ -39,7 +39,8 @@ public:
                 m_families.push_back(f);
                 m_weights.push_back(w);
             }
-        if (m_families.empty()) throw InputError("--mixture: no family has a positive weight");
+        if (m_families.empty())
+            throw InputError(Setting{"mixture"}, "no family has a positive weight");
     }
     // The prompt in the chat format of the architecture being trained.
     std::string chat_template(const std::string& prompt) const {
@@ -129,16 +130,16 @@ void write_generation_defaults(const std::filesystem::path& dir) {
 
 // Rejects options the trainer cannot use, naming the flag.
 void check_options(const TrainOptions& o) {
-    if (o.out_dir.empty()) throw InputError("--out: an output folder is required");
+    if (o.out_dir.empty()) throw InputError(Setting{"out"}, "an output folder is required");
     if (o.batch_size < 1 || o.batch_size > 4096)
-        throw InputError("--batch-size: must be between 1 and 4096");
-    if (o.total_steps < 1) throw InputError("--steps: must be positive");
-    if (!(o.lr > 0)) throw InputError("--lr: must be positive");
+        throw InputError(Setting{"batch_size"}, "must be between 1 and 4096");
+    if (o.total_steps < 1) throw InputError(Setting{"steps"}, "must be positive");
+    if (!(o.lr > 0)) throw InputError(Setting{"lr"}, "must be positive");
     const auto& d = o.difficulty;
     if (d.arith_max_digits < 1 || d.arith_max_digits > 9)
-        throw InputError("--arith-digits: must be between 1 and 9");
+        throw InputError(Setting{"arith_digits"}, "must be between 1 and 9");
     if (d.kv_min_pairs < 1 || d.kv_max_pairs < d.kv_min_pairs)
-        throw InputError("--kv-min-pairs/--kv-max-pairs: need 1 <= min <= max");
+        throw InputError(Setting{"kv_min_pairs"}, "need 1 <= kv_min_pairs <= kv_max_pairs");
 }
 
 // The tokenizer of the model being trained: copied from a warm start, kept when resuming, or
@@ -147,7 +148,7 @@ void prepare_tokenizer(const TrainOptions& o, const std::filesystem::path& tok_f
                        bool warm_start, const std::vector<std::string>& verses) {
     if (warm_start) {
         if (!std::filesystem::exists(o.init_from / "tokenizer.json"))
-            throw InputError(o.init_from, "--init-from: not a model folder (no tokenizer.json)");
+            throw InputError(o.init_from, "init_from is not a model folder (no tokenizer.json)");
         std::filesystem::copy_file(o.init_from / "tokenizer.json", tok_file,
                                    std::filesystem::copy_options::overwrite_existing);
     } else if (!resuming) {
@@ -248,7 +249,7 @@ TrainResult train_model(const TrainOptions& o) {
     std::filesystem::create_directories(o.out_dir);
     const auto ckpt = o.out_dir / "checkpoint";
     const bool resuming = o.resume && std::filesystem::exists(ckpt / "state.json");
-    if (o.resume && !resuming) throw InputError(ckpt, "--resume: no checkpoint to resume from");
+    if (o.resume && !resuming) throw InputError(ckpt, "resume: no checkpoint to resume from");
 
     std::vector<std::string> verses;
     if (o.mixture.count("prose") && o.mixture.at("prose") > 0) verses = tasks::load_kjv_verses();
