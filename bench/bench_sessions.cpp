@@ -25,6 +25,107 @@ double ms_since(Clock::time_point t) {
 }
 }  // namespace
 
+// --open: times opening a session as the app does (every step of every run; attention on demand).
+void time_open(const std::string& open_file, int repeats, const std::string& json_file) {
+    std::vector<double> full, meta;
+    for (int r = 0; r < std::max(3, repeats); ++r) {
+        auto t0 = Clock::now();
+        auto reader = cl::sessions::SessionReader::open(open_file, false);
+        size_t steps = 0;
+        for (const auto& run : reader->runs()) steps += reader->step_meta(run.run_id).size();
+        meta.push_back(ms_since(t0));
+        t0 = Clock::now();
+        cl::trace::TraceStore store(false);
+        reader->load_into(store, {},
+                          /*with_attention=*/false);  // as the app: attention on demand
+        full.push_back(ms_since(t0));
+        if (r == 0)
+            std::printf("%s: %zu runs, %zu steps, %.1f MB\n", open_file.c_str(),
+                        reader->runs().size(), steps, std::filesystem::file_size(open_file) / 1e6);
+    }
+    std::printf(
+        "open + step metadata: median %.1f ms\nfull load (every step; attention is fetched "
+        "on demand): median %.1f ms\n",
+        cl::stats::median(meta), cl::stats::median(full));
+    if (!json_file.empty())
+        std::ofstream(json_file) << nlohmann::json{
+            {"open_meta_ms", cl::stats::median(meta)},
+            {"full_load_ms",
+             cl::stats::median(full)}}.dump(2);
+}
+
+// One policy's generation time without a sink, with the full trace and with the recorder, and
+// the writer's CPU time and backlog; prints its row and returns it as JSON.
+nlohmann::json measure_policy(const std::shared_ptr<cl::Model>& model, cl::GenerationRequest req,
+                              const std::string& p,
+                              const cl::sessions::WriterOptions& writer_options,
+                              const std::string& out, int repeats) {
+    req.policy = p;
+    std::vector<double> plain, traced, rec, writer_cpu, flush;
+    for (int r = 0; r < repeats; ++r) {
+        auto t0 = Clock::now();
+        cl::Generator(model, req).run();
+        plain.push_back(ms_since(t0));
+        // The full trace as the app collects it: every step record + head-mean attention.
+        cl::trace::TraceStore store;
+        store.set_want_all_attention_means(true);
+        t0 = Clock::now();
+        cl::Generator(model, req, &store).run();
+        traced.push_back(ms_since(t0));
+        std::filesystem::remove(out + ".tmp");
+        auto w = cl::sessions::SessionWriter::open(out + ".tmp", writer_options);
+        t0 = Clock::now();
+        cl::Generator(model, req, w.get()).run();
+        rec.push_back(ms_since(t0));  // generation time with the recorder attached
+        t0 = Clock::now();
+        w->flush();
+        flush.push_back(ms_since(t0));  // what the writer still had to do after the run
+        writer_cpu.push_back(w->cpu_ms());
+    }
+    // Keep one recorded run of each policy in the comparison file.
+    {
+        auto w = cl::sessions::SessionWriter::open(out, writer_options);
+        cl::Generator(model, req, w.get()).run();
+        w->flush();
+    }
+    const double a = cl::stats::median(plain), t = cl::stats::median(traced),
+                 b = cl::stats::median(rec), cpu = cl::stats::median(writer_cpu),
+                 f = cl::stats::median(flush);
+    std::printf("%-12s %12.1f %12.1f %8.1f%% %12.1f %8.1f%% %11.1f%% %10.1f\n", p.c_str(), a, t,
+                100 * (t - a) / a, b, 100 * (b - a) / a, 100 * cpu / a, f);
+    return {{"policy", p},          {"no_sink_ms", a},
+            {"traced_ms", t},       {"trace_overhead", (t - a) / a},
+            {"recorded_ms", b},     {"record_overhead", (b - a) / a},
+            {"writer_cpu_ms", cpu}, {"flush_ms", f}};
+}
+
+// Read side: open + every step's metadata, then one step's full data with one attention layer.
+void time_read_side(const std::string& out, int repeats, nlohmann::json& j) {
+    std::vector<double> open_ms, fetch_ms;
+    for (int r = 0; r < std::max(3, repeats); ++r) {
+        auto t0 = Clock::now();
+        auto reader = cl::sessions::SessionReader::open(out, false);
+        auto runs = reader->runs();
+        size_t steps = 0;
+        for (const auto& run : runs) steps += reader->step_meta(run.run_id).size();
+        open_ms.push_back(ms_since(t0));
+        for (int k = 0; k < 10; ++k) {
+            t0 = Clock::now();
+            auto s = reader->load_step(runs[0].run_id,
+                                       static_cast<int32_t>((k * 37) % steps / runs.size()), {2});
+            fetch_ms.push_back(ms_since(t0));
+        }
+    }
+    const auto size = std::filesystem::file_size(out);
+    std::printf(
+        "\nsession %s: %.1f MB\nopen + all step metadata: median %.1f ms\none step (masks + "
+        "attention layer 2): median %.2f ms\n",
+        out.c_str(), size / 1e6, cl::stats::median(open_ms), cl::stats::median(fetch_ms));
+    j["file_mb"] = size / 1e6;
+    j["open_ms"] = cl::stats::median(open_ms);
+    j["fetch_step_ms"] = cl::stats::median(fetch_ms);
+}
+
 int main(int argc, char** argv) {
     CLI::App app{"Session recording overhead and read speed"};
     std::string model_dir, policies_csv = "none,dkv-decode,elastic", json_file,
@@ -53,33 +154,7 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     try {
         if (!open_file.empty()) {
-            std::vector<double> full, meta;
-            for (int r = 0; r < std::max(3, repeats); ++r) {
-                auto t0 = Clock::now();
-                auto reader = cl::sessions::SessionReader::open(open_file, false);
-                size_t steps = 0;
-                for (const auto& run : reader->runs())
-                    steps += reader->step_meta(run.run_id).size();
-                meta.push_back(ms_since(t0));
-                t0 = Clock::now();
-                cl::trace::TraceStore store(false);
-                reader->load_into(store, {},
-                                  /*with_attention=*/false);  // as the app: attention on demand
-                full.push_back(ms_since(t0));
-                if (r == 0)
-                    std::printf("%s: %zu runs, %zu steps, %.1f MB\n", open_file.c_str(),
-                                reader->runs().size(), steps,
-                                std::filesystem::file_size(open_file) / 1e6);
-            }
-            std::printf(
-                "open + step metadata: median %.1f ms\nfull load (every step; attention is fetched "
-                "on demand): median %.1f ms\n",
-                cl::stats::median(meta), cl::stats::median(full));
-            if (!json_file.empty())
-                std::ofstream(json_file) << nlohmann::json{
-                    {"open_meta_ms", cl::stats::median(meta)},
-                    {"full_load_ms",
-                     cl::stats::median(full)}}.dump(2);
+            time_open(open_file, repeats, json_file);
             return 0;
         }
         cl::set_thread_count(threads);
@@ -113,74 +188,10 @@ int main(int argc, char** argv) {
                             {"threads", threads}};
         std::filesystem::remove(out);
         for (const auto& p : policies) {
-            req.policy = p;
-            std::vector<double> plain, traced, rec, writer_cpu, flush;
-            for (int r = 0; r < repeats; ++r) {
-                auto t0 = Clock::now();
-                cl::Generator(model, req).run();
-                plain.push_back(ms_since(t0));
-                // The full trace as the app collects it: every step record + head-mean attention.
-                cl::trace::TraceStore store;
-                store.set_want_all_attention_means(true);
-                t0 = Clock::now();
-                cl::Generator(model, req, &store).run();
-                traced.push_back(ms_since(t0));
-                std::filesystem::remove(out + ".tmp");
-                auto w = cl::sessions::SessionWriter::open(out + ".tmp", writer_options);
-                t0 = Clock::now();
-                cl::Generator(model, req, w.get()).run();
-                rec.push_back(ms_since(t0));  // generation time with the recorder attached
-                t0 = Clock::now();
-                w->flush();
-                flush.push_back(ms_since(t0));  // what the writer still had to do after the run
-                writer_cpu.push_back(w->cpu_ms());
-            }
-            // Keep one recorded run of each policy in the comparison file.
-            {
-                auto w = cl::sessions::SessionWriter::open(out, writer_options);
-                cl::Generator(model, req, w.get()).run();
-                w->flush();
-            }
-            const double a = cl::stats::median(plain), t = cl::stats::median(traced),
-                         b = cl::stats::median(rec), cpu = cl::stats::median(writer_cpu),
-                         f = cl::stats::median(flush);
-            std::printf("%-12s %12.1f %12.1f %8.1f%% %12.1f %8.1f%% %11.1f%% %10.1f\n", p.c_str(),
-                        a, t, 100 * (t - a) / a, b, 100 * (b - a) / a, 100 * cpu / a, f);
-            j["policies"].push_back({{"policy", p},
-                                     {"no_sink_ms", a},
-                                     {"traced_ms", t},
-                                     {"trace_overhead", (t - a) / a},
-                                     {"recorded_ms", b},
-                                     {"record_overhead", (b - a) / a},
-                                     {"writer_cpu_ms", cpu},
-                                     {"flush_ms", f}});
+            j["policies"].push_back(measure_policy(model, req, p, writer_options, out, repeats));
         }
         std::filesystem::remove(out + ".tmp");
-        // Read side: open + every step's metadata, then one step's full data with one attention
-        // layer.
-        std::vector<double> open_ms, fetch_ms;
-        for (int r = 0; r < std::max(3, repeats); ++r) {
-            auto t0 = Clock::now();
-            auto reader = cl::sessions::SessionReader::open(out, false);
-            auto runs = reader->runs();
-            size_t steps = 0;
-            for (const auto& run : runs) steps += reader->step_meta(run.run_id).size();
-            open_ms.push_back(ms_since(t0));
-            for (int k = 0; k < 10; ++k) {
-                t0 = Clock::now();
-                auto s = reader->load_step(
-                    runs[0].run_id, static_cast<int32_t>((k * 37) % steps / runs.size()), {2});
-                fetch_ms.push_back(ms_since(t0));
-            }
-        }
-        const auto size = std::filesystem::file_size(out);
-        std::printf(
-            "\nsession %s: %.1f MB\nopen + all step metadata: median %.1f ms\none step (masks + "
-            "attention layer 2): median %.2f ms\n",
-            out.c_str(), size / 1e6, cl::stats::median(open_ms), cl::stats::median(fetch_ms));
-        j["file_mb"] = size / 1e6;
-        j["open_ms"] = cl::stats::median(open_ms);
-        j["fetch_step_ms"] = cl::stats::median(fetch_ms);
+        time_read_side(out, repeats, j);
         if (!json_file.empty()) std::ofstream(json_file) << j.dump(2) << '\n';
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cachelens-bench-sessions: error: %s\n", e.what());

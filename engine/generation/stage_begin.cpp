@@ -29,12 +29,6 @@ StepContext RunCore::context(std::vector<trace::TriggerEvent>* triggers) const {
     return c;
 }
 
-bool ProbeWants::any_attention() const {
-    for (size_t l = 0; l < mean.size(); ++l)
-        if (mean[l] || !heads[l].empty()) return true;
-    return false;
-}
-
 namespace {
 
 // Random remasking with a fixed schedule draws its confidences without the forward, so the
@@ -94,6 +88,7 @@ ProbeWants ask_probes(const RunCore& run) {
             r.head = h;
             if (run.sink->wants(r)) w.heads[l].push_back(h);
         }
+        w.attention = w.attention || w.mean[l] || !w.heads[l].empty();
     }
     w.oracle =
         run.cfg.cfg_scale == 0 && run.sink->wants({trace::ProbeKind::Oracle, id, step, -1, -1});

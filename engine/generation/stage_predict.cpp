@@ -12,7 +12,6 @@ namespace {
 // Adds the row that predicts each row's token (r - shift) to a row set: for an architecture
 // with shifted logits the policy's rows name the positions whose predictions it wants fresh.
 RowSet with_predictor_rows(const RowSet& rows, int shift, torch::Device device) {
-    if (shift == 0) return rows;
     std::vector<int64_t> out;
     out.reserve(rows.host.size() * 2);
     for (int64_t r : rows.host) {
@@ -64,12 +63,13 @@ public:
         auto p = m_run.policy->plan_layer(layer);
         const auto l = static_cast<size_t>(layer);
         if (m_work.wants.mean[l] || !m_work.wants.heads[l].empty()) p.want_probs = true;
-        if (!p.all_rows) p.rows = with_predictor_rows(p.rows, m_shift, m_run.net->device());
+        if (!p.all_rows && m_shift != 0)
+            p.rows = with_predictor_rows(p.rows, m_shift, m_run.net->device());
         return p;
     }
     RowSet select_rows(int layer, const torch::Tensor& k, const torch::Tensor& v) override {
-        return with_predictor_rows(m_run.policy->select_rows(layer, k, v), m_shift,
-                                   m_run.net->device());
+        auto rows = m_run.policy->select_rows(layer, k, v);
+        return m_shift == 0 ? rows : with_predictor_rows(rows, m_shift, m_run.net->device());
     }
     bool escalate(int layer, const torch::Tensor& probs) override {
         return m_run.policy->escalate(layer, probs);
@@ -80,7 +80,7 @@ public:
         m_work.rec->layer_ms[l] = static_cast<float>(r.ms);
         m_work.all_rows[l] = r.rows == nullptr;
         if (r.rows) m_work.layer_rows[l] = r.rows->host;
-        if (r.probs.defined() && m_work.wants.any_attention()) capture_attention(m_run, m_work, r);
+        if (r.probs.defined() && m_work.wants.attention) capture_attention(m_run, m_work, r);
     }
 
 private:
@@ -92,7 +92,7 @@ private:
 // The trace worker exists only with a core to spare beside the engine's threads: otherwise it
 // would compete with the matrix products it is meant to stay out of the way of.
 void decide_trace_worker(RunCore& run, const ProbeWants& wants) {
-    if (!wants.any_attention() || run.trace_worker_decided) return;
+    if (!wants.attention || run.trace_worker_decided) return;
     run.trace_worker_decided = true;
     if (std::thread::hardware_concurrency() > static_cast<unsigned>(std::max(run.info.threads, 1)))
         run.trace_worker = std::make_unique<TraceWorker>();

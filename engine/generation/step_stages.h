@@ -47,8 +47,8 @@ struct RunCore {
 struct ProbeWants {
     std::vector<bool> mean;                   // (N) head-mean attention of layer l
     std::vector<std::vector<int32_t>> heads;  // (N) single heads of layer l
+    bool attention = false;                   // any layer's map is wanted (set once per step)
     bool oracle = false;
-    bool any_attention() const;
 };
 
 // One step in flight: what each stage hands to the next.

@@ -29,8 +29,7 @@ Transformer::Transformer(ModelConfig config, TransformerWeights weights, torch::
 
 std::vector<torch::Tensor> Transformer::parameters() const {
     std::vector<torch::Tensor> out;
-    auto weights = m_weights;  // shallow: the tensors are shared
-    weights.for_each([&](torch::Tensor& t) { out.push_back(t); });
+    m_weights.for_each([&](const torch::Tensor& t) { out.push_back(t); });
     return out;
 }
 
