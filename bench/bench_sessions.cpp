@@ -32,7 +32,7 @@ void time_open(const std::string& open_file, int repeats, const std::string& jso
         auto t0 = Clock::now();
         auto reader = cl::sessions::SessionReader::open(open_file, false);
         size_t steps = 0;
-        for (const auto& run : reader->runs()) steps += reader->step_meta(run.run_id).size();
+        for (const auto& run : reader->runs()) steps += reader->step_scalars(run.run_id).size();
         meta.push_back(ms_since(t0));
         t0 = Clock::now();
         cl::trace::TraceStore store(false);
@@ -107,7 +107,7 @@ void time_read_side(const std::string& out, int repeats, nlohmann::json& j) {
         auto reader = cl::sessions::SessionReader::open(out, false);
         auto runs = reader->runs();
         size_t steps = 0;
-        for (const auto& run : runs) steps += reader->step_meta(run.run_id).size();
+        for (const auto& run : runs) steps += reader->step_scalars(run.run_id).size();
         open_ms.push_back(ms_since(t0));
         for (int k = 0; k < 10; ++k) {
             t0 = Clock::now();

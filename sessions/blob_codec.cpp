@@ -5,32 +5,6 @@
 #include <cstring>
 
 namespace cl::sessions {
-namespace {
-
-template <typename T>
-const char* dtype_of();
-template <>
-const char* dtype_of<int32_t>() {
-    return "i32";
-}
-template <>
-const char* dtype_of<uint8_t>() {
-    return "u8";
-}
-template <>
-const char* dtype_of<uint16_t>() {
-    return "u16";
-}
-template <>
-const char* dtype_of<float>() {
-    return "f32";
-}
-template <>
-const char* dtype_of<double>() {
-    return "f64";
-}
-
-}  // namespace
 
 std::vector<int64_t> parse_shape(const std::string& shape) {
     std::vector<int64_t> dims;
@@ -100,7 +74,7 @@ template <typename T>
 EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_t>& shape,
                           bool compress, int level) {
     EncodedArray a;
-    a.dtype = dtype_of<T>();
+    a.dtype = dtype_name<T>();
     a.shape = shape_string(shape);
     const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
     const size_t size = values.size() * sizeof(T);
@@ -117,8 +91,8 @@ EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_
 template <typename T>
 std::vector<T> decode_array(const std::string& dtype, const std::string& shape,
                             const std::string& encoding, const uint8_t* data, size_t size) {
-    if (dtype != dtype_of<T>())
-        throw SessionError("array dtype '" + dtype + "', expected '" + dtype_of<T>() + "'");
+    if (dtype != dtype_name<T>())
+        throw SessionError("array dtype '" + dtype + "', expected '" + dtype_name<T>() + "'");
     uint64_t count = 1;
     for (int64_t d : parse_shape(shape)) {
         if (d != 0 && count > kMaxDecodedBytes / static_cast<uint64_t>(d))

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace cl::sessions {
@@ -28,6 +29,16 @@ struct EncodedArray {
 
 // Largest decoded array accepted (guards against decompression bombs).
 constexpr size_t kMaxDecodedBytes = 512ull << 20;
+
+// The dtype name of each element type a blob may hold.
+template <typename T>
+constexpr const char* dtype_name() {
+    if constexpr (std::is_same_v<T, int32_t>) return "i32";
+    if constexpr (std::is_same_v<T, uint8_t>) return "u8";
+    if constexpr (std::is_same_v<T, uint16_t>) return "u16";
+    if constexpr (std::is_same_v<T, float>) return "f32";
+    if constexpr (std::is_same_v<T, double>) return "f64";
+}
 
 template <typename T>
 EncodedArray encode_array(const std::vector<T>& values, const std::vector<int64_t>& shape,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/trace/trace_store.h"
+#include "sessions/record_schema.h"
 #include "sessions/sqlite_util.h"
 
 namespace cl::sessions {
@@ -24,12 +25,6 @@ struct RunRecord {
     std::string note;
     std::string started_utc, ended_utc;
     int64_t step_count = 0;
-};
-
-struct StepMeta {
-    int32_t step = 0, block = 0, step_in_block = 0, seq_len = 0, n_layers = 0, n_committed = 0;
-    double wall_ms = 0, flops = 0, flops_full = 0, recompute_fraction = 0;
-    bool has_oracle = false;
 };
 
 struct SessionInfo {
@@ -48,7 +43,9 @@ public:
 
     const SessionInfo& info() const { return m_info; }
     std::vector<RunRecord> runs();
-    std::vector<StepMeta> step_meta(int64_t run_id);
+    // Every step's scalars (the step table, record_schema.h's step_fields()) as JSON keyed by
+    // field name, without decoding any array: what the per-step CSV and listings need.
+    std::vector<json> step_scalars(int64_t run_id);
     // One step's full record. Attention maps: every layer when `layers` is empty, none for {-2}.
     std::shared_ptr<trace::StepRecord> load_step(int64_t run_id, int32_t step,
                                                  const std::vector<int32_t>& layers = {});
@@ -68,6 +65,11 @@ public:
 
 private:
     explicit SessionReader(const std::string& path, bool repair);
+    static trace::RunSummary read_summary(const Stmt& s, int column, const std::string& where);
+    std::vector<int32_t> read_initial_tokens(int64_t run_id, const std::string& where);
+    void read_arrays(int64_t run_id, trace::StepRecord& r, const std::string& where);
+    void read_attention(int64_t run_id, const std::vector<int32_t>& layers, trace::StepRecord& r,
+                        const std::string& where);
     Db m_db;
     SessionInfo m_info;
     bool m_writable = false;

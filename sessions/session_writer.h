@@ -73,12 +73,19 @@ private:
     void thread_main();
     void write_batch(std::deque<Item>& batch);
     void write_item(const Item& item);
+    void write_run_start(const trace::RunInfo& info);
+    void write_run_end(int32_t run_id, const trace::RunSummary& summary);
+    void write_step(const trace::StepRecord& r);
+    void write_attention(int64_t run, const trace::StepRecord& r);
+    void insert_array(int64_t run, int32_t step, const std::string& name, const EncodedArray& e);
 
     std::string m_path;
     WriterOptions m_options;
     Db m_db;
     int32_t m_comparison = 0;
     std::map<int32_t, int64_t> m_db_run;  // engine run id -> session run id
+    // Prepared once, used for every step (after m_db: finalised before the connection closes).
+    std::unique_ptr<Stmt> m_insert_step, m_insert_array;
 
     mutable std::mutex m_mutex;
     std::condition_variable m_cv, m_done_cv;

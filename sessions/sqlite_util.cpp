@@ -67,6 +67,10 @@ Stmt& Stmt::bind(int i, double v) {
     sqlite3_bind_double(m_stmt, i, v);
     return *this;
 }
+Stmt& Stmt::bind_null(int i) {
+    sqlite3_bind_null(m_stmt, i);
+    return *this;
+}
 Stmt& Stmt::bind(int i, const std::string& v) {
     sqlite3_bind_text(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     return *this;

@@ -46,6 +46,7 @@ public:
     Stmt& bind(int i, int64_t v);
     Stmt& bind(int i, double v);
     Stmt& bind(int i, const std::string& v);
+    Stmt& bind_null(int i);
     Stmt& bind_blob(int i, const std::vector<uint8_t>& v);
     bool step();  // true while a row is available
     void run();   // step to completion and reset

@@ -225,9 +225,9 @@ TEST(Sessions, RecordReadRoundTripIsIdentical) {
         EXPECT_EQ(got->attention[0].row_index, want->attention[0].row_index);
         expect_quantised(got->attention[0], want->attention[0], 4);
     }
-    auto meta = r->step_meta(runs[0].run_id);
+    auto meta = r->step_scalars(runs[0].run_id);
     ASSERT_EQ(meta.size(), 6u);
-    EXPECT_DOUBLE_EQ(meta[3].wall_ms, 4.5);
+    EXPECT_DOUBLE_EQ(meta[3]["wall_ms"].get<double>(), 4.5);
     EXPECT_TRUE(r->check().empty());
 }
 

@@ -9,7 +9,9 @@
 #include "app/cli/commands.h"
 #include "app/cli/terminal_view.h"
 #include "engine/base/errors.h"
+#include "sessions/record_schema.h"
 #include "sessions/session_reader.h"
+#include "sessions/step_csv.h"
 
 namespace cl::cli {
 namespace {
@@ -71,92 +73,70 @@ int run_list(const SessionsOptions& o) {
     return kOk;
 }
 
+// A run as JSON: the session's bookkeeping plus the record's own JSON form (record_schema.h);
+// `brief` leaves out the per-token arrays for reading on a terminal.
+nlohmann::json run_json(const sessions::RunRecord& run, bool brief) {
+    nlohmann::json j = sessions::to_json(run.info);
+    if (brief) {
+        j.erase("initial_tokens");
+        j.erase("token_text");
+    }
+    j["comparison_id"] = run.comparison_id;
+    j["status"] = trace::to_string(run.status);
+    j["step_count"] = run.step_count;
+    j["started_utc"] = run.started_utc;
+    j["ended_utc"] = run.ended_utc;
+    j["note"] = run.note;
+    if (run.summary) {
+        j["summary"] = sessions::to_json(*run.summary);
+        if (brief) j["summary"].erase("final_tokens");
+    }
+    return j;
+}
+
 int run_show(const SessionsOptions& o) {
     auto r = open_session(o.files.at(0));
-    for (const auto& run : r->runs()) {
-        if (o.run >= 0 && run.run_id != o.run) continue;
-        nlohmann::json j = {{"run", run.run_id},
-                            {"comparison", run.comparison_id},
-                            {"policy", run.info.policy},
-                            {"params", run.info.policy_params},
-                            {"sampler", run.info.sampler},
-                            {"model", run.info.model_name},
-                            {"model_hash", run.info.model_hash},
-                            {"device", run.info.device},
-                            {"threads", run.info.threads},
-                            {"seed", run.info.seed},
-                            {"status", trace::to_string(run.status)},
-                            {"steps", run.step_count},
-                            {"app_version", run.info.app_version},
-                            {"started", run.started_utc},
-                            {"ended", run.ended_utc},
-                            {"prompt", run.info.prompt_text},
-                            {"note", run.note}};
-        if (run.summary)
-            j["summary"] = {
-                {"generated_tokens", run.summary->generated_tokens},
-                {"wall_ms", run.summary->wall_ms},
-                {"tokens_per_s", run.summary->tokens_per_s},
-                {"flop_ratio",
-                 run.summary->flops > 0 ? run.summary->flops_full / run.summary->flops : 0},
-                {"recompute_fraction", run.summary->recompute_fraction},
-                {"text", run.summary->final_text}};
-        std::printf("%s\n", j.dump(2).c_str());
-    }
+    for (const auto& run : r->runs())
+        if (o.run < 0 || run.run_id == o.run)
+            std::printf("%s\n", run_json(run, true).dump(2).c_str());
     return kOk;
+}
+
+void export_csv(SessionReader& r, int64_t only_run, std::ostream& out) {
+    sessions::write_step_csv_header(out);
+    for (const auto& run : r.runs())
+        if (only_run < 0 || run.run_id == only_run)
+            for (const auto& scalars : r.step_scalars(run.run_id))
+                sessions::write_step_csv_row(out, run.run_id, run.info.policy, scalars);
+}
+
+void export_json(SessionReader& r, int64_t only_run, std::ostream& out) {
+    nlohmann::json runs = nlohmann::json::array();
+    for (const auto& run : r.runs()) {
+        if (only_run >= 0 && run.run_id != only_run) continue;
+        nlohmann::json steps = nlohmann::json::array();
+        for (int32_t s = 0; s < run.step_count; ++s)
+            steps.push_back(sessions::to_json(*r.load_step(run.run_id, s, {-2}), false));
+        nlohmann::json j = run_json(run, false);
+        j["steps"] = std::move(steps);
+        runs.push_back(std::move(j));
+    }
+    out << nlohmann::json{{"session", r.info().path}, {"name", r.info().name}, {"runs", runs}}
+               .dump()
+        << '\n';
 }
 
 int run_export(const SessionsOptions& o) {
     auto r = open_session(o.files.at(0));
     if (o.out.empty()) throw InputError("--out: an output file is required");
+    if (o.format != "csv" && o.format != "json")
+        throw InputError("--format: expected csv or json, got '" + o.format + "'");
     std::ofstream out(o.out);
     if (!out) throw InputError(o.out, "cannot open for writing");
-    if (o.format == "csv") {
-        out << "run,policy,step,block,step_in_block,seq_len,n_committed,wall_ms,flops,flops_full,"
-               "recompute_fraction,has_oracle\n";
-        for (const auto& run : r->runs()) {
-            if (o.run >= 0 && run.run_id != o.run) continue;
-            for (const auto& m : r->step_meta(run.run_id))
-                out << run.run_id << ',' << run.info.policy << ',' << m.step << ',' << m.block
-                    << ',' << m.step_in_block << ',' << m.seq_len << ',' << m.n_committed << ','
-                    << m.wall_ms << ',' << m.flops << ',' << m.flops_full << ','
-                    << m.recompute_fraction << ',' << m.has_oracle << '\n';
-        }
-    } else if (o.format == "json") {
-        nlohmann::json runs = nlohmann::json::array();
-        for (const auto& run : r->runs()) {
-            if (o.run >= 0 && run.run_id != o.run) continue;
-            nlohmann::json steps = nlohmann::json::array();
-            for (int32_t s = 0; s < run.step_count; ++s) {
-                auto st = r->load_step(run.run_id, s, {-2});
-                std::vector<int> actions, states;
-                for (auto a : st->actions) actions.push_back(static_cast<int>(a));
-                for (auto x : st->states) states.push_back(static_cast<int>(x));
-                steps.push_back({{"step", st->step},
-                                 {"block", st->block},
-                                 {"tokens", st->tokens},
-                                 {"states", states},
-                                 {"committed", st->committed},
-                                 {"actions", actions},
-                                 {"wall_ms", st->wall_ms},
-                                 {"flops", st->flops},
-                                 {"flops_full", st->flops_full},
-                                 {"recompute_fraction", st->recompute_fraction()}});
-            }
-            runs.push_back({{"run", run.run_id},
-                            {"policy", run.info.policy},
-                            {"params", run.info.policy_params},
-                            {"sampler", run.info.sampler},
-                            {"prompt", run.info.prompt_text},
-                            {"status", trace::to_string(run.status)},
-                            {"steps", steps}});
-        }
-        out << nlohmann::json{{"session", r->info().path}, {"name", r->info().name}, {"runs", runs}}
-                   .dump()
-            << '\n';
-    } else {
-        throw InputError("--format: expected csv or json, got '" + o.format + "'");
-    }
+    if (o.format == "csv")
+        export_csv(*r, o.run, out);
+    else
+        export_json(*r, o.run, out);
     if (!out) throw RuntimeFailure(o.out + ": write failed");
     std::printf("wrote %s\n", o.out.c_str());
     return kOk;
@@ -251,6 +231,14 @@ void add_sessions_commands(CLI::App& root, Runner& run) {
             };
         });
     }
+    cmd->add_subcommand("schema",
+                        "Print the record fields of the session format (docs/session-format.md)")
+        ->callback([&run] {
+            run = [] {
+                std::printf("%s", sessions::schema_markdown().c_str());
+                return int{kOk};
+            };
+        });
     auto ro = std::make_shared<ReplayOptions>();
     auto* rep = root.add_subcommand(
         "replay", "Render recorded steps in the terminal, as the live view did (no model)");

@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         auto r = cl::sessions::SessionReader::open(path, /*repair=*/true);
         for (const auto& run : r->runs()) {
-            r->step_meta(run.run_id);
+            r->step_scalars(run.run_id);
             for (int64_t s = 0; s < std::min<int64_t>(run.step_count, 64); ++s) {
                 try {
                     r->load_step(run.run_id, static_cast<int32_t>(s));
