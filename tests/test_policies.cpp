@@ -2,7 +2,9 @@
 #include <cmath>
 #include <set>
 
+#include "engine/base/errors.h"
 #include "engine/generation/generator.h"
+#include "engine/generation/policy_params.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/model/transformer.h"
 #include "engine/trace/trace_store.h"
@@ -74,13 +76,81 @@ TEST(Policies, EveryPolicyIsRegisteredWithDocumentedParameters) {
         EXPECT_FALSE(info->summary.empty());
         for (const auto& p : info->params) {
             EXPECT_FALSE(p.help.empty()) << name << "." << p.name;
-            EXPECT_GE(p.default_value, p.min);
-            EXPECT_LE(p.default_value, p.max);
+            // Both defaults must pass the policy's own validation.
+            EXPECT_NO_THROW(resolve_policy_params(name, {{p.name, p.default_value}}));
+            EXPECT_NO_THROW(resolve_policy_params(name, {{p.name, p.paper_default}}));
+            if (p.type == ParamType::Switch) EXPECT_EQ(p.max - p.min, 1) << p.name;
+            if (p.type == ParamType::Choice)
+                EXPECT_EQ(p.choices.size(), static_cast<size_t>(p.max - p.min + 1)) << p.name;
         }
     }
     EXPECT_EQ(find_policy("dkv-decode")->params[0].default_value, 8);
     EXPECT_EQ(find_policy("dllm-cache")->params[0].default_value, 50);
     EXPECT_DOUBLE_EQ(find_policy("elastic")->params[1].default_value, 0.9);
+}
+
+// A parameter struct as a policy declares it: the specs come from the one declaration, the
+// defaults from the member initialisers, and read() fills the typed members.
+struct ExampleParams {
+    enum class Mode : uint8_t { A, B, C };
+    int64_t interval = 8;
+    double share = 0.25;
+    bool on = true;
+    Mode mode = Mode::B;
+    static const ParamList<ExampleParams>& list() {
+        static const ParamList<ExampleParams> l{
+            {"interval", &ExampleParams::interval, 1, 100, 4, "an interval"},
+            {"share", &ExampleParams::share, 0, 1, 0.5, "a share"},
+            {"on", &ExampleParams::on, 0, 1, 1, "a switch"},
+            {"mode", &ExampleParams::mode, 0, 2, 0, "a choice", {"a", "b", "c"}}};
+        return l;
+    }
+};
+
+TEST(Policies, TypedParametersComeFromOneDeclaration) {
+    const auto specs = ExampleParams::list().specs();
+    ASSERT_EQ(specs.size(), 4u);
+    EXPECT_EQ(specs[0].type, ParamType::Integer);
+    EXPECT_EQ(specs[0].default_value, 8);
+    EXPECT_EQ(specs[0].paper_default, 4);
+    EXPECT_EQ(specs[1].type, ParamType::Real);
+    EXPECT_EQ(specs[2].type, ParamType::Switch);
+    EXPECT_EQ(specs[3].type, ParamType::Choice);
+    EXPECT_EQ(specs[3].default_value, 1);
+    const auto p =
+        ExampleParams::list().read({{"interval", 3}, {"share", 0.75}, {"on", 0}, {"mode", 2}});
+    EXPECT_EQ(p.interval, 3);
+    EXPECT_EQ(p.share, 0.75);
+    EXPECT_FALSE(p.on);
+    EXPECT_EQ(p.mode, ExampleParams::Mode::C);
+    EXPECT_EQ(ExampleParams::list().read({}).interval, 8);  // absent: the default
+}
+
+TEST(Policies, ParameterValuesAreCheckedAgainstTheirType) {
+    auto message = [](const std::string& policy, const std::map<std::string, double>& p) {
+        try {
+            resolve_policy_params(policy, p);
+        } catch (const InputError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_NE(message("dkv-decode", {{"refresh_interval", 2.5}}).find("integer"),
+              std::string::npos);
+    EXPECT_NE(message("dkv-decode", {{"delay", 2}}).find("outside [0, 1]"), std::string::npos);
+    EXPECT_NE(message("dllm-cache", {{"metric", 1.5}}).find("choice"), std::string::npos);
+    EXPECT_NE(message("elastic", {{"gama", 0.5}}).find("'gama'"), std::string::npos);
+    EXPECT_EQ(message("elastic", {{"gamma", 0.5}}), "");
+}
+
+TEST(Policies, OwnDecodingIsTyped) {
+    EXPECT_EQ(find_policy("fast-dual")->own_decoding.threshold, 0.9);
+    EXPECT_EQ(find_policy("dkv-greedy")->own_decoding.remasking, Remasking::Random);
+    EXPECT_EQ(find_policy("d2cache")->own_decoding.certainty_prior, true);
+    EXPECT_TRUE(find_policy("dkv-decode")->own_decoding.empty());
+    const auto cfg = apply_own_decoding(GenerationConfig{}, "elastic");
+    EXPECT_DOUBLE_EQ(cfg.threshold, 0.9);
+    EXPECT_EQ(find_policy("elastic")->own_decoding.describe(), "threshold = 0.9");
 }
 
 TEST(Policies, ConservativeDkvDecodeEqualsBaseline) {

@@ -31,6 +31,7 @@
 #include <QStyleFactory>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <sstream>
 
 #include "app/desktop/export.h"
 #include "app/desktop/imgui_canvas.h"
@@ -42,6 +43,15 @@
 namespace cl::app {
 
 namespace {
+
+// One line of meaning, the paper's value and, for a choice, what each value means.
+std::string param_tooltip(const ParamSpec& spec) {
+    std::ostringstream out;
+    out << spec.help << " (" << to_string(spec.type) << ", paper default " << spec.paper_default
+        << ")";
+    for (size_t i = 0; i < spec.choices.size(); ++i) out << "\n" << i << " = " << spec.choices[i];
+    return out.str();
+}
 
 const char* kExamples[] = {
     "What is 047 + 385?",
@@ -452,14 +462,13 @@ QWidget* MainWindow::build_policies_dock() {
             s->setObjectName(policy_param_widget_name(QString::fromStdString(info.name),
                                                       QString::fromStdString(spec.name)));
             s->setRange(spec.min, spec.max);
-            s->setDecimals(spec.integer ? 0 : 3);
-            s->setSingleStep(spec.integer ? 1 : (spec.max - spec.min) / 50.0);
+            s->setDecimals(spec.integral() ? 0 : 3);
+            s->setSingleStep(spec.integral() ? 1 : (spec.max - spec.min) / 50.0);
             s->setValue(spec.default_value);
-            s->setToolTip(QString::fromStdString(spec.help + " (paper default " +
-                                                 std::to_string(spec.default_value) + ")"));
+            s->setToolTip(QString::fromStdString(param_tooltip(spec)));
             s->setKeyboardTracking(false);
             auto* label = new QLabel(QString::fromStdString(spec.name) +
-                                     QString(" [%1]").arg(spec.default_value));
+                                     QString(" [%1]").arg(spec.paper_default));
             label->setToolTip("the value in brackets is the paper default");
             bl->addRow(label, s);
             const std::string name = info.name, key = spec.name;
@@ -477,7 +486,7 @@ QWidget* MainWindow::build_policies_dock() {
             auto* reset = new QPushButton("Reset to paper defaults");
             connect(reset, &QPushButton::clicked, this, [this, info] {
                 for (const auto& spec : info.params)
-                    m_policy_widgets[info.name].params[spec.name]->setValue(spec.default_value);
+                    m_policy_widgets[info.name].params[spec.name]->setValue(spec.paper_default);
             });
             bl->addRow(reset);
         }

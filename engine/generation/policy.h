@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 
+#include "engine/generation/policy_params.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/model/transformer.h"
 #include "engine/trace/trace_types.h"
@@ -43,13 +44,11 @@ struct StepContext {
 class CachePolicy {
 public:
     virtual ~CachePolicy() = default;
-    virtual const PolicyInfo& info() const = 0;
-
-    void set_params(const std::map<std::string, double>& params) {
-        m_params = params;
-        on_params_changed();
-    }
-    double param(const std::string& name) const { return m_params.at(name); }
+    // The registered catalogue entry (set by create_policy).
+    const PolicyInfo& info() const { return *m_info; }
+    // Resolved, validated values (resolve_policy_params); a policy with parameters reads them
+    // into its typed struct here (policy_params.h).
+    virtual void set_params(const std::map<std::string, double>& resolved) {}
 
     // Called once before the first step; allocate caches on the model's device here.
     virtual void on_run_start(detail::Transformer& net, int64_t seq_len) = 0;
@@ -76,9 +75,10 @@ public:
     virtual void on_step_end(const StepContext& ctx, const std::vector<int32_t>& committed) {}
     virtual void on_block_end(const StepContext& ctx) {}
 
-protected:
-    virtual void on_params_changed() {}
-    std::map<std::string, double> m_params;
+private:
+    friend std::unique_ptr<CachePolicy> create_policy(const std::string&,
+                                                      const std::map<std::string, double>&);
+    const PolicyInfo* m_info = nullptr;
 };
 
 using PolicyFactory = std::function<std::unique_ptr<CachePolicy>()>;

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <sstream>
 
 #include "engine/base/errors.h"
 #include "engine/generation/policy.h"
@@ -42,29 +43,77 @@ const PolicyInfo* find_policy(const std::string& name) {
     return nullptr;
 }
 
+const char* to_string(ParamType t) {
+    switch (t) {
+        case ParamType::Integer:
+            return "integer";
+        case ParamType::Real:
+            return "real";
+        case ParamType::Switch:
+            return "switch";
+        case ParamType::Choice:
+            return "choice";
+    }
+    return "?";
+}
+
+std::string OwnDecoding::describe() const {
+    std::ostringstream out;
+    const char* sep = "";
+    if (threshold) {
+        out << "threshold = " << *threshold;
+        sep = ", ";
+    }
+    if (certainty_prior) {
+        out << sep << "certainty_prior = " << (*certainty_prior ? "on" : "off");
+        sep = ", ";
+    }
+    if (remasking) out << sep << "remasking = " << to_string(*remasking);
+    return out.str();
+}
+
+namespace {
+
+const PolicyInfo& known_policy(const std::string& policy) {
+    const PolicyInfo* info = find_policy(policy);
+    if (info) return *info;
+    std::string names;
+    for (const auto& p : list_policies()) names += (names.empty() ? "" : ", ") + p.name;
+    throw InputError(Setting{"policy"}, "unknown policy '" + policy + "' (known: " + names + ")");
+}
+
+std::string number(double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+}
+
+// Throws when `value` does not fit `spec` (range, whole number, choice).
+void check_param(const std::string& policy, const ParamSpec& spec, double value) {
+    const std::string what = policy + "." + spec.name + " = " + number(value);
+    if (!std::isfinite(value) || value < spec.min || value > spec.max)
+        throw InputError(Setting{"param"},
+                         what + " is outside [" + number(spec.min) + ", " + number(spec.max) + "]");
+    if (spec.integral() && value != std::floor(value))
+        throw InputError(Setting{"param"},
+                         what + ": " + spec.name + " is " + to_string(spec.type) +
+                             (spec.type == ParamType::Choice ? " (a whole number)" : ""));
+}
+
+}  // namespace
+
 std::map<std::string, double> resolve_policy_params(
     const std::string& policy, const std::map<std::string, double>& overrides) {
-    const PolicyInfo* info = find_policy(policy);
-    if (!info) {
-        std::string names;
-        for (const auto& p : list_policies()) names += (names.empty() ? "" : ", ") + p.name;
-        throw InputError(Setting{"policy"},
-                         "unknown policy '" + policy + "' (known: " + names + ")");
-    }
+    const PolicyInfo& info = known_policy(policy);
     std::map<std::string, double> params;
-    for (const auto& s : info->params) params[s.name] = s.default_value;
+    for (const auto& s : info.params) params[s.name] = s.default_value;
     for (const auto& [key, value] : overrides) {
-        auto spec = std::find_if(info->params.begin(), info->params.end(),
+        auto spec = std::find_if(info.params.begin(), info.params.end(),
                                  [&](const ParamSpec& s) { return s.name == key; });
-        if (spec == info->params.end())
+        if (spec == info.params.end())
             throw InputError(Setting{"param"},
                              "policy '" + policy + "' has no parameter '" + key + "'");
-        if (!std::isfinite(value) || value < spec->min || value > spec->max)
-            throw InputError(Setting{"param"}, policy + "." + key + " = " + std::to_string(value) +
-                                                   " is outside [" + std::to_string(spec->min) +
-                                                   ", " + std::to_string(spec->max) + "]");
-        if (spec->integer && value != std::floor(value))
-            throw InputError(Setting{"param"}, policy + "." + key + " must be an integer");
+        check_param(policy, *spec, value);
         params[key] = value;
     }
     return params;
@@ -73,14 +122,10 @@ std::map<std::string, double> resolve_policy_params(
 GenerationConfig apply_own_decoding(GenerationConfig config, const std::string& policy) {
     const PolicyInfo* info = find_policy(policy);
     if (!info) return config;
-    for (const auto& [key, value] : info->own_decoding) {
-        if (key == "threshold")
-            config.threshold = value;
-        else if (key == "certainty_prior")
-            config.certainty_prior = value > 0;
-        else if (key == "remasking_random")
-            config.remasking = value > 0 ? Remasking::Random : Remasking::LowConfidence;
-    }
+    const OwnDecoding& own = info->own_decoding;
+    if (own.threshold) config.threshold = *own.threshold;
+    if (own.certainty_prior) config.certainty_prior = *own.certainty_prior;
+    if (own.remasking) config.remasking = *own.remasking;
     return config;
 }
 
@@ -90,6 +135,7 @@ std::unique_ptr<CachePolicy> create_policy(const std::string& name,
     for (const auto& e : registry())
         if (e.info.name == name) {
             auto p = e.factory();
+            p->m_info = &e.info;
             p->set_params(resolved);
             return p;
         }

@@ -17,20 +17,30 @@ namespace {
 
 class D2Cache final : public RowSetPolicy {
 public:
+    struct Params {
+        int64_t k = 32;
+        double p = 0.1;
+        double sigma = 10;
+        int64_t inflate_w = 0;
+        static const ParamList<Params>& list() {
+            static const ParamList<Params> l{
+                {"k", &Params::k, 1, 65536, 32, "masked rows recomputed per step (stage 1)"},
+                {"p", &Params::p, 0, 1, 0.1, "nucleus share of rollout influence (stage 2)"},
+                {"sigma", &Params::sigma, 0.1, 1000, 10, "width of the certainty-prior kernel"},
+                {"inflate_w", &Params::inflate_w, 0, 64, 0,
+                 "also recompute masked rows within w of each selected row (0 in the paper)"}};
+            return l;
+        }
+    };
     static PolicyInfo static_info() {
         return {
             "d2cache",
             "d2Cache: top-k masked by certainty prior + just decoded + attention-rollout nucleus",
-            {{"k", 32, 1, 65536, true, "masked rows recomputed per step (stage 1)"},
-             {"p", 0.1, 0, 1, false, "nucleus share of rollout influence (stage 2)"},
-             {"sigma", 10, 0.1, 1000, false, "width of the certainty-prior kernel"},
-             {"inflate_w", 0, 0, 64, true,
-              "also recompute masked rows within w of each selected row"}},
-            {{"certainty_prior", 1}}};
+            Params::list().specs(),
+            {.certainty_prior = true}};
     }
-    const PolicyInfo& info() const override {
-        static const PolicyInfo i = static_info();
-        return i;
+    void set_params(const std::map<std::string, double>& resolved) override {
+        m_p = Params::list().read(resolved);
     }
     void on_run_start(detail::Transformer& net, int64_t seq_len) override {
         RowSetPolicy::on_run_start(net, seq_len);
@@ -69,9 +79,9 @@ protected:
     RowChoice choose(const StepContext& ctx) override {
         if (ctx.step == 0 || !m_have_influence) return full_choice("first-step");
         const int64_t L = ctx.seq_len;
-        const auto k = static_cast<size_t>(param("k"));
-        const double p = param("p"), sigma = param("sigma");
-        const auto inflate = static_cast<int64_t>(param("inflate_w"));
+        const auto k = static_cast<size_t>(m_p.k);
+        const double p = m_p.p, sigma = m_p.sigma;
+        const int64_t inflate = m_p.inflate_w;
         // Stage 1: certainty prior x (carried) confidence over every masked row.
         std::vector<std::pair<double, int64_t>> scored;
         const double two_s2 = 2 * sigma * sigma;
@@ -148,6 +158,7 @@ protected:
     }
 
 private:
+    Params m_p;
     std::vector<std::pair<torch::Tensor, torch::Tensor>>
         m_layer_attn;                 // per layer: rows (R) or undefined, (R, L)
     std::vector<double> m_influence;  // (L) column sums of the last step's rollout

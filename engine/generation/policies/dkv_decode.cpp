@@ -11,27 +11,37 @@ namespace {
 
 class DkvDecode final : public RowSetPolicy {
 public:
+    struct Params {
+        int64_t refresh_interval = 8;
+        bool delay = true;
+        bool block_reset = true;
+        static const ParamList<Params>& list() {
+            static const ParamList<Params> l{
+                {"refresh_interval", &Params::refresh_interval, 1, 1024, 8,
+                 "N: a full forward every N steps"},
+                {"delay", &Params::delay, 0, 1, 1,
+                 "1 = one-step delayed caching; 0 = no-delay ablation (stale K/V of new tokens)"},
+                {"block_reset", &Params::block_reset, 0, 1, 1,
+                 "1 = steps 0 and 1 of each block are full forwards"}};
+            return l;
+        }
+    };
     static PolicyInfo static_info() {
-        return {
-            "dkv-decode",
-            "dKV-Cache-Decode: reuse K/V of tokens decoded >= 2 steps ago and of the prompt; "
-            "refresh every N steps",
-            {{"refresh_interval", 8, 1, 1024, true, "N: a full forward every N steps"},
-             {"delay", 1, 0, 1, true,
-              "1 = one-step delayed caching; 0 = no-delay ablation (stale K/V of new tokens)"},
-             {"block_reset", 1, 0, 1, true, "1 = steps 0 and 1 of each block are full forwards"}},
-            {}};
+        return {"dkv-decode",
+                "dKV-Cache-Decode: reuse K/V of tokens decoded >= 2 steps ago and of the prompt; "
+                "refresh every N steps",
+                Params::list().specs(),
+                {}};
     }
-    const PolicyInfo& info() const override {
-        static const PolicyInfo i = static_info();
-        return i;
+    void set_params(const std::map<std::string, double>& resolved) override {
+        m_p = Params::list().read(resolved);
     }
 
 protected:
     RowChoice choose(const StepContext& ctx) override {
-        const auto n = static_cast<int64_t>(param("refresh_interval"));
+        const int64_t n = m_p.refresh_interval;
         if (ctx.step == 0) return full_choice("first-step");
-        if (param("block_reset") > 0 && ctx.step_in_block <= 1)
+        if (m_p.block_reset && ctx.step_in_block <= 1)
             return full_choice("block-start", ctx.step_in_block == 0
                                                   ? "full forward at block start"
                                                   : "cache rebuilt (step 1 of block)");
@@ -39,12 +49,15 @@ protected:
             return full_choice("interval", "full forward every " + std::to_string(n) + " steps");
         RowChoice c;
         c.rows = masked_rows(ctx);
-        if (param("delay") > 0) append(c.rows, *ctx.decoded_last_step);
+        if (m_p.delay) append(c.rows, *ctx.decoded_last_step);
         c.reason = "delayed-cache";
-        c.detail = param("delay") > 0 ? "recompute masked + decoded last step"
-                                      : "recompute masked only (no delay)";
+        c.detail =
+            m_p.delay ? "recompute masked + decoded last step" : "recompute masked only (no delay)";
         return c;
     }
+
+private:
+    Params m_p;
 };
 
 CL_REGISTER_POLICY(DkvDecode);

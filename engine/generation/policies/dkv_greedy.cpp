@@ -10,23 +10,32 @@ namespace {
 
 class DkvGreedy final : public RowSetPolicy {
 public:
+    struct Params {
+        int64_t refresh_interval = 2;
+        int64_t window = 4;
+        static const ParamList<Params>& list() {
+            static const ParamList<Params> l{{"refresh_interval", &Params::refresh_interval, 1,
+                                              1024, 2, "N: a full forward every N steps"},
+                                             {"window", &Params::window, 0, 4096, 4,
+                                              "w: positions on each side of D_{t-1} recomputed"}};
+            return l;
+        }
+    };
     static PolicyInfo static_info() {
         return {"dkv-greedy",
                 "dKV-Cache-Greedy: recompute D_t, D_{t-1} and a window around D_{t-1}; full every "
                 "N (needs random remasking)",
-                {{"refresh_interval", 2, 1, 1024, true, "N: a full forward every N steps"},
-                 {"window", 4, 0, 4096, true, "w: positions on each side of D_{t-1} recomputed"}},
-                {{"remasking_random", 1}}};
+                Params::list().specs(),
+                {.remasking = Remasking::Random}};
     }
-    const PolicyInfo& info() const override {
-        static const PolicyInfo i = static_info();
-        return i;
+    void set_params(const std::map<std::string, double>& resolved) override {
+        m_p = Params::list().read(resolved);
     }
 
 protected:
     RowChoice choose(const StepContext& ctx) override {
-        const auto n = static_cast<int64_t>(param("refresh_interval"));
-        const auto w = static_cast<int64_t>(param("window"));
+        const int64_t n = m_p.refresh_interval;
+        const int64_t w = m_p.window;
         if (ctx.step == 0) return full_choice("first-step");
         if (m_steps_since_full + 1 >= n)
             return full_choice("interval", "full forward every " + std::to_string(n) + " steps");
@@ -46,6 +55,9 @@ protected:
                 c.rows.push_back(i);
         return c;
     }
+
+private:
+    Params m_p;
 };
 
 CL_REGISTER_POLICY(DkvGreedy);

@@ -7,23 +7,30 @@ namespace {
 
 class DkvPd final : public RowSetPolicy {
 public:
+    struct Params {
+        int64_t refresh_interval = 4;
+        static const ParamList<Params>& list() {
+            static const ParamList<Params> l{{"refresh_interval", &Params::refresh_interval, 1,
+                                              1024, 4,
+                                              "N: recompute every response row every N steps"}};
+            return l;
+        }
+    };
     static PolicyInfo static_info() {
-        return {
-            "dkv-pd",
-            "dKV-Cache-PD: prompt cached forever; response with delayed caching, refreshed every N",
-            {{"refresh_interval", 4, 1, 1024, true,
-              "N: recompute every response row every N steps"}},
-            {}};
+        return {"dkv-pd",
+                "dKV-Cache-PD: prompt cached forever; response with delayed caching, refreshed "
+                "every N",
+                Params::list().specs(),
+                {}};
     }
-    const PolicyInfo& info() const override {
-        static const PolicyInfo i = static_info();
-        return i;
+    void set_params(const std::map<std::string, double>& resolved) override {
+        m_p = Params::list().read(resolved);
     }
 
 protected:
     RowChoice choose(const StepContext& ctx) override {
         if (ctx.step == 0) return full_choice("first-step");
-        const auto n = static_cast<int64_t>(param("refresh_interval"));
+        const int64_t n = m_p.refresh_interval;
         RowChoice c;
         if (++m_since_refresh >= n) {
             m_since_refresh = 0;
@@ -40,6 +47,7 @@ protected:
     }
 
 private:
+    Params m_p;
     int64_t m_since_refresh = 0;
 };
 

@@ -13,10 +13,6 @@ public:
                 {},
                 {}};
     }
-    const PolicyInfo& info() const override {
-        static const PolicyInfo i = static_info();
-        return i;
-    }
 
 protected:
     RowChoice choose(const StepContext& ctx) override {

@@ -20,22 +20,40 @@ namespace {
 
 class DllmCache final : public CachePolicy {
 public:
+    // How V-verify ranks response rows: the paper's V cosine, or ablations.
+    enum class Metric : uint8_t { VCosine = 0, KCosine = 1, Random = 2 };
+    struct Params {
+        int64_t prompt_interval = 50;
+        int64_t response_interval = 7;
+        double rho = 0.25;
+        Metric metric = Metric::VCosine;
+        static const ParamList<Params>& list() {
+            static const ParamList<Params> l{
+                {"prompt_interval", &Params::prompt_interval, 1, 100000, 50,
+                 "K_p: refresh prompt features every K_p forwards"},
+                {"response_interval", &Params::response_interval, 1, 100000, 7,
+                 "K_r: refresh response features every K_r forwards"},
+                {"rho", &Params::rho, 0, 1, 0.25,
+                 "share of response rows re-picked per layer by V similarity"},
+                {"metric",
+                 &Params::metric,
+                 0,
+                 2,
+                 0,
+                 "how V-verify ranks response rows (the paper: V cosine; others are ablations)",
+                 {"v-cosine", "k-cosine", "random"}}};
+            return l;
+        }
+    };
     static PolicyInfo static_info() {
         return {"dllm-cache",
                 "dLLM-Cache: prompt/response feature caches on intervals + V-similarity partial "
                 "updates",
-                {{"prompt_interval", 50, 1, 100000, true,
-                  "K_p: refresh prompt features every K_p forwards"},
-                 {"response_interval", 7, 1, 100000, true,
-                  "K_r: refresh response features every K_r forwards"},
-                 {"rho", 0.25, 0, 1, false,
-                  "share of response rows re-picked per layer by V similarity"},
-                 {"metric", 0, 0, 2, true, "0 = V cosine, 1 = K cosine, 2 = random (ablation)"}},
+                Params::list().specs(),
                 {}};
     }
-    const PolicyInfo& info() const override {
-        static const PolicyInfo i = static_info();
-        return i;
+    void set_params(const std::map<std::string, double>& resolved) override {
+        m_p = Params::list().read(resolved);
     }
     void on_run_start(detail::Transformer& net, int64_t seq_len) override {
         m_cache = net.make_cache(seq_len, false);
@@ -52,8 +70,7 @@ public:
     void begin_step(const StepContext& ctx) override {
         m_ctx = ctx;
         ++m_counter;
-        const auto kp = static_cast<int64_t>(param("prompt_interval")),
-                   kr = static_cast<int64_t>(param("response_interval"));
+        const int64_t kp = m_p.prompt_interval, kr = m_p.response_interval;
         m_refresh_prompt = (m_counter - 1) % kp == 0;
         m_refresh_response = (m_counter - 1) % kr == 0;
         std::vector<int64_t> prompt(static_cast<size_t>(ctx.prompt_len)),
@@ -85,15 +102,15 @@ public:
             return p;
         }
         p.rows = m_refresh_prompt ? m_prompt : detail::RowSet::from_host({}, m_device);
-        if (param("rho") <= 0) return p;
+        if (m_p.rho <= 0) return p;
         p.probe = true;
         p.probe_rows = m_response;
-        p.probe_k = param("metric") == 1;
+        p.probe_k = m_p.metric == Metric::KCosine;
         return p;
     }
     // V-verify: the probe of the response rows decides which of them this layer recomputes.
     detail::RowSet select_rows(int layer, const torch::Tensor& k, const torch::Tensor& v) override {
-        return verify(layer, param("rho"), k, v);
+        return verify(layer, m_p.rho, k, v);
     }
     void annotate(std::vector<trace::RowAction>& actions) const override {
         // Rows not recomputed reused their cached features; response rows of a V-verified layer
@@ -115,20 +132,20 @@ private:
         m_probed[static_cast<size_t>(layer)] = true;
         const int64_t G = m_response.size();
         const auto n = static_cast<int64_t>(std::floor(rho * static_cast<double>(G)));
-        const auto metric = static_cast<int>(param("metric"));
         std::vector<int64_t> picked;
         double mean_sim = NAN;
         if (n > 0) {
             torch::Tensor order;  // (G) response indices, least similar first
-            if (metric == 2) {
+            if (m_p.metric == Metric::Random) {
                 std::vector<int64_t> idx(static_cast<size_t>(G));
                 std::iota(idx.begin(), idx.end(), 0);
                 std::shuffle(idx.begin(), idx.end(),
                              std::mt19937_64(static_cast<uint64_t>(m_counter * 131 + layer)));
                 order = torch::tensor(idx);
             } else {
-                const auto& fresh = metric == 1 ? k : v;          // (Hkv, G, Dh)
-                const auto& cached = metric == 1 ? lc.k : lc.v;   // (Hkv, L, Dh)
+                const bool by_k = m_p.metric == Metric::KCosine;
+                const auto& fresh = by_k ? k : v;                 // (Hkv, G, Dh)
+                const auto& cached = by_k ? lc.k : lc.v;          // (Hkv, L, Dh)
                 auto a = fresh.transpose(0, 1).reshape({G, -1});  // (G, Hkv*Dh)
                 auto b = cached.index_select(1, m_response.device).transpose(0, 1).reshape({G, -1});
                 auto sim = torch::cosine_similarity(a, b, 1, 1e-12);  // (G)
@@ -160,6 +177,7 @@ private:
         return detail::RowSet::from_host(std::move(rows), m_device);
     }
 
+    Params m_p;
     std::vector<detail::LayerCache> m_cache;
     torch::Device m_device{torch::kCPU};
     int64_t m_seq_len = 0;

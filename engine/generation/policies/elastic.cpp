@@ -17,21 +17,33 @@ namespace {
 
 class Elastic final : public CachePolicy {
 public:
+    struct Params {
+        int64_t window = 16;
+        double gamma = 0.9;
+        int64_t track_num = 1;
+        bool block_caching = true;
+        static const ParamList<Params>& list() {
+            static const ParamList<Params> l{
+                {"window", &Params::window, 1, 65536, 16,
+                 "w: the first w masked rows are the queries"},
+                {"gamma", &Params::gamma, 0, 1, 0.9,
+                 "drift threshold: refresh when cos(attention now, before) < gamma"},
+                {"track_num", &Params::track_num, 1, 16, 1,
+                 "most-attended decoded tokens tracked per layer"},
+                {"block_caching", &Params::block_caching, 0, 1, 1,
+                 "1 = window from the current block; 0 = every mask is a query"}};
+            return l;
+        }
+    };
     static PolicyInfo static_info() {
         return {
             "elastic",
             "Elastic-Cache: window queries, attention-drift test per layer, refresh deeper layers",
-            {{"window", 16, 1, 65536, true, "w: the first w masked rows are the queries"},
-             {"gamma", 0.9, 0, 1, false,
-              "drift threshold: refresh when cos(attention now, before) < gamma"},
-             {"track_num", 1, 1, 16, true, "most-attended decoded tokens tracked per layer"},
-             {"block_caching", 1, 0, 1, true,
-              "1 = window from the current block; 0 = every mask is a query"}},
-            {{"threshold", 0.9}}};
+            Params::list().specs(),
+            {.threshold = 0.9}};
     }
-    const PolicyInfo& info() const override {
-        static const PolicyInfo i = static_info();
-        return i;
+    void set_params(const std::map<std::string, double>& resolved) override {
+        m_p = Params::list().read(resolved);
     }
     void on_run_start(detail::Transformer& net, int64_t seq_len) override {
         m_cache = net.make_cache(seq_len, /*with_hidden=*/true);
@@ -50,8 +62,8 @@ public:
             push(ctx, "first-step", 0, NAN, NAN, true, "full forward");
             return;
         }
-        const auto w = static_cast<size_t>(param("window"));
-        const int64_t from = param("block_caching") > 0 ? ctx.block_start : ctx.prompt_len;
+        const auto w = static_cast<size_t>(m_p.window);
+        const int64_t from = m_p.block_caching ? ctx.block_start : ctx.prompt_len;
         for (int64_t i = from; i < ctx.seq_len && m_window.size() < w; ++i)
             if ((*ctx.masked)[static_cast<size_t>(i)]) m_window.push_back(i);
         std::vector<uint8_t> in(static_cast<size_t>(ctx.seq_len), 0);
@@ -98,7 +110,7 @@ public:
         std::vector<int64_t> window = m_window;
         if (window.empty())  // full steps: the window the next step will use
             for (int64_t i = m_ctx.block_start;
-                 i < m_seq_len && window.size() < static_cast<size_t>(param("window")); ++i)
+                 i < m_seq_len && window.size() < static_cast<size_t>(m_p.window); ++i)
                 if ((*m_ctx.masked)[static_cast<size_t>(i)]) window.push_back(i);
         auto& prev = m_prev[static_cast<size_t>(r.layer)];
         prev.rows.clear();
@@ -122,7 +134,7 @@ public:
                 column += prev.attn[w * static_cast<size_t>(pv.keys) + static_cast<size_t>(i)];
             keys.emplace_back(column, i);
         }
-        const auto n = std::min<size_t>(keys.size(), static_cast<size_t>(param("track_num")));
+        const auto n = std::min<size_t>(keys.size(), static_cast<size_t>(m_p.track_num));
         std::partial_sort(keys.begin(), keys.begin() + static_cast<long>(n), keys.end(),
                           [](const auto& a, const auto& b) { return a.first > b.first; });
         for (size_t i = 0; i < n; ++i) tracked.push_back(keys[i].second);
@@ -130,6 +142,7 @@ public:
     std::vector<detail::LayerCache>& cache() override { return m_cache; }
 
 private:
+    Params m_p;
     struct PrevAttention {
         std::vector<int64_t> rows;  // window query positions
         std::vector<double> attn;   // (W, L) head-mean attention of those rows
@@ -169,7 +182,7 @@ private:
     bool drift_test(int layer, const torch::Tensor& probs) {
         const auto& prev = m_prev[static_cast<size_t>(layer)];
         const auto& tracked = m_tracked[static_cast<size_t>(layer)];
-        const double gamma = param("gamma");
+        const double gamma = m_p.gamma;
         if (gamma >= 1.0) return fire(layer, NAN, gamma);  // conservative setting: always refresh
         if (prev.rows.empty() || tracked.empty()) return fire(layer, NAN, gamma);
         // Cosine of the tracked columns over the window rows present in both steps.

@@ -12,11 +12,7 @@ public:
                 "Fast-dLLM dual cache: reuse prefix and suffix K/V from the block start, recompute "
                 "the block",
                 {},
-                {{"threshold", 0.9}}};
-    }
-    const PolicyInfo& info() const override {
-        static const PolicyInfo i = static_info();
-        return i;
+                {.threshold = 0.9}};
     }
 
 protected:

@@ -11,11 +11,7 @@ public:
         return {"fast-prefix",
                 "Fast-dLLM prefix cache: reuse prefix K/V from the block start, recompute [s, L)",
                 {},
-                {{"threshold", 0.9}}};
-    }
-    const PolicyInfo& info() const override {
-        static const PolicyInfo i = static_info();
-        return i;
+                {.threshold = 0.9}};
     }
 
 protected:

@@ -10,10 +10,6 @@ public:
     static PolicyInfo static_info() {
         return {"none", "Uncached baseline: full forward over all rows every step.", {}, {}};
     }
-    const PolicyInfo& info() const override {
-        static const PolicyInfo i = static_info();
-        return i;
-    }
     void on_run_start(detail::Transformer& net, int64_t seq_len) override {
         m_cache.assign(static_cast<size_t>(net.config().n_layers), {});
     }
