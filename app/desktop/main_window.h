@@ -10,8 +10,7 @@
 #include <set>
 #include <tuple>
 
-#include "app/desktop/engine_bridge.h"
-#include "sessions/session_reader.h"
+#include "app/desktop/run_source.h"
 #include "viz/lesson.h"
 #include "viz/viz_context.h"
 
@@ -47,7 +46,11 @@ public:
     explicit MainWindow(const LaunchOptions& options, QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    EngineBridge* bridge() { return m_bridge.get(); }
+    // The live engine (nullptr without a model); it keeps running behind a replay.
+    EngineBridge* bridge() { return m_live ? &m_live->bridge() : nullptr; }
+    // What the window shows: the replay when one is open, else the live engine.
+    RunSource* source();
+    const RunSource* source() const;
     ImGuiCanvas* canvas() { return m_canvas; }
     viz::ViewState& view() { return m_view; }
     void apply_setup();         // (re)configure the engine from the docks
@@ -57,8 +60,9 @@ public:
     // message ("" on success); nothing is changed when it fails.
     QString open_session(const QString& path);
     QString save_session(const QString& path);  // a copy of the current recording
-    bool replaying() const { return m_replaying; }
+    bool replaying() const { return m_replay != nullptr; }
     static QString default_session_dir();
+    static QStringList example_prompts();  // the setup dock's examples; the first is the default
     // Export: canvas PNG in figure mode (no controls), or per-step metrics as CSV / JSON.
     QString export_to(const QString& path, const QString& panel = QString());
     // Lessons: start one (opens its session), step with Space; "" on success.
@@ -97,25 +101,17 @@ private:
     std::vector<ColumnSpec> selected_columns() const;
     void save_settings() const;
     void set_engine_controls_enabled(bool on);
-    std::vector<viz::RunView>& current_runs();  // the columns on screen (replay or live cache)
+    std::vector<viz::RunView>& current_runs();  // the source's columns for this frame
     int available_steps() const;
 
     std::shared_ptr<Model> m_model;
-    std::unique_ptr<EngineBridge> m_bridge;
+    std::unique_ptr<LiveSource> m_live;
+    std::unique_ptr<ReplaySource> m_replay;
     ImGuiCanvas* m_canvas = nullptr;
     viz::ViewState m_view;
     int m_threads = 1;
     QTimer* m_poll = nullptr;
     uint64_t m_seen_generation = 0;
-    bool m_replaying = false;
-    std::vector<viz::RunView> m_live_runs;  // the engine's columns, refreshed when it publishes
-    uint64_t m_live_generation = 0;
-    std::vector<viz::RunView> m_replay_runs;
-    QString m_replay_path;
-    // Replay keeps its reader open: attention maps are fetched for the step and layer on screen.
-    std::unique_ptr<sessions::SessionReader> m_replay_reader;
-    std::set<std::tuple<int32_t, int32_t, int32_t>> m_attention_fetched;  // (run, step, layer)
-    void fetch_visible_attention();
     QString m_record_path;  // where live runs are recorded ("" = off)
     viz::Lesson m_lesson;
     int m_lesson_index = -1;

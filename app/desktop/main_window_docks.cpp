@@ -1,0 +1,324 @@
+// MainWindow's docks: run setup, policies (one widget per declared parameter), transport; presets.
+#include "app/desktop/main_window.h"
+#include "engine/base/assets.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDateTime>
+#include <QDir>
+#include <QDockWidget>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QShortcut>
+#include <QSlider>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QStyleFactory>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <sstream>
+
+#include "app/desktop/export.h"
+#include "app/desktop/imgui_canvas.h"
+#include "app/desktop/session_browser.h"
+#include "engine/base/errors.h"
+#include "engine/generation/policy_registry.h"
+#include "sessions/session_reader.h"
+
+namespace cl::app {
+
+namespace {
+
+// One line of meaning, the paper's value and, for a choice, what each value means.
+std::string param_tooltip(const ParamSpec& spec) {
+    std::ostringstream out;
+    out << spec.help << " (" << to_string(spec.type) << ", paper default " << spec.paper_default
+        << ")";
+    for (size_t i = 0; i < spec.choices.size(); ++i) out << "\n" << i << " = " << spec.choices[i];
+    return out.str();
+}
+
+const char* kExamples[] = {
+    "What is 047 + 385?",
+    "Remember: king=417, house=902, sea=338, fire=561, land=204, city=719, sword=853, hand=126. "
+    "What is house?",
+    "Reverse the list: 1 7 9 4 5 6",
+    "Continue: In the beginning God created",
+};
+
+}  // namespace
+
+QStringList MainWindow::example_prompts() {
+    QStringList out;
+    for (const char* e : kExamples) out << e;
+    return out;
+}
+
+QWidget* MainWindow::build_setup_dock() {
+    auto* w = new QWidget();
+    auto* layout = new QFormLayout(w);
+    m_model_label = new QLabel("(no model)");
+    m_model_label->setWordWrap(true);
+    layout->addRow("Model", m_model_label);
+    m_examples = new QComboBox();
+    for (const char* e : kExamples) m_examples->addItem(QString(e).left(48), QString(e));
+    layout->addRow("Examples", m_examples);
+    m_prompt = new QPlainTextEdit();
+    m_prompt->setObjectName("prompt");
+    m_prompt->setMinimumHeight(90);
+    layout->addRow("Prompt", m_prompt);
+    connect(m_examples, QOverload<int>::of(&QComboBox::activated), this,
+            [this](int i) { m_prompt->setPlainText(m_examples->itemData(i).toString()); });
+    m_chat_template = new QCheckBox("LLaDA chat template");
+    m_chat_template->setChecked(true);
+    layout->addRow("", m_chat_template);
+    auto spin = [](int lo, int hi, int v) {
+        auto* s = new QSpinBox();
+        s->setRange(lo, hi);
+        s->setValue(v);
+        return s;
+    };
+    m_gen_length = spin(1, 4096, 64);
+    m_block_length = spin(1, 4096, 32);
+    m_steps = spin(1, 65536, 64);
+    m_seed = spin(0, 1 << 30, 0);
+    layout->addRow("Gen length", m_gen_length);
+    layout->addRow("Block length", m_block_length);
+    layout->addRow("Steps", m_steps);
+    m_remasking = new QComboBox();
+    m_remasking->addItems({"low_confidence", "random"});
+    layout->addRow("Remasking", m_remasking);
+    auto dspin = [](double lo, double hi, double v, double step) {
+        auto* s = new QDoubleSpinBox();
+        s->setRange(lo, hi);
+        s->setDecimals(3);
+        s->setSingleStep(step);
+        s->setValue(v);
+        return s;
+    };
+    m_threshold = dspin(0, 1, 0, 0.05);
+    m_threshold->setToolTip(
+        "Parallel decoding: commit every in-block mask with confidence >= threshold (0 = off)");
+    m_temperature = dspin(0, 10, 0, 0.1);
+    m_cfg = dspin(0, 10, 0, 0.5);
+    layout->addRow("Threshold", m_threshold);
+    layout->addRow("Temperature", m_temperature);
+    layout->addRow("CFG scale", m_cfg);
+    layout->addRow("Seed", m_seed);
+    m_device = new QComboBox();
+    m_device->addItem("cpu");
+    m_device->addItem("cuda");
+    const auto why = cuda_unavailable_reason();
+    if (!why.empty()) {
+        auto* item = qobject_cast<QStandardItemModel*>(m_device->model());
+        if (item) item->item(1)->setEnabled(false);
+        m_device->setItemData(1, QString::fromStdString(why), Qt::ToolTipRole);
+    }
+    m_device->setToolTip("Where the model runs; changing it reloads the model there");
+    layout->addRow("Device", m_device);
+    // The model lives on one device: switching reloads it there (runs restart).
+    connect(m_device, &QComboBox::currentIndexChanged, this, [this](int) {
+        if (m_model) load_model(QString::fromStdString(m_model->directory().string()));
+    });
+    m_oracle = new QCheckBox("Oracle mode (full forward beside the cached one)");
+    layout->addRow("", m_oracle);
+    connect(m_oracle, &QCheckBox::toggled, this, [this](bool on) {
+        m_view.oracle_view = on;
+        apply_setup();
+    });
+    auto* apply = new QPushButton("Restart");
+    apply->setToolTip("Start new runs with these settings (Ctrl+R)");
+    m_engine_controls.push_back(apply);
+    connect(apply, &QPushButton::clicked, this, &MainWindow::apply_setup);
+    layout->addRow("", apply);
+    return w;
+}
+
+QWidget* MainWindow::build_policies_dock() {
+    auto* scroll = new QScrollArea();
+    scroll->setWidgetResizable(true);
+    auto* inner = new QWidget();
+    auto* v = new QVBoxLayout(inner);
+    m_presets = new QComboBox();
+    m_presets->addItems({"Preset: paper defaults", "Preset: conservative (reproduces the baseline)",
+                         "Preset: aggressive (fewer recomputes)"});
+    m_presets->setToolTip("Sets the parameters of every policy at once");
+    connect(m_presets, QOverload<int>::of(&QComboBox::activated), this,
+            [this](int i) { apply_preset(i); });
+    v->addWidget(m_presets);
+    for (const auto& info : list_policies()) {
+        auto* box = new QGroupBox();
+        auto* bl = new QFormLayout(box);
+        PolicyWidgets pw;
+        pw.enabled = new QCheckBox(QString::fromStdString(info.name));
+        pw.enabled->setObjectName(QString::fromStdString("policy/" + info.name));
+        pw.enabled->setToolTip(QString::fromStdString(info.summary));
+        bl->addRow(pw.enabled);
+        connect(pw.enabled, &QCheckBox::toggled, this, [this] { apply_setup(); });
+        for (const auto& spec : info.params) {
+            auto* s = new QDoubleSpinBox();
+            s->setObjectName(policy_param_widget_name(QString::fromStdString(info.name),
+                                                      QString::fromStdString(spec.name)));
+            s->setRange(spec.min, spec.max);
+            s->setDecimals(spec.integral() ? 0 : 3);
+            s->setSingleStep(spec.integral() ? 1 : (spec.max - spec.min) / 50.0);
+            s->setValue(spec.default_value);
+            s->setToolTip(QString::fromStdString(param_tooltip(spec)));
+            s->setKeyboardTracking(false);
+            auto* label = new QLabel(QString::fromStdString(spec.name) +
+                                     QString(" [%1]").arg(spec.paper_default));
+            label->setToolTip("the value in brackets is the paper default");
+            bl->addRow(label, s);
+            const std::string name = info.name, key = spec.name;
+            connect(s, QOverload<double>::of(&QDoubleSpinBox::valueChanged), this,
+                    [this, name, key](double value) {
+                        // A parameter change re-runs that column to the current step, in the
+                        // background.
+                        for (size_t c = 0; c < m_column_policies.size(); ++c)
+                            if (m_column_policies[c] == name && bridge())
+                                bridge()->set_param(c, key, value);
+                    });
+            pw.params[spec.name] = s;
+        }
+        if (!info.params.empty()) {
+            auto* reset = new QPushButton("Reset to paper defaults");
+            connect(reset, &QPushButton::clicked, this, [this, info] {
+                for (const auto& spec : info.params)
+                    m_policy_widgets[info.name].params[spec.name]->setValue(spec.paper_default);
+            });
+            bl->addRow(reset);
+        }
+        m_policy_widgets[info.name] = pw;
+        v->addWidget(box);
+    }
+    v->addStretch();
+    scroll->setWidget(inner);
+    scroll->setMinimumWidth(250);
+    m_engine_controls.push_back(inner);
+    return scroll;
+}
+
+QWidget* MainWindow::build_transport() {
+    auto* w = new QWidget();
+    auto* h = new QHBoxLayout(w);
+    auto button = [&](const QString& text, const QString& tip, auto slot) {
+        auto* b = new QPushButton(text);
+        b->setToolTip(tip);
+        connect(b, &QPushButton::clicked, this, slot);
+        h->addWidget(b);
+        return b;
+    };
+    button("|<", "First step (Home)", [this] { go_home(); });
+    button("<<", "Previous block (Shift+Left)", [this] { jump_block(-1); });
+    button("<", "Step back (Left)", [this] { step_back(); });
+    m_play = button("Play", "Play / pause (Space)", [this] { toggle_play(); });
+    m_play->setObjectName("play");
+    m_engine_controls.push_back(m_play);
+    button(">", "Step forward (Right)", [this] { step_forward(); });
+    button(">>", "Next block (Shift+Right)", [this] { jump_block(1); });
+    button(">|", "Latest step (End)", [this] { go_end(); });
+    m_scrubber = new QSlider(Qt::Horizontal);
+    m_scrubber->setObjectName("scrubber");
+    m_scrubber->setRange(0, 0);
+    connect(m_scrubber, &QSlider::sliderMoved, this, [this](int v) {
+        m_view.step = v;
+        m_canvas->update();
+    });
+    h->addWidget(m_scrubber, 1);
+    h->addWidget(new QLabel("speed"));
+    m_speed = new QSpinBox();
+    m_speed->setRange(0, 1000);
+    m_speed->setValue(0);
+    m_speed->setSuffix(" steps/s");
+    m_speed->setSpecialValueText("max");
+    connect(m_speed, QOverload<int>::of(&QSpinBox::valueChanged), this, [this](int v) {
+        if (bridge()) bridge()->set_speed(v);
+    });
+    h->addWidget(m_speed);
+    m_loop = new QCheckBox("loop");
+    m_loop->setToolTip("Regenerate continuously so the throughput chart follows every slider move");
+    connect(m_loop, &QCheckBox::toggled, this, [this](bool on) {
+        if (!bridge()) return;
+        bridge()->set_loop(on);
+        if (on) bridge()->set_playing(true);
+        refresh_transport();
+    });
+    h->addWidget(m_loop);
+    m_engine_controls.push_back(m_loop);
+    m_cancel = new QPushButton("Cancel");
+    m_cancel->setToolTip("Stop the re-run or advance in progress");
+    m_cancel->setEnabled(false);
+    connect(m_cancel, &QPushButton::clicked, this, [this] {
+        if (bridge()) bridge()->cancel();
+    });
+    h->addWidget(m_cancel);
+    m_status = new QLabel();
+    m_status->setMinimumWidth(260);
+    h->addWidget(m_status);
+    return w;
+}
+
+QString MainWindow::policy_param_widget_name(const QString& policy, const QString& key) const {
+    return "param/" + policy + "/" + key;
+}
+
+void MainWindow::apply_preset(int index) {
+    // Conservative values are the invariant settings of POLICIES.md section 5; aggressive ones
+    // trade accuracy for fewer recomputes. Policies not listed keep their paper defaults.
+    static const std::map<std::string, std::map<std::string, double>> conservative{
+        {"dkv-decode", {{"refresh_interval", 1}}},
+        {"dkv-greedy", {{"refresh_interval", 1}}},
+        {"dkv-pd", {{"refresh_interval", 1}}},
+        {"dllm-cache", {{"prompt_interval", 1}, {"response_interval", 1}}},
+        {"d2cache", {{"k", 4096}, {"p", 1.0}}},
+        {"elastic", {{"gamma", 1.0}}}};
+    static const std::map<std::string, std::map<std::string, double>> aggressive{
+        {"dkv-decode", {{"refresh_interval", 32}}},
+        {"dkv-greedy", {{"refresh_interval", 8}, {"window", 1}}},
+        {"dkv-pd", {{"refresh_interval", 16}}},
+        {"dllm-cache", {{"response_interval", 20}, {"rho", 0.1}}},
+        {"d2cache", {{"k", 8}, {"p", 0.05}}},
+        {"elastic", {{"gamma", 0.7}, {"window", 8}}}};
+    for (const auto& info : list_policies()) {
+        for (const auto& spec : info.params) {
+            double value = spec.default_value;
+            const auto& table = index == 1 ? conservative : aggressive;
+            if (index > 0) {
+                auto p = table.find(info.name);
+                if (p != table.end() && p->second.count(spec.name)) value = p->second.at(spec.name);
+            }
+            m_policy_widgets[info.name].params[spec.name]->setValue(value);
+        }
+    }
+}
+
+std::vector<ColumnSpec> MainWindow::selected_columns() const {
+    std::vector<ColumnSpec> cols;
+    for (const auto& info : list_policies()) {
+        const auto& w = m_policy_widgets.at(info.name);
+        if (!w.enabled->isChecked()) continue;
+        ColumnSpec c;
+        c.policy = info.name;
+        for (const auto& [k, s] : w.params) c.params[k] = s->value();
+        cols.push_back(c);
+    }
+    return cols;
+}
+
+}  // namespace cl::app
