@@ -68,8 +68,8 @@ cl::viz::RunView synthetic_run(int id, const std::string& policy, int P, int G, 
         s->predicted.assign(static_cast<size_t>(L), 5);
         s->confidence.assign(static_cast<size_t>(L), 0.5f);
         s->committed = {order[static_cast<size_t>(t % G)]};
-        s->actions.resize(static_cast<size_t>(N * L));
-        s->cache_age.resize(static_cast<size_t>(N * L));
+        s->actions.resize(static_cast<size_t>(N) * static_cast<size_t>(L));
+        s->cache_age.resize(static_cast<size_t>(N) * static_cast<size_t>(L));
         for (int k = 0; k < N * L; ++k) {
             s->actions[static_cast<size_t>(k)] =
                 rng() % 3 ? cl::trace::RowAction::KvReused : cl::trace::RowAction::Recomputed;
@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     const char* names[] = {"none", "dkv-decode", "elastic", "fast-dual", "d2cache", "dllm-cache"};
     std::vector<cl::viz::RunView> runs;
+    runs.reserve(static_cast<size_t>(columns));
     for (int c = 0; c < columns; ++c)
         runs.push_back(synthetic_run(c, names[c % 6], prompt, gen, steps, layers));
     ImGui::CreateContext();

@@ -94,10 +94,13 @@ ArrayField array(std::string_view name, Extent extent, Presence presence, bool c
     return f;
 }
 
+// `m` names a member, which cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define CL_MEMBER(m)       \
     [](auto& r) -> auto& { \
         return r.m;        \
     }
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace
 

@@ -103,10 +103,13 @@ Field<Record> derived(std::string_view name, Column column, std::string_view mea
     return {name, column, {}, meaning, [compute](const Record& r) { return json(compute(r)); }, {}};
 }
 
+// `m` names a member, which cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define CL_MEMBER(m)       \
     [](auto& r) -> auto& { \
         return r.m;        \
     }
+// NOLINTEND(bugprone-macro-parentheses)
 
 template <typename Record>
 json record_to_json(const std::vector<Field<Record>>& fields, const Record& r) {

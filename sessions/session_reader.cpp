@@ -271,12 +271,12 @@ std::vector<std::string> SessionReader::check() {
                 try {
                     load_step(run.run_id, st);
                 } catch (const SessionError& e) {
-                    problems.push_back(e.what());
+                    problems.emplace_back(e.what());
                 }
             }
         }
     } catch (const SessionError& e) {
-        problems.push_back(e.what());
+        problems.emplace_back(e.what());
     }
     return problems;
 }

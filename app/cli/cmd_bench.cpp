@@ -44,8 +44,8 @@ int run_bench(BenchOptions o) {
     if (std::find(names.begin(), names.end(), "none") == names.end())
         names.insert(names.begin(), "none");
     std::vector<std::string> modes;
-    if (o.mode == "both" || o.mode == "cache-only") modes.push_back("cache-only");
-    if (o.mode == "both" || o.mode == "own") modes.push_back("own");
+    if (o.mode == "both" || o.mode == "cache-only") modes.emplace_back("cache-only");
+    if (o.mode == "both" || o.mode == "own") modes.emplace_back("own");
     if (modes.empty()) throw InputError("--mode: expected cache-only, own or both");
     if (o.prompts < 1 || o.repeats < 1)
         throw InputError("--prompts and --repeats must be positive");
@@ -54,6 +54,7 @@ int run_bench(BenchOptions o) {
     // tokens long (the benchmark asks for prompts of about 64-200 tokens).
     tasks::TaskGenerator gen(7, tasks::Split::Eval, tasks::Difficulty{3, 16, 28, 3, 8});
     std::vector<std::string> prompts;
+    prompts.reserve(static_cast<size_t>(o.prompts));
     for (int i = 0; i < o.prompts; ++i) prompts.push_back(gen.next(o.prompt_family).prompt);
 
     nlohmann::json results = nlohmann::json::array();

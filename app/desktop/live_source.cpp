@@ -24,7 +24,7 @@ bool LiveSource::advance_to(int step) {
 }
 
 std::string LiveSource::session_file(std::string& error) {
-    const std::string path = m_bridge.recording_path();
+    std::string path = m_bridge.recording_path();
     if (!path.empty()) error = m_bridge.flush_recording();
     return path;
 }

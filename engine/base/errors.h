@@ -41,7 +41,7 @@ public:
 // The message for a command line: a setting's engine name becomes its flag ("gen_length: x" ->
 // "--gen-length: x"); other messages are unchanged.
 inline std::string cli_message(const InputError& e) {
-    const std::string what = e.what();
+    std::string what = e.what();
     if (e.setting().empty() || what.rfind(e.setting(), 0) != 0) return what;
     std::string flag = "--" + e.setting();
     for (auto& c : flag)

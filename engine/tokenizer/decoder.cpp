@@ -17,13 +17,13 @@ Decoder make_decoder(const json& j, const std::string& src) {
         };
     }
     if (type == "ByteLevel")
-        return [](std::vector<std::string> toks) {
+        return [](const std::vector<std::string>& toks) {
             std::string joined;
             for (const auto& t : toks) joined += t;
             return std::vector<std::string>{from_byte_level(joined)};
         };
     if (type == "Fuse")
-        return [](std::vector<std::string> toks) {
+        return [](const std::vector<std::string>& toks) {
             std::string joined;
             for (const auto& t : toks) joined += t;
             return std::vector<std::string>{joined};

@@ -29,10 +29,14 @@ Normalizer make_normalizer(const json& j, const std::string& src) {
             return s;
         };
     }
-    if (type == "NFC") return [](std::string s) { return unicode_normalize(s, UNINORM_NFC); };
-    if (type == "NFD") return [](std::string s) { return unicode_normalize(s, UNINORM_NFD); };
-    if (type == "NFKC") return [](std::string s) { return unicode_normalize(s, UNINORM_NFKC); };
-    if (type == "NFKD") return [](std::string s) { return unicode_normalize(s, UNINORM_NFKD); };
+    if (type == "NFC")
+        return [](const std::string& s) { return unicode_normalize(s, UNINORM_NFC); };
+    if (type == "NFD")
+        return [](const std::string& s) { return unicode_normalize(s, UNINORM_NFD); };
+    if (type == "NFKC")
+        return [](const std::string& s) { return unicode_normalize(s, UNINORM_NFKC); };
+    if (type == "NFKD")
+        return [](const std::string& s) { return unicode_normalize(s, UNINORM_NFKD); };
     if (type == "Lowercase")
         return [](std::string s) {
             size_t len = 0;
@@ -45,12 +49,12 @@ Normalizer make_normalizer(const json& j, const std::string& src) {
         };
     if (type == "Prepend") {
         const auto prefix = j.at("prepend").get<std::string>();
-        return [prefix](std::string s) { return s.empty() ? s : prefix + s; };
+        return [prefix](const std::string& s) { return s.empty() ? s : prefix + s; };
     }
     if (type == "Replace") {
         auto re = compile_pattern(j.at("pattern"), src);
         const auto content = j.at("content").get<std::string>();
-        return [re, content](std::string s) {
+        return [re, content](const std::string& s) {
             std::string out;
             size_t last = 0;
             for (auto [b, e] : re->find_all(s)) {

@@ -37,7 +37,7 @@ PreTokenizer make_pre_tokenizer(const json& j, const std::string& src) {
         auto re = compile_pattern(j.at("pattern"), src);
         const auto behavior = parse_behavior(j.value("behavior", std::string("Isolated")), src);
         const bool invert = j.value("invert", false);
-        return [=](std::vector<std::string> pieces) {
+        return [=](const std::vector<std::string>& pieces) {
             std::vector<std::string> out;
             for (const auto& p : pieces)
                 for (auto& s : split_with(*re, p, behavior, invert)) out.push_back(std::move(s));
@@ -47,7 +47,7 @@ PreTokenizer make_pre_tokenizer(const json& j, const std::string& src) {
     if (type == "Digits") {
         const bool individual = j.value("individual_digits", false);
         auto re = std::make_shared<Regex>(individual ? "\\p{N}" : "\\p{N}+", src);
-        return [=](std::vector<std::string> pieces) {
+        return [=](const std::vector<std::string>& pieces) {
             std::vector<std::string> out;
             for (const auto& p : pieces)
                 for (auto& s : split_with(*re, p, SplitBehavior::Isolated, false))
@@ -57,7 +57,7 @@ PreTokenizer make_pre_tokenizer(const json& j, const std::string& src) {
     }
     if (type == "WhitespaceSplit") {
         auto re = std::make_shared<Regex>("\\s+", src);
-        return [=](std::vector<std::string> pieces) {
+        return [=](const std::vector<std::string>& pieces) {
             std::vector<std::string> out;
             for (const auto& p : pieces)
                 for (auto& s : split_with(*re, p, SplitBehavior::Removed, false))

@@ -167,7 +167,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text,
             m.vocab[it.key()] = id;
             max_id = std::max(max_id, id);
         }
-        m.id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
+        m.id_to_token.assign(static_cast<size_t>(max_id) + 1, std::string());
         for (const auto& [t, id] : m.vocab) m.id_to_token[static_cast<size_t>(id)] = t;
         int32_t rank = 0;
         if (model.contains("merges")) {

@@ -24,8 +24,8 @@ std::vector<double> rollout_influence(const trace::StepRecord& s) {
     for (auto* m : maps)
         if (!m) return {};
     std::vector<double> v(L, 1.0);
-    for (auto it = maps.rbegin(); it != maps.rend(); ++it) {
-        const auto& m = **it;
+    for (size_t layer = maps.size(); layer-- > 0;) {  // the last layer first
+        const auto& m = *maps[layer];
         std::vector<double> next = v;
         for (int32_t r = 0; r < m.rows; ++r) {
             const auto q = static_cast<size_t>(m.row_index[static_cast<size_t>(r)]);

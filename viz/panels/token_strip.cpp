@@ -63,7 +63,9 @@ void draw_token_strip(ColumnContext& c) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     for (int32_t i = from; i < L; ++i) {
         const int k = i - from;
-        const ImVec2 a{origin.x + (k % per_row) * cell, origin.y + (k / per_row) * h};
+        const int row = k / per_row;  // whole rows
+        const ImVec2 a{origin.x + static_cast<float>(k % per_row) * cell,
+                       origin.y + static_cast<float>(row) * h};
         const ImVec2 b{a.x + cell - 1, a.y + h - 2};
         const auto state = s.states[static_cast<size_t>(i)];
         dl->AddRectFilled(a, b, state_color(state, c.view.dark));
