@@ -257,6 +257,31 @@ TEST(RecordSchema, UnknownOrMistypedJsonIsAnErrorNamingTheKey) {
     EXPECT_THROW(from_json(json{{"states", {0, 1, 9}}}, r), SessionError);  // no state 9
 }
 
+TEST(RecordSchema, AnUnknownStoredArrayIsAnErrorNamingIt) {
+    const auto path = (test::temp_dir("schema") / "unknown.clsession").string();
+    std::mt19937 rng(5);
+    StepRecord step = full_step(rng);
+    step.step = 0;  // check() walks steps 0..n-1
+    {
+        auto w = SessionWriter::open(path);
+        w->on_run_start(full_info());
+        w->publish(std::make_shared<StepRecord>(step));
+        w->on_run_end(7, full_summary());
+        ASSERT_TRUE(w->flush());
+    }
+    {
+        Db db(path, SQLITE_OPEN_READWRITE);
+        db.exec(
+            "INSERT INTO array SELECT run_id, step, 'mystery', dtype, shape, encoding, data "
+            "FROM array WHERE name = 'tokens'");
+    }
+    auto r = SessionReader::open(path);
+    const auto problems = r->check();
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_NE(problems[0].find("unknown array 'mystery'"), std::string::npos) << problems[0];
+    EXPECT_NE(problems[0].find("unknown.clsession"), std::string::npos) << problems[0];
+}
+
 TEST(RecordSchema, OneStepCsvFromRecordsAndFromTheStepTable) {
     const auto path = (test::temp_dir("schema") / "csv.clsession").string();
     std::mt19937 rng(4);

@@ -140,7 +140,7 @@ RunSource* MainWindow::source() {
 }
 
 const RunSource* MainWindow::source() const {
-    return const_cast<MainWindow*>(this)->source();
+    return m_replay ? static_cast<const RunSource*>(m_replay.get()) : m_live.get();
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
@@ -203,9 +203,8 @@ QString MainWindow::default_session_dir() {
 }
 
 std::vector<viz::RunView>& MainWindow::current_runs() {
-    static std::vector<viz::RunView> none;  // no model and no replay: an empty canvas
-    none.clear();
-    return source() ? source()->runs(m_view) : none;
+    m_no_runs.clear();  // no model and no replay: an empty canvas
+    return source() ? source()->runs(m_view) : m_no_runs;
 }
 
 void MainWindow::set_engine_controls_enabled(bool on) {
@@ -228,7 +227,7 @@ QString MainWindow::open_session(const QString& path) {
         statusBar()->showMessage(
             QString("Replaying %1 (%2 runs); File > Back to live engine returns.")
                 .arg(path)
-                .arg(m_replay->runs(m_view).size()));
+                .arg(m_replay->run_count()));
         m_canvas->update();
         refresh_transport();
         return "";

@@ -107,6 +107,7 @@ private:
     std::shared_ptr<Model> m_model;
     std::unique_ptr<LiveSource> m_live;
     std::unique_ptr<ReplaySource> m_replay;
+    std::vector<viz::RunView> m_no_runs;  // what the canvas draws without a source
     ImGuiCanvas* m_canvas = nullptr;
     viz::ViewState m_view;
     int m_threads = 1;

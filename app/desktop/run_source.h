@@ -71,6 +71,7 @@ public:
     // Throws (SessionError and friends) naming the file; nothing is half-opened.
     static std::unique_ptr<ReplaySource> open(const std::string& path);
     const std::string& path() const { return m_path; }
+    size_t run_count() const { return m_runs.size(); }
 
     std::vector<viz::RunView>& runs(const viz::ViewState& view) override;
     int available_steps() const override;
