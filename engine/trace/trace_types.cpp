@@ -57,8 +57,9 @@ void quantize_row(const float* x, size_t n, float k, uint8_t* out) {
         const float y = x[c] * k;  // NaN fails both tests -> 0
         // y is clamped to [0, 255] first, so + 0.5 and truncation round half up, as the SIMD
         // path (cvtt of y + 0.5) does; lround would differ from it at exact halves.
-        out[c] = static_cast<uint8_t>(  // NOLINT(bugprone-incorrect-roundings)
-            (y > 0.f ? (y < 255.f ? y : 255.f) : 0.f) + 0.5f);
+        // NOLINTBEGIN(bugprone-incorrect-roundings)
+        out[c] = static_cast<uint8_t>((y > 0.f ? (y < 255.f ? y : 255.f) : 0.f) + 0.5f);
+        // NOLINTEND(bugprone-incorrect-roundings)
     }
 }
 
