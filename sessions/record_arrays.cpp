@@ -148,6 +148,16 @@ const std::vector<ArrayField>& step_arrays() {
                      "oracle: |reused - fresh| / |fresh| of K", CL_MEMBER(oracle.k_rel_l2)),
         array<float>("oracle_v_rel_l2", E::NxL, P::WithOracle, true, "oracle: the same for V",
                      CL_MEMBER(oracle.v_rel_l2)),
+        array<float>("drift_k_cos", E::NxL, P::WithDrift, true,
+                     "drift: cosine of a computed row's new K against the K it had in use (NaN "
+                     "where not computed)",
+                     CL_MEMBER(drift.k_cos)),
+        array<float>("drift_v_cos", E::NxL, P::WithDrift, true, "drift: the same for V",
+                     CL_MEMBER(drift.v_cos)),
+        array<float>("drift_k_rel_l2", E::NxL, P::WithDrift, true,
+                     "drift: |new - in use| / |in use| of K", CL_MEMBER(drift.k_rel_l2)),
+        array<float>("drift_v_rel_l2", E::NxL, P::WithDrift, true, "drift: the same for V",
+                     CL_MEMBER(drift.v_rel_l2)),
     };
     return arrays;
 }
@@ -168,6 +178,8 @@ bool array_expected(const ArrayField& field, const StepRecord& r) {
             return !r.topk_ids.empty();
         case Presence::WithOracle:
             return r.has_oracle;
+        case Presence::WithDrift:
+            return r.has_drift;
     }
     return false;
 }

@@ -167,6 +167,9 @@ const std::vector<Field<RunInfo>>& run_fields() {
         field<RunInfo>("model_name", C::Text, "", "model folder name", CL_MEMBER(model_name)),
         field<RunInfo>("model_hash", C::Text, "", "content hash of the weights",
                        CL_MEMBER(model_hash)),
+        field<RunInfo>("noise_process", C::Text, "",
+                       "the model's noise process: masked or uniform (v3; older runs: masked)",
+                       CL_MEMBER(noise_process)),
         field<RunInfo>("device", C::Text, "", "cpu or cuda:N", CL_MEMBER(device)),
         field<RunInfo>("threads", C::Integer, "", "CPU threads", CL_MEMBER(threads)),
         field<RunInfo>("seed", C::Integer, "", "sampling seed", CL_MEMBER(seed)),
@@ -185,7 +188,8 @@ const std::vector<Field<RunInfo>>& run_fields() {
         field<RunInfo>("token_text", C::Json, "token_text_json",
                        "id -> text of the ids in the initial sequence", CL_MEMBER(token_text)),
         field<RunInfo>("initial_tokens", C::None, "",
-                       "(L) prompt ++ [MASK]*G; stored as array `initial_tokens` at step -1",
+                       "(L) prompt ++ [MASK]*G (uniform noise: random tokens); stored as array "
+                       "`initial_tokens` at step -1",
                        CL_MEMBER(initial_tokens)),
     };
     return fields;
@@ -225,6 +229,9 @@ const std::vector<Field<StepRecord>>& step_fields() {
         field<StepRecord>("oracle_commit_differs", C::Integer, "",
                           "oracle: the full forward would commit other tokens",
                           CL_MEMBER(oracle.commit_differs)),
+        field<StepRecord>("has_drift", C::Integer, "",
+                          "the drift probe measured this step (v3; drift_* arrays)",
+                          CL_MEMBER(has_drift)),
     };
     return fields;
 }

@@ -47,7 +47,7 @@ struct Field {
 // The shape of a per-step array in terms of the record: L, (N, L), (L, kTopK) or its own length.
 enum class Extent : uint8_t { L, NxL, LxK, Own };
 // When an array is present: always, when the step has top-k data, when it has an oracle record.
-enum class Presence : uint8_t { Always, WithTopK, WithOracle };
+enum class Presence : uint8_t { Always, WithTopK, WithOracle, WithDrift };
 
 // One per-step array of StepRecord, stored as a row of the `array` table.
 struct ArrayField {

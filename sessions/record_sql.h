@@ -3,6 +3,7 @@
 // a record is never spelled out by hand.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,20 @@ std::string column_list(const std::vector<Field<Record>>& fields) {
     std::string out;
     for (const auto& f : fields)
         if (f.column != Column::None) out += (out.empty() ? "" : ", ") + std::string(f.sql_name());
+    return out;
+}
+
+// The fields whose columns `table` of this file has (a file written as an older schema version
+// lacks the columns added since; fields without a column are kept).
+template <typename Record>
+std::vector<Field<Record>> fields_in_table(const Db& db, const std::string& table,
+                                           const std::vector<Field<Record>>& fields) {
+    std::set<std::string> columns;
+    Stmt s(db, "SELECT name FROM pragma_table_info('" + table + "')");
+    while (s.step()) columns.insert(s.col_text(0));
+    std::vector<Field<Record>> out;
+    for (const auto& f : fields)
+        if (f.column == Column::None || columns.count(std::string(f.sql_name()))) out.push_back(f);
     return out;
 }
 

@@ -39,9 +39,16 @@ void migrate_v1_to_v2(Db& db) {
     db.exec("INSERT OR IGNORE INTO meta(key, value) VALUES ('name', '')");
 }
 
+// v2 -> v3: runs name the noise process of their model (all earlier runs were masked); steps say
+// whether the drift probe measured them.
+void migrate_v2_to_v3(Db& db) {
+    db.exec("ALTER TABLE run ADD COLUMN noise_process TEXT NOT NULL DEFAULT 'masked'");
+    db.exec("ALTER TABLE step ADD COLUMN has_drift INTEGER NOT NULL DEFAULT 0");
+}
+
 const std::vector<std::function<void(Db&)>>& migrations() {
     static const std::vector<std::function<void(Db&)>> m{
-        migrate_v1_to_v2};  // index i: v(i+1) -> v(i+2)
+        migrate_v1_to_v2, migrate_v2_to_v3};  // index i: v(i+1) -> v(i+2)
     return m;
 }
 

@@ -46,6 +46,8 @@ const char* presence_name(Presence p) {
             return "steps with top-k data";
         case Presence::WithOracle:
             return "`has_oracle` steps";
+        case Presence::WithDrift:
+            return "`has_drift` steps";
     }
     return "?";
 }

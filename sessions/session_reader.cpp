@@ -42,10 +42,11 @@ SessionReader::SessionReader(const std::string& path, bool repair) {
     }
     if (!m_writable) m_db = Db(path, SQLITE_OPEN_READONLY);
     m_info.schema_version_found = m_writable ? check_and_migrate(m_db, true) : check_version(m_db);
-    if (!m_writable && m_info.schema_version_found != kCurrentSchema)
-        throw SessionError(path + ": session format v" +
-                           std::to_string(m_info.schema_version_found) +
-                           " needs a migration, but the file is read-only");
+    if (!m_writable && m_info.schema_version_found != kCurrentSchema) {
+        // An older file we may not change (a bundled lesson, a read-only share): migrate a copy.
+        m_db = m_db.copy_into_memory();
+        check_and_migrate(m_db, true);
+    }
     m_info.schema_version = kCurrentSchema;
     {
         Stmt s(m_db, "SELECT key, value FROM meta");

@@ -89,6 +89,8 @@ SessionWriter::SessionWriter(std::string path, WriterOptions options)
     }
     m_db.exec(
         "PRAGMA synchronous = NORMAL");  // WAL + NORMAL: durable at checkpoints, never corrupt
+    m_run_fields = fields_in_table(m_db, "run", run_fields());
+    m_step_fields = fields_in_table(m_db, "step", step_fields());
     Stmt s(m_db, "SELECT coalesce(max(comparison_id), -1) + 1 FROM run");
     if (s.step()) m_comparison = static_cast<int32_t>(s.col_int(0));
     m_thread = std::thread([this] { thread_main(); });
@@ -112,6 +114,8 @@ bool SessionWriter::wants(const trace::ProbeRequest& r) const {
                                 : m_options.per_head_layers.count(r.layer) > 0;
         case trace::ProbeKind::Oracle:
             return m_options.want_oracle;
+        case trace::ProbeKind::Drift:
+            return m_options.want_drift;
     }
     return false;
 }
@@ -232,7 +236,7 @@ void SessionWriter::write_item(const Item& item) {
 }
 
 void SessionWriter::write_run_start(const trace::RunInfo& info) {
-    const auto& fields = run_fields();
+    const auto& fields = m_run_fields;
     const std::string columns = column_list(fields);
     std::string values;
     for (int i = 0; i < column_count(fields); ++i) values += ",?";
@@ -272,7 +276,7 @@ void SessionWriter::insert_array(int64_t run, int32_t step, const std::string& n
 
 void SessionWriter::write_step(const trace::StepRecord& r) {
     const int64_t run = m_db_run.at(r.run_id);
-    const auto& fields = step_fields();
+    const auto& fields = m_step_fields;
     if (!m_insert_step) {
         std::string values;
         for (int i = 0; i < column_count(fields); ++i) values += ",?";

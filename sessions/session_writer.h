@@ -20,6 +20,8 @@
 #include <thread>
 #include <variant>
 
+#include "sessions/record_schema.h"
+
 #include "engine/trace/probe.h"
 #include "sessions/sqlite_util.h"
 
@@ -32,6 +34,7 @@ struct WriterOptions {
     // byte) or 8 ('rowmax-u8', for figures that need the finer levels; ~1.7x the file size).
     int attention_bits = 4;
     bool want_oracle = false;  // ask the engine for oracle comparisons
+    bool want_drift = false;   // ask the engine for the drift probe
     int batch_steps = 32;
     int batch_ms = 100;
     int schema_version = 0;  // 0 = current; tests write v1 fixtures with 1
@@ -84,6 +87,9 @@ private:
     Db m_db;
     int32_t m_comparison = 0;
     std::map<int32_t, int64_t> m_db_run;  // engine run id -> session run id
+    // The record fields this file has columns for (all of them unless it is an older version).
+    std::vector<Field<trace::RunInfo>> m_run_fields;
+    std::vector<Field<trace::StepRecord>> m_step_fields;
     // Prepared once, used for every step (after m_db: finalised before the connection closes).
     std::unique_ptr<Stmt> m_insert_step, m_insert_array;
 

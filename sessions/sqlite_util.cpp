@@ -18,6 +18,17 @@ Db::~Db() {
     if (m_db) sqlite3_close_v2(m_db);
 }
 
+Db Db::copy_into_memory() const {
+    Db mem(":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    mem.m_path = m_path;
+    sqlite3_backup* b = sqlite3_backup_init(mem.m_db, "main", m_db, "main");
+    if (!b) mem.fail("cannot copy into memory");
+    const int rc = sqlite3_backup_step(b, -1);
+    sqlite3_backup_finish(b);
+    if (rc != SQLITE_DONE) fail("cannot copy into memory");
+    return mem;
+}
+
 Db& Db::operator=(Db&& other) noexcept {
     if (this != &other) {
         if (m_db) sqlite3_close_v2(m_db);

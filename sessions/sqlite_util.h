@@ -25,6 +25,10 @@ public:
     Db(const Db&) = delete;
     Db& operator=(const Db&) = delete;
 
+    // An in-memory copy of the whole database (sqlite3_backup), named by this file's path: an old
+    // read-only session is migrated there instead of on disk. Throws SessionError.
+    Db copy_into_memory() const;
+
     sqlite3* get() const { return m_db; }
     const std::string& path() const { return m_path; }
     void exec(const std::string& sql);

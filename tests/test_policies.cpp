@@ -70,7 +70,7 @@ void expect_same_as_baseline(const std::string& policy,
 TEST(Policies, EveryPolicyIsRegisteredWithDocumentedParameters) {
     for (const std::string name :
          {"none", "dkv-decode", "dkv-prefill", "dkv-pd", "dkv-greedy", "dllm-cache", "d2cache",
-          "elastic", "fast-prefix", "fast-dual"}) {
+          "elastic", "fast-prefix", "fast-dual", "block-cache"}) {
         const auto* info = find_policy(name);
         ASSERT_NE(info, nullptr) << name;
         EXPECT_FALSE(info->summary.empty());
@@ -167,6 +167,9 @@ TEST(Policies, ConservativeD2CacheEqualsBaseline) {
 }
 TEST(Policies, ConservativeElasticEqualsBaseline) {
     expect_same_as_baseline("elastic", {{"gamma", 1.0}});
+}
+TEST(Policies, ConservativeBlockCacheEqualsBaseline) {
+    expect_same_as_baseline("block-cache", {{"refresh_interval", 1}});
 }
 
 TEST(Policies, DkvDecodeRecomputesExactlyMaskedPlusJustDecoded) {

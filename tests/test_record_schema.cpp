@@ -25,8 +25,8 @@ using trace::StepRecord;
 // A new member of a record must be added to record_schema's tables (and filled below): these
 // sizes catch one that was not (libstdc++ on x86-64, where CI runs).
 #if defined(__x86_64__) && defined(__GLIBCXX__)
-static_assert(sizeof(RunInfo) == 416, "RunInfo changed: update record_schema and this test");
-static_assert(sizeof(StepRecord) == 552, "StepRecord changed: update record_schema and this test");
+static_assert(sizeof(RunInfo) == 448, "RunInfo changed: update record_schema and this test");
+static_assert(sizeof(StepRecord) == 656, "StepRecord changed: update record_schema and this test");
 static_assert(sizeof(RunSummary) == 112, "RunSummary changed: update record_schema and this test");
 static_assert(sizeof(trace::TriggerEvent) == 96, "TriggerEvent changed: update record_schema");
 #endif
@@ -42,6 +42,7 @@ RunInfo full_info() {
     i.model_name = "tiny";
     i.model_hash = "abc123";
     i.device = "cuda:1";
+    i.noise_process = "uniform";
     i.threads = 3;
     i.seed = 0xfedcba9876543210ull;  // above 2^63: kept bit for bit through SQLite's int64
     i.prompt_text = "Caf\xc3\xa9, \"quoted\"\nline";
@@ -89,6 +90,10 @@ StepRecord full_step(std::mt19937& rng) {
         r.oracle.v_cos.push_back(k % 4 ? u(rng) : NAN);
         r.oracle.k_rel_l2.push_back(u(rng));
         r.oracle.v_rel_l2.push_back(u(rng));
+        r.drift.k_cos.push_back(k % 3 ? u(rng) : NAN);
+        r.drift.v_cos.push_back(u(rng));
+        r.drift.k_rel_l2.push_back(u(rng));
+        r.drift.v_rel_l2.push_back(k % 3 ? u(rng) : NAN);
     }
     trace::TriggerEvent fired{"drift", 2, 5, 0.25, 0.5, true, "recompute layers 2..2"};
     trace::TriggerEvent quiet{"interval", -1, -1, NAN, 8, false, ""};
@@ -110,6 +115,7 @@ StepRecord full_step(std::mt19937& rng) {
     r.has_oracle = true;
     r.oracle.logits_kl = 0.0625;
     r.oracle.commit_differs = true;
+    r.has_drift = true;
     return r;
 }
 
@@ -305,7 +311,8 @@ TEST(RecordSchema, OneStepCsvFromRecordsAndFromTheStepTable) {
     const std::string csv = from_table.str();
     EXPECT_EQ(csv.substr(0, csv.find('\n')),
               "run_id,policy,step,block,step_in_block,seq_len,n_layers,wall_ms,flops,flops_full,"
-              "recompute_fraction,n_committed,has_oracle,oracle_logits_kl,oracle_commit_differs");
+              "recompute_fraction,n_committed,has_oracle,oracle_logits_kl,oracle_commit_differs,"
+              "has_drift");
     EXPECT_NE(csv.find(",12.5,"), std::string::npos) << csv;
 }
 
@@ -317,6 +324,10 @@ TEST(RecordSchema, BundledLessonSessionsStillOpen) {
         auto r = SessionReader::open(e.path().string(), false);
         EXPECT_EQ(r->check(), std::vector<std::string>{}) << e.path();
         EXPECT_FALSE(r->runs().empty());
+        // Written as v2 and opened without write access: migrated in memory, the file untouched.
+        EXPECT_EQ(r->info().schema_version_found, 2) << e.path();
+        EXPECT_EQ(r->info().schema_version, kCurrentSchema);
+        for (const auto& run : r->runs()) EXPECT_EQ(run.info.noise_process, "masked");
         ++opened;
     }
     EXPECT_GE(opened, 3);

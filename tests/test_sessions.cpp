@@ -307,14 +307,15 @@ TEST(Sessions, MigratesAV1FixtureWrittenByTheV1Writer) {
     }
     auto r = SessionReader::open(path);
     EXPECT_EQ(r->info().schema_version_found, 1);
-    EXPECT_EQ(r->info().schema_version, 2);
-    EXPECT_EQ(r->runs().at(0).note, "");  // the v2 column exists now
+    EXPECT_EQ(r->info().schema_version, kCurrentSchema);
+    EXPECT_EQ(r->runs().at(0).note, "");                      // the v2 column exists now
+    EXPECT_EQ(r->runs().at(0).info.noise_process, "masked");  // and the v3 one
     r->set_note(r->runs().at(0).run_id, "kept");
     EXPECT_EQ(r->runs().at(0).note, "kept");
     EXPECT_EQ(r->load_step(r->runs().at(0).run_id, 2)->tokens, make_step(0, 2)->tokens);
     // Appending to an old file migrates it too.
     auto reopened = SessionReader::open(path);
-    EXPECT_EQ(reopened->info().schema_version_found, 2);
+    EXPECT_EQ(reopened->info().schema_version_found, kCurrentSchema);
 }
 
 TEST(Sessions, RefusesNewerForeignAndBrokenFiles) {

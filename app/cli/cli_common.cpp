@@ -74,6 +74,9 @@ void SamplerOptions::add_to(CLI::App& app) {
     app.add_option("--cfg-scale", cfg_scale, "Classifier-free guidance scale; 0 = off")
         ->capture_default_str();
     app.add_option("--remasking", remasking, "low_confidence or random")->capture_default_str();
+    app.add_option("--update-rule", update_rule,
+                   "Uniform-noise models: adaptive (largest p(top) - p(current)) or confidence")
+        ->capture_default_str();
     app.add_option(
         "--threshold", threshold,
         "Parallel decoding: commit every in-block mask with confidence >= threshold (0 = off)");
@@ -101,6 +104,7 @@ GenerationConfig SamplerOptions::resolve(const Model& model) const {
     c.temperature = temperature;
     c.cfg_scale = cfg_scale;
     c.remasking = parse_remasking(remasking);
+    c.update_rule = parse_update_rule(update_rule);
     c.threshold = threshold;
     c.factor = factor;
     c.certainty_prior = certainty_prior;

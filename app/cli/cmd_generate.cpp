@@ -26,6 +26,9 @@ struct GenerateOptions {
     int attention_bits = 4;
     std::string json_file;
     std::string view = "auto";
+    bool oracle = false;        // a full forward beside the cached one at every step
+    bool drift = false;         // the drift probe at every step
+    bool no_attention = false;  // record without attention maps
 };
 
 int run_generate(const GenerateOptions& o) {
@@ -41,7 +44,10 @@ int run_generate(const GenerateOptions& o) {
     trace::FanOutSink sinks;
     std::unique_ptr<JsonlTraceSink> jsonl;
     if (!o.trace_file.empty()) {
-        jsonl = std::make_unique<JsonlTraceSink>(o.trace_file);
+        std::set<trace::ProbeKind> extra;
+        if (o.oracle) extra.insert(trace::ProbeKind::Oracle);
+        if (o.drift) extra.insert(trace::ProbeKind::Drift);
+        jsonl = std::make_unique<JsonlTraceSink>(o.trace_file, extra);
         sinks.add(jsonl.get());
     }
     std::unique_ptr<sessions::SessionWriter> recorder;
@@ -49,6 +55,9 @@ int run_generate(const GenerateOptions& o) {
         try {
             sessions::WriterOptions wo;
             wo.attention_bits = o.attention_bits;
+            wo.attention_means = !o.no_attention;
+            wo.want_oracle = o.oracle;
+            wo.want_drift = o.drift;
             recorder = sessions::SessionWriter::open(o.record_file, wo);
         } catch (const sessions::SessionError& e) {
             throw InputError(e.what());
@@ -108,6 +117,13 @@ void add_generate_command(CLI::App& root, Runner& run) {
     cmd->add_option("--record", o->record_file,
                     "Record the run into a session file (SQLite; appends to an existing one)");
     add_attention_bits_option(*cmd, o->attention_bits);
+    cmd->add_flag("--oracle", o->oracle,
+                  "With --record or --trace: a full forward beside the cached one at every step "
+                  "(staleness of reused K/V, logits KL)");
+    cmd->add_flag("--drift", o->drift,
+                  "With --record or --trace: each computed row's K/V change at every step");
+    cmd->add_flag("--no-attention", o->no_attention,
+                  "With --record: leave out the attention maps (much smaller files)");
     cmd->add_option("--view", o->view,
                     "Terminal view: auto, live (redraw in place), steps (a line per step), quiet")
         ->capture_default_str();

@@ -1,4 +1,5 @@
-// `cachelens-cli train`: trains a LLaDA-architecture model on the task suite (masked diffusion).
+// `cachelens-cli train`: trains a LLaDA-architecture model on the task suite (masked or uniform
+// diffusion).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@ struct TrainCliOptions {
     int64_t d_model = 128, n_layers = 6, n_heads = 4, mlp_hidden = 352;
     int threads = 1;
     std::vector<std::string> mixture;
+    std::string noise = "masked";
 };
 
 std::string eta_text(double s) {
@@ -34,6 +36,7 @@ int run_train(TrainCliOptions o) {
     o.train.shape.mlp_hidden_size = o.mlp_hidden;
     o.train.shape.max_sequence_length = 1024;
     o.train.shape.rope_theta = 10000.0;
+    o.train.noise = *parse_noise_process(o.noise);  // checked by the option
     if (!o.mixture.empty()) {
         o.train.mixture.clear();
         for (const auto& m : o.mixture) {
@@ -74,7 +77,8 @@ int run_train(TrainCliOptions o) {
 void add_train_command(CLI::App& root, Runner& run) {
     auto o = std::make_shared<TrainCliOptions>();
     auto* cmd = root.add_subcommand(
-        "train", "Train a LLaDA-architecture model on the task suite (masked diffusion)");
+        "train",
+        "Train a LLaDA-architecture model on the task suite (masked or uniform diffusion)");
     auto& t = o->train;
     cmd->add_option("--out", t.out_dir, "Model folder to write (checkpoints go to OUT/checkpoint)")
         ->required();
@@ -82,6 +86,10 @@ void add_train_command(CLI::App& root, Runner& run) {
     cmd->add_option("--init-from", t.init_from,
                     "Start from a model folder's weights and tokenizer with a fresh optimizer "
                     "(e.g. assets/models/cachelens-tiny)");
+    cmd->add_option("--noise", o->noise,
+                    "Noise process of a new model: masked (LLaDA) or uniform (GIDD, uniform prior)")
+        ->check(CLI::IsMember({"masked", "uniform"}))
+        ->capture_default_str();
     cmd->add_option("--d-model", o->d_model, "Hidden size")->capture_default_str();
     cmd->add_option("--layers", o->n_layers, "Transformer blocks")->capture_default_str();
     cmd->add_option("--heads", o->n_heads, "Attention heads")->capture_default_str();

@@ -13,6 +13,7 @@ void add_inspect_model_command(CLI::App& root, Runner& run);
 void add_init_model_command(CLI::App& root, Runner& run);
 void add_train_command(CLI::App& root, Runner& run);
 void add_eval_command(CLI::App& root, Runner& run);
+void add_drift_command(CLI::App& root, Runner& run);
 void add_compare_command(CLI::App& root, Runner& run);
 void add_bench_command(CLI::App& root, Runner& run);
 void add_policies_command(CLI::App& root, Runner& run);

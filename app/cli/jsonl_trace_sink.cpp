@@ -9,8 +9,8 @@ using json = nlohmann::json;
 
 // Each line is a record in the JSON form of sessions/record_schema.h plus a "type" key.
 
-JsonlTraceSink::JsonlTraceSink(const std::string& path)
-    : m_path(path), m_out(path, std::ios::trunc) {
+JsonlTraceSink::JsonlTraceSink(const std::string& path, std::set<trace::ProbeKind> extra)
+    : m_path(path), m_out(path, std::ios::trunc), m_extra(std::move(extra)) {
     if (!m_out) throw InputError(path, "cannot open for writing");
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "engine/trace/probe.h"
@@ -11,9 +12,10 @@ namespace cl::cli {
 
 class JsonlTraceSink final : public trace::TraceSink {
 public:
-    explicit JsonlTraceSink(const std::string& path);  // throws InputError if not writable
+    // Throws InputError if not writable. `extra` probes (oracle, drift) are asked for too.
+    explicit JsonlTraceSink(const std::string& path, std::set<trace::ProbeKind> extra = {});
     bool wants(const trace::ProbeRequest& request) const override {
-        return request.kind == trace::ProbeKind::StepRecord;
+        return request.kind == trace::ProbeKind::StepRecord || m_extra.count(request.kind) > 0;
     }
     void on_run_start(const trace::RunInfo& info) override;
     void publish(std::shared_ptr<const trace::StepRecord> record) override;
@@ -22,6 +24,7 @@ public:
 private:
     std::string m_path;
     std::ofstream m_out;
+    std::set<trace::ProbeKind> m_extra;
 };
 
 }  // namespace cl::cli

@@ -216,9 +216,9 @@ void MainWindow::set_engine_controls_enabled(bool on) {
     }
 }
 
-QString MainWindow::open_session(const QString& path) {
+QString MainWindow::open_session(const QString& path, bool repair) {
     try {
-        auto replay = ReplaySource::open(path.toStdString());
+        auto replay = ReplaySource::open(path.toStdString(), repair);
         if (m_live) m_live->set_playing(false);
         m_replay = std::move(replay);
         m_view.step = -1;

@@ -58,7 +58,9 @@ public:
     QString policy_param_widget_name(const QString& policy, const QString& key) const;
     // Replay: opens a session (the latest comparison in it) without the engine. Returns an error
     // message ("" on success); nothing is changed when it fails.
-    QString open_session(const QString& path);
+    // `repair`: the file may be migrated and repaired in place (a user's session); bundled lessons
+    // are opened without it and never change.
+    QString open_session(const QString& path, bool repair = true);
     QString save_session(const QString& path);  // a copy of the current recording
     bool replaying() const { return m_replay != nullptr; }
     static QString default_session_dir();

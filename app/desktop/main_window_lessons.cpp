@@ -58,7 +58,7 @@ QString MainWindow::start_lesson(const QString& path) {
     } catch (const std::exception& e) {
         return QString::fromUtf8(e.what());
     }
-    QString err = open_session(QString::fromStdString(lesson.session));
+    QString err = open_session(QString::fromStdString(lesson.session), /*repair=*/false);
     if (!err.isEmpty()) return err;
     m_lesson = std::move(lesson);
     m_lesson_index = 0;

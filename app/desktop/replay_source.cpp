@@ -23,8 +23,8 @@ viz::RunView replay_view(const trace::TraceStore& store, int32_t id) {
 
 }  // namespace
 
-std::unique_ptr<ReplaySource> ReplaySource::open(const std::string& path) {
-    auto reader = sessions::SessionReader::open(path);
+std::unique_ptr<ReplaySource> ReplaySource::open(const std::string& path, bool repair) {
+    auto reader = sessions::SessionReader::open(path, repair);
     auto runs = reader->runs();
     if (runs.empty()) throw sessions::SessionError(path + ": the session holds no runs");
     // Show the latest comparison: the runs recorded together, side by side.

@@ -69,7 +69,7 @@ private:
 class ReplaySource final : public RunSource {
 public:
     // Throws (SessionError and friends) naming the file; nothing is half-opened.
-    static std::unique_ptr<ReplaySource> open(const std::string& path);
+    static std::unique_ptr<ReplaySource> open(const std::string& path, bool repair = true);
     const std::string& path() const { return m_path; }
     size_t run_count() const { return m_runs.size(); }
 

@@ -16,6 +16,16 @@ Remasking parse_remasking(const std::string& text) {
     throw InputError(Setting{"remasking"}, "expected low_confidence or random, got '" + text + "'");
 }
 
+const char* to_string(UpdateRule r) {
+    return r == UpdateRule::Confidence ? "confidence" : "adaptive";
+}
+
+UpdateRule parse_update_rule(const std::string& text) {
+    if (text == "adaptive") return UpdateRule::Adaptive;
+    if (text == "confidence") return UpdateRule::Confidence;
+    throw InputError(Setting{"update_rule"}, "expected adaptive or confidence, got '" + text + "'");
+}
+
 void GenerationConfig::validate(int64_t max_sequence_length, int64_t prompt_length) const {
     if (gen_length < 1 || gen_length > 65536)
         throw InputError(Setting{"gen_length"},
@@ -71,6 +81,7 @@ std::map<std::string, std::string> GenerationConfig::to_map() const {
             {"certainty_sigma", num(certainty_sigma)},
             {"logits_eos_inf", logits_eos_inf ? "true" : "false"},
             {"confidence_eos_eot_inf", confidence_eos_eot_inf ? "true" : "false"},
+            {"update_rule", to_string(update_rule)},
             {"seed", std::to_string(seed)}};
 }
 

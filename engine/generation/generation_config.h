@@ -9,6 +9,10 @@
 namespace cl {
 
 enum class Remasking { LowConfidence, Random };
+// Under uniform noise, which in-block positions a step updates (docs/uniform-noise.md):
+// Adaptive: the largest shift of probability mass onto the top token, p(top) - p(current token);
+// Confidence: the largest p(top). Only positions whose top token differs from their token count.
+enum class UpdateRule { Adaptive, Confidence };
 
 struct GenerationConfig {
     int64_t gen_length = 128;   // G
@@ -23,6 +27,7 @@ struct GenerationConfig {
     double certainty_sigma = 10.0;
     bool logits_eos_inf = false;          // never predict EOS
     bool confidence_eos_eot_inf = false;  // a predicted EOS/EoT gets confidence 0 (committed last)
+    UpdateRule update_rule = UpdateRule::Adaptive;  // uniform-noise models only
     uint64_t seed = 0;
 
     int64_t num_blocks() const { return block_length > 0 ? gen_length / block_length : 0; }
@@ -36,5 +41,8 @@ struct GenerationConfig {
 const char* to_string(Remasking r);
 // Throws InputError for anything but low_confidence / random.
 Remasking parse_remasking(const std::string& text);
+const char* to_string(UpdateRule r);
+// Throws InputError for anything but adaptive / confidence.
+UpdateRule parse_update_rule(const std::string& text);
 
 }  // namespace cl

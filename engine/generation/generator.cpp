@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "engine/base/errors.h"
+#include "engine/generation/counter_rng.h"
 #include "engine/generation/step_stages.h"
 
 namespace cl {
@@ -39,8 +40,16 @@ void init_state(detail::RunState& s, const Model& model, const GenerationConfig&
     s.N = model.config().n_layers;
     s.B = cfg.block_length;
     s.S = cfg.steps_per_block();
+    const auto& mc = model.config();
+    s.uniform = mc.noise_process == NoiseProcess::Uniform;
     s.x = prompt;
-    s.x.resize(static_cast<size_t>(s.L), static_cast<int32_t>(model.config().mask_token_id));
+    s.x.resize(static_cast<size_t>(s.L), static_cast<int32_t>(mc.mask_token_id));
+    if (s.uniform)  // the response starts as uniform noise, a pure function of the seed
+        for (int64_t i = s.P; i < s.L; ++i) {
+            const double u = detail::counter_uniform(cfg.seed, -1, i, 0);
+            s.x[static_cast<size_t>(i)] = uniform_noise_token(static_cast<uint64_t>(u * 0x1.0p53),
+                                                              mc.vocab_size, mc.mask_token_id);
+        }
     s.masked.assign(static_cast<size_t>(s.L), 0);
     for (int64_t i = s.P; i < s.L; ++i) s.masked[static_cast<size_t>(i)] = 1;
     s.carried_pred.assign(static_cast<size_t>(s.L), -1);
@@ -62,6 +71,7 @@ trace::RunInfo make_run_info(const detail::RunCore& run, const GenerationRequest
     info.sampler = run.cfg.to_map();
     info.model_name = run.model->name();
     info.model_hash = run.model->content_hash();
+    info.noise_process = to_string(mc.noise_process);
     info.device = run.model->device();
     info.threads = req.threads;
     info.seed = run.cfg.seed;
@@ -197,8 +207,12 @@ void Generator::Impl::advance(trace::StepRecord& rec) {
     ++s.step;
     ++s.step_in_block;
     const bool block_done =
-        !s.block_has_masks() && (cfg.parallel_decoding() || s.step_in_block >= s.S);
+        s.uniform ? s.block_settled || s.step_in_block >= s.S
+                  : !s.block_has_masks() && (cfg.parallel_decoding() || s.step_in_block >= s.S);
     if (block_done) {
+        if (s.uniform)  // the block's tokens are final: it is context from now on
+            for (int64_t i = s.block_start(); i < s.block_end(); ++i)
+                s.masked[static_cast<size_t>(i)] = 0;
         policy->on_block_end(context(&rec.triggers));
         ++s.block;
         s.step_in_block = 0;

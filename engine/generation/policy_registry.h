@@ -42,9 +42,10 @@ struct ParamSpec {
 // Sampler settings a policy's paper uses (e.g. Fast-dLLM's threshold 0.9), typed so that a
 // misspelt setting cannot exist; applied in "own decoding" mode only, never silently.
 struct OwnDecoding {
-    std::optional<double> threshold;
-    std::optional<bool> certainty_prior;
-    std::optional<Remasking> remasking;
+    // Unset: the run's own setting.
+    std::optional<double> threshold{};
+    std::optional<bool> certainty_prior{};
+    std::optional<Remasking> remasking{};
 
     bool empty() const { return !threshold && !certainty_prior && !remasking; }
     std::string describe() const;  // e.g. "threshold = 0.9"; empty when empty()

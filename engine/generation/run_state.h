@@ -15,7 +15,9 @@ struct RunState {
     int64_t S = 0;  // steps per block
 
     std::vector<int32_t> x;               // (L) current tokens
-    std::vector<uint8_t> masked;          // (L) 1 = still [MASK]
+    bool uniform = false;                 // uniform-noise model: no [MASK], tokens may change again
+    std::vector<uint8_t> masked;          // (L) 1 = still [MASK]; uniform: not settled (the active
+                                          // and later blocks), 0 once its block has finished
     std::vector<int32_t> last_committed;  // D_{t-1}
     std::vector<int32_t> carried_pred;    // (L) last prediction at a masked row, -1 if none
     std::vector<double> carried_conf;     // (L) its confidence
@@ -24,6 +26,7 @@ struct RunState {
     std::vector<int64_t> schedule;        // tokens to commit at each step of the current block
 
     int32_t step = 0, block = 0, step_in_block = 0;
+    bool block_settled = false;  // uniform: this step's predictions all equal the block's tokens
 
     int64_t block_start() const { return P + block * B; }
     int64_t block_end() const { return block_start() + B; }

@@ -38,6 +38,7 @@ Predictions sample(const torch::Tensor& logits, const std::vector<int64_t>& posi
     const double neg_inf = -std::numeric_limits<double>::infinity();
     auto lg = logits.to(torch::kFloat64).contiguous();  // (M, V)
     if (cfg.logits_eos_inf && in.eos_id >= 0) lg.select(1, in.eos_id).fill_(neg_inf);
+    if (in.suppress_id >= 0) lg.select(1, in.suppress_id).fill_(neg_inf);
     torch::Tensor scores = lg;
     if (cfg.temperature > 0) {
         // exp(logits) / (-log U)^temp, compared in the log domain (same argmax, no overflow).
@@ -65,6 +66,11 @@ Predictions sample(const torch::Tensor& logits, const std::vector<int64_t>& posi
     out.topk_ids = to_host<int64_t, int32_t>(top_i);
     out.topk_probs = to_host<double, double>(top_p);
     out.entropy = to_host<double, double>(ent);
+    if (in.current) {
+        auto cur = torch::tensor(std::vector<int64_t>(in.current->begin(), in.current->end()))
+                       .to(lg.device());  // (M)
+        out.current_prob = to_host<double, double>(full_probs.gather(1, cur.unsqueeze(1)));
+    }
     if (cfg.remasking == Remasking::Random)
         for (size_t i = 0; i < positions.size(); ++i)
             out.confidence[i] = remask_uniform(cfg.seed, in.step, positions[i]);

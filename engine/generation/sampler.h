@@ -15,11 +15,13 @@ namespace cl::detail {
 
 struct Predictions {
     int64_t top_k = 0;
-    std::vector<int32_t> token;      // (M) x0
-    std::vector<double> confidence;  // (M) softmax probability of x0, or the remasking draw
-    std::vector<int32_t> topk_ids;   // (M, top_k)
-    std::vector<double> topk_probs;  // (M, top_k) of the raw logits' softmax
-    std::vector<double> entropy;     // (M) of the raw logits' softmax
+    std::vector<int32_t> token;        // (M) x0
+    std::vector<double> confidence;    // (M) softmax probability of x0, or the remasking draw
+    std::vector<int32_t> topk_ids;     // (M, top_k)
+    std::vector<double> topk_probs;    // (M, top_k) of the raw logits' softmax
+    std::vector<double> entropy;       // (M) of the raw logits' softmax
+    std::vector<double> current_prob;  // (M) probability of the position's current token (uniform
+                                       // noise; empty otherwise)
 };
 
 struct SamplerInputs {
@@ -28,6 +30,9 @@ struct SamplerInputs {
     int32_t eos_id = -1;
     int32_t eot_id = -1;
     int64_t top_k = 5;
+    int32_t suppress_id = -1;  // never predicted ([MASK] under uniform noise); -1 = none
+    const std::vector<int32_t>* current = nullptr;  // (M) the positions' current tokens, to fill
+                                                    // current_prob; null = not wanted
 };
 
 // logits (M, V) float32 on any device for `positions` (M) -> predictions on the host.

@@ -92,6 +92,7 @@ ProbeWants ask_probes(const RunCore& run) {
     }
     w.oracle =
         run.cfg.cfg_scale == 0 && run.sink->wants({trace::ProbeKind::Oracle, id, step, -1, -1});
+    w.drift = run.sink->wants({trace::ProbeKind::Drift, id, step, -1, -1});
     return w;
 }
 

@@ -3,6 +3,7 @@
 // fresh ones, the KL of the step's logits, and whether a committed token would have differed.
 // It copies to the host by design.
 #include <limits>
+#include <numeric>
 
 #include "engine/generation/step_stages.h"
 
@@ -13,21 +14,6 @@ class FullForward final : public LayerHooks {
 public:
     LayerPlan plan(int) override { return {}; }  // every row, K/V written to the fresh cache
 };
-
-// Per-row cosine and relative L2 of a (Hkv, L, Dh) cache against the fresh one, into (N, L) rows.
-void compare_cache(const torch::Tensor& used, const torch::Tensor& fresh, int64_t layer, int64_t L,
-                   std::vector<float>& cos_out, std::vector<float>& rel_out) {
-    auto x = used.transpose(0, 1).reshape({L, -1}).to(torch::kCPU, torch::kFloat64);  // (L, Hkv*Dh)
-    auto y = fresh.transpose(0, 1).reshape({L, -1}).to(torch::kCPU, torch::kFloat64);
-    auto cos = torch::cosine_similarity(x, y, 1, 1e-12).contiguous();              // (L)
-    auto rel = ((x - y).norm(2, 1) / y.norm(2, 1).clamp_min(1e-12)).contiguous();  // (L)
-    const double* cp = cos.data_ptr<double>();
-    const double* rp = rel.data_ptr<double>();
-    for (int64_t i = 0; i < L; ++i) {
-        cos_out[static_cast<size_t>(layer * L + i)] = static_cast<float>(cp[i]);
-        rel_out[static_cast<size_t>(layer * L + i)] = static_cast<float>(rp[i]);
-    }
-}
 
 // KL(full || cached) of the predicted rows and whether a committed token differs from the full
 // forward's argmax.
@@ -55,6 +41,23 @@ void compare_logits(RunCore& run, StepWork& work, const torch::Tensor& full_hidd
 
 }  // namespace
 
+void compare_rows(const torch::Tensor& x, const torch::Tensor& ref,
+                  const std::vector<int64_t>& positions, int64_t layer, int64_t L,
+                  std::vector<float>& cos_out, std::vector<float>& rel_out) {
+    const auto R = static_cast<int64_t>(positions.size());
+    auto a = x.transpose(0, 1).reshape({R, -1}).to(torch::kCPU, torch::kFloat64);  // (R, Hkv*Dh)
+    auto b = ref.transpose(0, 1).reshape({R, -1}).to(torch::kCPU, torch::kFloat64);
+    auto cos = torch::cosine_similarity(a, b, 1, 1e-12).contiguous();              // (R)
+    auto rel = ((a - b).norm(2, 1) / b.norm(2, 1).clamp_min(1e-12)).contiguous();  // (R)
+    const double* cp = cos.data_ptr<double>();
+    const double* rp = rel.data_ptr<double>();
+    for (int64_t r = 0; r < R; ++r) {
+        const auto at = static_cast<size_t>(layer * L + positions[static_cast<size_t>(r)]);
+        cos_out[at] = static_cast<float>(cp[r]);
+        rel_out[at] = static_cast<float>(rp[r]);
+    }
+}
+
 void measure_oracle(RunCore& run, StepWork& work) {
     if (!work.wants.oracle) return;
     const int64_t L = run.state.L, N = run.state.N;
@@ -68,12 +71,14 @@ void measure_oracle(RunCore& run, StepWork& work) {
     RowSet rows;
     auto full_hidden = run.net->forward_plan(work.ids, full, fresh_cache, rows);  // (L, D)
     auto& used = run.policy->cache();
+    std::vector<int64_t> every_row(static_cast<size_t>(L));
+    std::iota(every_row.begin(), every_row.end(), int64_t{0});
     for (int64_t l = 0; l < N; ++l) {
         const auto& u = used[static_cast<size_t>(l)];
         if (!u.k.defined() || !u.v.defined()) continue;  // nothing cached at this layer
         const auto& f = fresh_cache[static_cast<size_t>(l)];
-        compare_cache(u.k, f.k, l, L, o.k_cos, o.k_rel_l2);
-        compare_cache(u.v, f.v, l, L, o.v_cos, o.v_rel_l2);
+        compare_rows(u.k, f.k, every_row, l, L, o.k_cos, o.k_rel_l2);
+        compare_rows(u.v, f.v, every_row, l, L, o.v_cos, o.v_rel_l2);
     }
     if (!work.predicted_positions.empty()) compare_logits(run, work, full_hidden);
 }

@@ -81,6 +81,7 @@ public:
         m_work.all_rows[l] = r.rows == nullptr;
         if (r.rows) m_work.layer_rows[l] = r.rows->host;
         if (r.probs.defined() && m_work.wants.attention) capture_attention(m_run, m_work, r);
+        if (m_work.wants.drift) observe_drift(m_run, m_work, r);
     }
 
 private:
@@ -159,6 +160,12 @@ void predict(RunCore& run, StepWork& work) {
     in.eos_id = run.info.eos_id;
     in.eot_id = run.model->eot_id();
     in.top_k = trace::StepRecord::kTopK;
+    std::vector<int32_t> current;
+    if (s.uniform) {  // a uniform-noise model never predicts [MASK]; the update rule needs p(x_i)
+        in.suppress_id = static_cast<int32_t>(run.model->config().mask_token_id);
+        for (int64_t p : work.predicted_positions) current.push_back(s.x[static_cast<size_t>(p)]);
+        in.current = &current;
+    }
     work.predictions = sample(work.logits, work.predicted_positions, in);
 }
 

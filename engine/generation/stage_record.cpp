@@ -100,8 +100,10 @@ void commit_and_record(RunCore& run, StepWork& work) {
     for (size_t c = 0; c < work.commit_count; ++c) {
         const auto pos = static_cast<size_t>(work.candidates[c].second);
         s.x[pos] = s.carried_pred[pos];
-        s.masked[pos] = 0;
-        s.carried_pred[pos] = -1;
+        if (!s.uniform) {  // absorbing: a committed token never changes again
+            s.masked[pos] = 0;
+            s.carried_pred[pos] = -1;
+        }
         work.committed.push_back(static_cast<int32_t>(pos));
     }
     record_tokens(run, work);

@@ -1,7 +1,8 @@
-// Stage "select": which masked positions of the current block this step commits. Fresh
-// predictions replace the carried ones; rows a policy did not recompute keep their last
-// prediction for ranking (d2Cache) but cannot be committed. Then the transfer schedule, or
-// parallel decoding (threshold or factor), or the certainty prior decides how many.
+// Stage "select": which masked positions of the current block this step commits (under uniform
+// noise: which positions it updates). Fresh predictions replace the carried ones; rows a policy
+// did not recompute keep their last prediction for ranking (d2Cache) but cannot be committed. Then
+// the transfer schedule, or parallel decoding (threshold or factor), or the certainty prior decides
+// how many.
 #include <algorithm>
 #include <cmath>
 
@@ -50,6 +51,41 @@ size_t commit_count(const RunState& s, const GenerationConfig& cfg,
     return std::min(k, cand.size());
 }
 
+// Uniform noise: every in-block position whose fresh top token differs from its token, ranked by
+// the update rule; the schedule's count per step, all of them at the block's last budgeted step
+// (no noise token survives the block), or those scoring >= threshold under parallel decoding.
+// The block is settled when every position was predicted and none differs.
+void select_updates(RunCore& run, StepWork& work, const std::vector<uint8_t>& fresh,
+                    const std::vector<double>& current_prob) {
+    RunState& s = run.state;
+    auto& cand = work.candidates;
+    bool all_fresh = true;
+    for (int64_t i = s.block_start(); i < s.block_end(); ++i) {
+        const auto u = static_cast<size_t>(i);
+        if (!fresh[u]) {
+            all_fresh = false;
+            continue;
+        }
+        if (s.carried_pred[u] == s.x[u]) continue;
+        const double conf = s.carried_conf[u];
+        cand.emplace_back(
+            run.cfg.update_rule == UpdateRule::Adaptive ? conf - current_prob[u] : conf, i);
+    }
+    s.block_settled = all_fresh && cand.empty();
+    std::stable_sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+    size_t k = cand.size();
+    if (run.cfg.threshold > 0) {
+        k = 0;
+        while (k < cand.size() && cand[k].first >= run.cfg.threshold) ++k;
+        k = std::max<size_t>(k, std::min<size_t>(1, cand.size()));
+    } else if (s.step_in_block + 1 < s.S) {
+        k = std::min(k, static_cast<size_t>(s.schedule[static_cast<size_t>(s.step_in_block)]));
+    }
+    work.commit_count = k;
+}
+
 }  // namespace
 
 void select_commits(RunCore& run, StepWork& work) {
@@ -61,6 +97,13 @@ void select_commits(RunCore& run, StepWork& work) {
         s.carried_pred[p] = work.predictions.token[i];
         s.carried_conf[p] = work.predictions.confidence[i];
         fresh[p] = 1;
+    }
+    if (s.uniform) {
+        std::vector<double> current_prob(static_cast<size_t>(s.L), 0.0);
+        for (size_t i = 0; i < pos.size(); ++i)
+            current_prob[static_cast<size_t>(pos[i])] = work.predictions.current_prob[i];
+        select_updates(run, work, fresh, current_prob);
+        return;
     }
     std::vector<double> density;
     if (run.cfg.certainty_prior) density = certainty_density(s, run.cfg.certainty_sigma);

@@ -6,6 +6,7 @@
 //                                 of the rows whose predictions are fresh
 //   sample    (sampler.cpp)       tokens and confidences from the logits, on their device
 //   select    (stage_select.cpp)  which positions to commit (transfer schedule, parallel decoding)
+//   drift     (stage_drift.cpp)   observe only, inside predict: each computed row's K/V change
 //   oracle    (stage_oracle.cpp)  observe only: a full forward beside the cached one
 //   record    (stage_record.cpp)  commit, then build the step's record
 //
@@ -25,6 +26,12 @@
 
 namespace cl::detail {
 
+// The drift probe's memory: each row's last computed K/V per layer.
+struct DriftState {
+    std::vector<torch::Tensor> k, v;  // (N) of (Hkv, L, Dh); undefined until the first step
+    std::vector<uint8_t> have;        // (N, L) 1 = the row was computed before
+};
+
 // Everything a run owns across steps.
 struct RunCore {
     std::shared_ptr<const Model> model;
@@ -39,6 +46,7 @@ struct RunCore {
     // step that traces attention); null: quantise inline.
     std::unique_ptr<TraceWorker> trace_worker;
     bool trace_worker_decided = false;
+    DriftState drift;
 
     StepContext context(std::vector<trace::TriggerEvent>* triggers) const;
 };
@@ -49,6 +57,7 @@ struct ProbeWants {
     std::vector<std::vector<int32_t>> heads;  // (N) single heads of layer l
     bool attention = false;                   // any layer's map is wanted (set once per step)
     bool oracle = false;
+    bool drift = false;
 };
 
 // One step in flight: what each stage hands to the next.
@@ -77,6 +86,13 @@ ProbeWants ask_probes(const RunCore& run);
 void predict(RunCore& run, StepWork& work);
 void select_commits(RunCore& run, StepWork& work);
 void measure_oracle(RunCore& run, StepWork& work);
+// Drift of one layer's computed rows (called by predict's layer observer when wanted).
+void observe_drift(RunCore& run, StepWork& work, const LayerResult& layer);
+// Per-row cosine and |x - ref| / |ref| of (Hkv, R, Dh) K or V at `positions` (R) into the (N, L)
+// arrays of a record: the one definition of both K/V change metrics (oracle and drift).
+void compare_rows(const torch::Tensor& x, const torch::Tensor& ref,
+                  const std::vector<int64_t>& positions, int64_t layer, int64_t L,
+                  std::vector<float>& cos_out, std::vector<float>& rel_out);
 void commit_and_record(RunCore& run, StepWork& work);
 
 }  // namespace cl::detail

@@ -58,6 +58,7 @@ struct LayerResult {
     const RowSet* rows = nullptr;  // positions computed (nullptr = all)
     bool escalated = false;        // the layer was recomputed for every row
     torch::Tensor probs;           // (H, R, L) when asked for, else undefined
+    torch::Tensor k, v;            // (Hkv, R, Dh) the fresh K/V of the computed rows (K after RoPE)
     double ms = 0.0;
 };
 

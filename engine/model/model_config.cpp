@@ -52,7 +52,9 @@ void ModelConfig::validate(const std::filesystem::path& source) const {
 std::string ModelConfig::to_json() const {
     const auto* arch = detail::find_architecture(architecture);
     if (!arch) throw std::logic_error("ModelConfig: unknown architecture '" + architecture + "'");
-    return arch->write_config(*this).dump(2);
+    auto j = arch->write_config(*this);
+    j["noise_process"] = to_string(noise_process);  // CacheLens's key, the same in every family
+    return j.dump(2);
 }
 
 ModelConfig load_model_config(const std::filesystem::path& path) {
@@ -64,6 +66,10 @@ ModelConfig load_model_config(const std::filesystem::path& path) {
     ModelConfig c = arch.read_config(j, file);
     c.architecture = arch.name;
     c.logits_shift = arch.logits_shift;
+    const auto noise = get_or<std::string>(j, "noise_process", "masked", file);
+    const auto parsed = parse_noise_process(noise);
+    if (!parsed) throw InputError(file, "noise_process '" + noise + "' is not masked or uniform");
+    c.noise_process = *parsed;
     c.validate(file);
     return c;
 }

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include "engine/model/noise_process.h"
+
 namespace cl {
 
 struct ModelConfig {
@@ -27,6 +29,7 @@ struct ModelConfig {
     std::string model_type = "llada";
     std::string architecture = "llada";  // the entry of the architecture table that reads it
     int logits_shift = 0;                // row i of the output predicts token i + logits_shift
+    NoiseProcess noise_process = NoiseProcess::Masked;  // config.json "noise_process"
 
     int64_t head_dim() const { return d_model / n_heads; }
     // Parameters of the weights the config implies.

@@ -141,8 +141,11 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
             return full;
         };
         auto x = norm(s.h.index_select(0, rows.device), w.attn_norm);  // (R, D)
+        QkvHeads fresh;
         auto attn = attention_rows(l, x, all ? nullptr : &rows, s, lc, plan.write_kv,
-                                   plan.want_probs ? &r.probs : nullptr);  // (R, D)
+                                   plan.want_probs ? &r.probs : nullptr, &fresh);  // (R, D)
+        r.k = fresh.k;
+        r.v = fresh.v;
         s.h = s.h + merge(lc.attn_out, attn);
         auto f = gated_mlp(w, norm(s.h.index_select(0, rows.device), w.ff_norm));  // (R, D)
         s.h = s.h + merge(lc.ffn_out, f);
@@ -208,12 +211,15 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
         if (plan.write_hidden) lc.hidden.copy_(s.h);
         plan.all_rows = true;
         rows = nullptr;
-        attn = attention_rows(l, norm(s.h, w.attn_norm), nullptr, s, lc, plan.write_kv, &r.probs);
+        attn = attention_rows(l, norm(s.h, w.attn_norm), nullptr, s, lc, plan.write_kv, &r.probs,
+                              &fresh);
     } else if (may_escalate && plan.write_kv) {
         // Not escalated: store the K/V the attention above computed (deferred until now).
         lc.k.index_copy_(1, rows->device, fresh.k);
         lc.v.index_copy_(1, rows->device, fresh.v);
     }
+    r.k = fresh.k;
+    r.v = fresh.v;
     s.h = s.h + attn;
     s.h = s.h + gated_mlp(w, norm(s.h, w.ff_norm));
     if (plan.all_rows) {

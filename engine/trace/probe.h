@@ -15,6 +15,7 @@ enum class ProbeKind : uint8_t {
     StepRecord,  // the per-step record itself (tokens, actions, timing): cheap
     Attention,   // attention probabilities for (layer, head); head -1 = mean over heads
     Oracle,      // a full forward beside the cached one
+    Drift,       // per (layer, row) change of the computed K/V (StepRecord drift_* arrays)
 };
 
 struct ProbeRequest {

@@ -10,6 +10,8 @@ bool TraceStore::wants(const ProbeRequest& request) const {
             return true;
         case ProbeKind::Oracle:
             return m_oracle.load();
+        case ProbeKind::Drift:
+            return m_drift.load();
         case ProbeKind::Attention: {
             if (request.head == -1 && m_all_attention_means.load()) return true;
             std::lock_guard lock(m_mutex);

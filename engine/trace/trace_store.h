@@ -31,6 +31,7 @@ public:
     }
     void set_want_all_attention_means(bool on) { m_all_attention_means = on; }
     void set_want_oracle(bool on) { m_oracle = on; }
+    void set_want_drift(bool on) { m_drift = on; }
 
     bool wants(const ProbeRequest& request) const override;
     void on_run_start(const RunInfo& info) override;
@@ -57,6 +58,7 @@ private:
     std::set<std::pair<int32_t, int32_t>> m_attention_requests;  // (layer, head)
     std::atomic<bool> m_all_attention_means{false};
     std::atomic<bool> m_oracle{false};
+    std::atomic<bool> m_drift{false};
     std::atomic<uint64_t> m_generation{0};
 };
 

@@ -73,8 +73,9 @@ struct RunInfo {
     std::map<std::string, std::string> policy_params;  // resolved parameters, as text
     std::map<std::string, std::string> sampler;        // generation config, as text
     std::string model_name;
-    std::string model_hash;  // content hash of the weights file(s)
-    std::string device;      // "cpu" or "cuda:0"
+    std::string model_hash;                // content hash of the weights file(s)
+    std::string noise_process = "masked";  // of the model: "masked" or "uniform"
+    std::string device;                    // "cpu" or "cuda:0"
     int32_t threads = 1;
     uint64_t seed = 0;
     std::string prompt_text;
@@ -86,7 +87,7 @@ struct RunInfo {
     int32_t n_heads = 0;
     int32_t mask_id = -1;
     int32_t eos_id = -1;
-    std::vector<int32_t> initial_tokens;        // (L) prompt ++ [MASK]*G
+    std::vector<int32_t> initial_tokens;        // (L) prompt ++ [MASK]*G (uniform: random tokens)
     std::map<int32_t, std::string> token_text;  // id -> display text, filled as ids appear
     std::string app_version;
 
@@ -145,6 +146,16 @@ struct OracleRecord {
     bool commit_differs = false;  // the full forward would have committed other tokens
 };
 
+// Drift probe: how much each row's K/V changed when it was computed at this step, against the K/V
+// it had in use (its last computed ones: for a policy that computes every row at every step, the
+// previous step's). NaN where the row was not computed or had no earlier K/V.
+struct DriftRecord {
+    std::vector<float> k_cos;     // (N, L) cosine of the new K against the K in use
+    std::vector<float> v_cos;     // (N, L)
+    std::vector<float> k_rel_l2;  // (N, L) |new - in use| / |in use|
+    std::vector<float> v_rel_l2;  // (N, L)
+};
+
 struct StepRecord {
     int32_t run_id = 0;
     int32_t step = 0;   // 0-based global step
@@ -181,6 +192,8 @@ struct StepRecord {
 
     bool has_oracle = false;
     OracleRecord oracle;
+    bool has_drift = false;
+    DriftRecord drift;
 
     RowAction action(int32_t layer, int32_t row) const {
         return actions[static_cast<size_t>(layer) * seq_len + row];

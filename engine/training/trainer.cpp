@@ -93,13 +93,14 @@ private:
     std::vector<double> m_weights;
 };
 
-// Masked-diffusion loss of one batch with its own noise generator.
-torch::Tensor diffusion_loss(detail::Transformer& net, const Batch& batch, int64_t mask_id,
-                             double eps, at::Generator& gen) {
+// Masked-diffusion loss of one batch with its own noise generator (LLaDA): t ~ U(eps, 1), each
+// response token masked with probability t, cross-entropy on the masked tokens weighted 1/t.
+torch::Tensor masked_loss(detail::Transformer& net, const Batch& batch, const ModelConfig& c,
+                          double eps, at::Generator& gen) {
     const int64_t B = batch.ids.size(0), L = batch.ids.size(1);
     auto t = torch::rand({B, 1}, gen) * (1 - eps) + eps;            // (B, 1)
     auto masked = (torch::rand({B, L}, gen) < t) & batch.response;  // (B, L)
-    auto noised = torch::where(masked, torch::full_like(batch.ids, mask_id), batch.ids);
+    auto noised = torch::where(masked, torch::full_like(batch.ids, c.mask_token_id), batch.ids);
     auto logits = net.forward_full(noised);  // (B, L, V)
     auto ce = torch::nn::functional::cross_entropy(
                   logits.reshape({B * L, -1}), batch.ids.reshape({-1}),
@@ -108,6 +109,45 @@ torch::Tensor diffusion_loss(detail::Transformer& net, const Batch& batch, int64
     auto weighted = (ce * masked.to(torch::kFloat32)) / t;                   // (B, L)
     auto resp_len = batch.response.sum(1).clamp_min(1).to(torch::kFloat32);  // (B)
     return (weighted.sum(1) / resp_len).mean();
+}
+
+// Uniform-noise tokens (B, L) from the one definition of the uniform prior's support.
+torch::Tensor uniform_noise_like(const torch::Tensor& ids, const ModelConfig& c,
+                                 at::Generator& gen) {
+    auto draws = torch::randint(0, int64_t{1} << 62, ids.sizes(), gen, torch::kLong);  // (B, L)
+    auto flat = draws.view({-1});
+    auto* d = flat.data_ptr<int64_t>();
+    for (int64_t i = 0; i < flat.numel(); ++i)
+        d[i] = uniform_noise_token(static_cast<uint64_t>(d[i]), c.vocab_size, c.mask_token_id);
+    return draws;
+}
+
+// Uniform-noise loss (GIDD's forward process with a uniform prior and the linear schedule
+// alpha_t = 1 - t): each response token is replaced by a uniformly random token with
+// probability t, t ~ U(eps, 1) per sequence. The model predicts the clean token at every
+// response position, corrupted or not (under uniform noise nothing marks which ones are noise),
+// by cross-entropy averaged over the response. This is the x0-prediction surrogate of GIDD's
+// ELBO: the ELBO's own weights vanish as t -> 1, where generation's first steps sample.
+torch::Tensor uniform_loss(detail::Transformer& net, const Batch& batch, const ModelConfig& c,
+                           double eps, at::Generator& gen) {
+    const int64_t B = batch.ids.size(0), L = batch.ids.size(1);
+    auto t = torch::rand({B, 1}, gen) * (1 - eps) + eps;             // (B, 1)
+    auto corrupt = (torch::rand({B, L}, gen) < t) & batch.response;  // (B, L)
+    auto noised = torch::where(corrupt, uniform_noise_like(batch.ids, c, gen), batch.ids);
+    auto logits = net.forward_full(noised);  // (B, L, V)
+    auto ce = torch::nn::functional::cross_entropy(
+                  logits.reshape({B * L, -1}), batch.ids.reshape({-1}),
+                  torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
+                  .reshape({B, L});                                          // (B, L)
+    auto resp = batch.response.to(torch::kFloat32);                          // (B, L)
+    auto resp_len = batch.response.sum(1).clamp_min(1).to(torch::kFloat32);  // (B)
+    return ((ce * resp).sum(1) / resp_len).mean();
+}
+
+torch::Tensor diffusion_loss(detail::Transformer& net, const Batch& batch, const ModelConfig& c,
+                             double eps, at::Generator& gen) {
+    return c.noise_process == NoiseProcess::Uniform ? uniform_loss(net, batch, c, eps, gen)
+                                                    : masked_loss(net, batch, c, eps, gen);
 }
 
 double lr_at(const TrainOptions& o, int64_t step) {
@@ -230,9 +270,14 @@ void save_checkpoint(const TrainOptions& o, const ModelConfig& c,
 // the special tokens of the fresh tokenizer.
 ModelConfig model_config_for(const TrainOptions& o, const Tokenizer& tok,
                              const std::filesystem::path& ckpt, bool resuming, bool warm_start) {
-    if (resuming) return load_model_config(ckpt);
-    if (warm_start) return load_model_config(o.init_from);
+    if (resuming) return load_model_config(ckpt);  // the checkpoint's noise process
+    if (warm_start) {
+        ModelConfig c = load_model_config(o.init_from);
+        c.noise_process = o.noise;  // a masked model may start a uniform-noise one
+        return c;
+    }
     ModelConfig c = o.shape;
+    c.noise_process = o.noise;
     c.vocab_size = tok.vocab_size();
     c.mask_token_id = *tok.token_to_id(SpecialTokens::kMask);
     c.eos_token_id = *tok.token_to_id(SpecialTokens::kEos);
@@ -289,7 +334,7 @@ TrainResult train_model(const TrainOptions& o) {
         auto gen = at::detail::createCPUGenerator(12345);
         double sum = 0;
         for (const auto& b : val_batches)
-            sum += diffusion_loss(net, b, c.mask_token_id, o.eps, gen).item<double>();
+            sum += diffusion_loss(net, b, c, o.eps, gen).item<double>();
         return sum / static_cast<double>(val_batches.size());
     };
     std::ofstream log(o.out_dir / "train_log.jsonl", std::ios::app);
@@ -315,7 +360,7 @@ TrainResult train_model(const TrainOptions& o) {
         for (auto& g : opt.param_groups())
             static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
         opt.zero_grad();
-        auto loss = diffusion_loss(net, batch, c.mask_token_id, o.eps, noise);
+        auto loss = diffusion_loss(net, batch, c, o.eps, noise);
         loss.backward();
         torch::nn::utils::clip_grad_norm_(params, o.clip);
         opt.step();

@@ -1,7 +1,9 @@
-// Trainer: the masked-diffusion objective of LLaDA on the CacheLens task suite.
+// Trainer: a diffusion objective on the CacheLens task suite, for either noise process.
 //
-// t ~ U(eps, 1) per sequence, each response token masked with probability t, cross-entropy on the
-// masked tokens weighted 1/t and normalised by the response length; prompts are never masked.
+// Masked (LLaDA): t ~ U(eps, 1) per sequence, each response token masked with probability t,
+// cross-entropy on the masked tokens weighted 1/t and normalised by the response length.
+// Uniform (GIDD, uniform prior): each response token replaced by a random token with probability
+// t, cross-entropy on every response token. Prompts are never noised.
 // AdamW, linear warm-up + cosine decay, gradient clipping, checkpoints with resume, deterministic
 // data order for a seed (batch i is a pure function of (seed, i)). Torch-free header.
 #pragma once
@@ -32,9 +34,10 @@ struct TrainOptions {
     std::filesystem::path out_dir;  // the model folder written (and resumed from)
     bool resume = false;            // continue from out_dir/checkpoint
     std::filesystem::path
-        init_from;          // start from this model folder (weights + tokenizer), fresh optimizer
-    ModelConfig shape;      // d_model, n_layers, n_heads, n_kv_heads, mlp_hidden_size
-    int vocab_size = 1024;  // BPE vocabulary incl. 6 special tokens
+        init_from;      // start from this model folder (weights + tokenizer), fresh optimizer
+    ModelConfig shape;  // d_model, n_layers, n_heads, n_kv_heads, mlp_hidden_size
+    NoiseProcess noise = NoiseProcess::Masked;  // of a new model (a resumed one keeps its own)
+    int vocab_size = 1024;                      // BPE vocabulary incl. 6 special tokens
     int64_t total_steps = 20000;
     int batch_size = 16;
     double lr = 1e-3, min_lr = 1e-4, weight_decay = 0.1, clip = 1.0, eps = 1e-3;
