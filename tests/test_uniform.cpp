@@ -2,6 +2,7 @@
 // sampler that starts from random tokens and revises them inside the active block, the block
 // cache against the full forward, and the drift probe against K/V computed independently.
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 
 #include "engine/base/errors.h"
@@ -67,6 +68,18 @@ TEST(UniformNoise, TheConfigNamesTheNoiseProcess) {
         EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("absorbing"), std::string::npos) << e.what();
     }
+}
+
+TEST(UniformNoise, ThePriorCoversEveryTokenButTheMaskEvenly) {
+    std::mt19937_64 rng(11);
+    std::vector<int> counts(10, 0);
+    const int n = 90000;
+    for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(uniform_noise_token(rng(), 10, 3))];
+    EXPECT_EQ(counts[3], 0);
+    for (int id = 0; id < 10; ++id)
+        if (id != 3) EXPECT_NEAR(counts[static_cast<size_t>(id)], n / 9, 400) << id;
+    EXPECT_EQ(uniform_noise_token(8, 10, 9), 8);  // the last id when the mask is the last one
+    EXPECT_EQ(uniform_noise_token(0, 10, 0), 1);
 }
 
 TEST(UniformNoise, TheResponseStartsAsSeededNoiseWithoutMasks) {

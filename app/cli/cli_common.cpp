@@ -1,6 +1,7 @@
 #include "app/cli/cli_common.h"
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "engine/base/errors.h"
@@ -39,6 +40,13 @@ void PromptOptions::add_to(CLI::App& app) {
     app.add_option("--prompt-file", prompt_file, "Read the prompt from a UTF-8 text file");
     app.add_flag("--no-chat-template", no_chat_template,
                  "Encode the prompt as is, without LLaDA's chat template");
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j) {
+    std::ofstream out(path);
+    if (!out) throw InputError(path, "cannot open for writing");
+    out << j.dump(2) << '\n';
+    if (!out) throw InputError(path, "write failed");
 }
 
 std::string read_text_file(const std::string& path) {

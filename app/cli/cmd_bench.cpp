@@ -3,7 +3,6 @@
 //   own:        each policy with its own paper decoding (e.g. Fast-dLLM / Elastic threshold 0.9).
 // Speedup is measured against `none` on the same prompt in the same process. Table + JSON.
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli_common.h"
@@ -126,15 +125,11 @@ int run_bench(BenchOptions o) {
     for (int32_t n : prompt_tokens) std::printf(" %d", n);
     std::printf("\n");
     if (!o.json_file.empty()) {
-        std::ofstream f(o.json_file);
-        if (!f) throw InputError(o.json_file, "cannot open for writing");
-        f << nlohmann::json{{"model", model->name()},
-                            {"threads", o.model.threads},
-                            {"sampler", base_cfg.to_map()},
-                            {"prompt_tokens", prompt_tokens},
-                            {"results", results}}
-                 .dump(2)
-          << '\n';
+        write_json_file(o.json_file, nlohmann::json{{"model", model->name()},
+                                                    {"threads", o.model.threads},
+                                                    {"sampler", base_cfg.to_map()},
+                                                    {"prompt_tokens", prompt_tokens},
+                                                    {"results", results}});
     }
     return kOk;
 }

@@ -1,7 +1,6 @@
 // `cachelens-cli compare --policies a,b,c`: one prompt, one seed, every policy side by side, with
 // the baseline `none` run first (added when not listed) so speedup and agreement are measured in
 // the same process on the same prompt.
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -87,10 +86,9 @@ int run_compare(const CompareOptions& o) {
     for (const auto& r : runs)
         std::printf("[%s] %s\n", r.policy.c_str(), r.summary.final_text.c_str());
     if (!o.json_file.empty()) {
-        std::ofstream f(o.json_file);
-        if (!f) throw InputError(o.json_file, "cannot open for writing");
-        f << nlohmann::json{{"prompt", text}, {"sampler", base_cfg.to_map()}, {"runs", out}}.dump(2)
-          << '\n';
+        write_json_file(
+            o.json_file,
+            nlohmann::json{{"prompt", text}, {"sampler", base_cfg.to_map()}, {"runs", out}});
     }
     return kOk;
 }

@@ -3,7 +3,6 @@
 // changed token (claim 2), and how left-to-right the decode order is (claim 1), over task items
 // generated with the drift probe on. Prints a table; --json writes every number.
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli_common.h"
@@ -157,9 +156,7 @@ int run_drift(const DriftOptions& o) {
         j["noise_process"] = to_string(model->config().noise_process);
         j["policy"] = o.policy;
         j["sampler"] = cfg.to_map();
-        std::ofstream out(o.json_file);
-        if (!out) throw InputError(o.json_file, "cannot open for writing");
-        out << j.dump(2) << '\n';
+        write_json_file(o.json_file, j);
     }
     return kOk;
 }

@@ -1,6 +1,5 @@
 #include <cmath>
 // `cachelens-cli eval`: exact-match accuracy per task family for a policy, with tokens/s.
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli_common.h"
@@ -118,9 +117,7 @@ int run_eval(const EvalOptions& o) {
         }
     }
     if (!o.json_file.empty()) {
-        std::ofstream f(o.json_file);
-        if (!f) throw InputError(o.json_file, "cannot open for writing");
-        f << out.dump(2) << '\n';
+        write_json_file(o.json_file, out);
     }
     return kOk;
 }

@@ -1,7 +1,6 @@
 // `cachelens-cli generate`: one prompt, one policy, a live terminal view of the unmasking.
 #include <unistd.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli_common.h"
@@ -92,9 +91,7 @@ int run_generate(const GenerateOptions& o) {
             {"recompute_fraction", summary.recompute_fraction},
             {"tokens", summary.final_tokens},
             {"text", summary.final_text}};
-        std::ofstream out(o.json_file);
-        if (!out) throw InputError(o.json_file, "cannot open for writing");
-        out << j.dump(2) << '\n';
+        write_json_file(o.json_file, j);
     }
     return kOk;
 }

@@ -25,10 +25,18 @@ TerminalView::TerminalView(const trace::RunInfo& info, Mode mode, std::FILE* out
 
 std::string TerminalView::render(const trace::StepRecord& rec, bool color) const {
     std::string s;
+    const bool uniform = m_info.noise_process == "uniform";
     for (int32_t i = m_info.prompt_len; i < rec.seq_len; ++i) {
         const auto state = rec.states[static_cast<size_t>(i)];
-        if (state == trace::TokenState::Masked) {
-            s += color ? "\x1b[2m\xe2\x96\x91\x1b[0m" : "_";  // dim light shade
+        // Uniform noise has no mask: a later block is shown as noise, the active block's tokens
+        // (revisable until it ends) as text.
+        const bool later_block =
+            m_info.block_len > 0 && (i - m_info.prompt_len) / m_info.block_len > rec.block;
+        if (state == trace::TokenState::Masked && (!uniform || later_block)) {
+            if (uniform)
+                s += color ? "\x1b[2m~\x1b[0m" : "~";
+            else
+                s += color ? "\x1b[2m\xe2\x96\x91\x1b[0m" : "_";  // dim light shade
             continue;
         }
         auto it = m_text.find(rec.tokens[static_cast<size_t>(i)]);
