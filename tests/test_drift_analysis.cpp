@@ -70,7 +70,7 @@ TEST(DriftAnalysis, MeansRatiosAndDistanceProfileOfAConstructedRun) {
     EXPECT_NEAR(ratio[static_cast<size_t>(DriftRegion::Prompt)][3], 15.0, 1e-3);
     EXPECT_TRUE(std::isnan(ratio[static_cast<size_t>(DriftRegion::Future)][0]));  // no samples
     // Distances from the changed position 6: row 6 is d = 0, row 7 is +1, row 5 is -1, row 3 -3.
-    auto at = [&](int d) { return r.by_distance[static_cast<size_t>(d + 3)]; };
+    auto at = [&](int d) { return r.at_distance(d); };
     EXPECT_NEAR(at(0).k_cos, 0.2, 1e-6);
     EXPECT_NEAR(at(1).k_cos, 0.3, 1e-6);
     EXPECT_NEAR(at(-1).k_cos, 0.4, 1e-6);

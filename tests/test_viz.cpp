@@ -2,6 +2,7 @@
 // tokens, NaN values. A texture provider records what the panels asked for, so the tests check
 // content, not just "did not crash".
 #include <gtest/gtest.h>
+
 #include <imgui.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/trace/drift_analysis.h"
 #include "viz/lesson.h"
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
@@ -151,6 +153,30 @@ TEST(Viz, OneTokenSequence) {
     RecordingTextures tex;
     draw_all(runs, view, tex);
     EXPECT_FALSE(tex.keys.empty());
+}
+
+TEST(Viz, UniformNoiseRunsDrawWithChangeCountsAtEveryStep) {
+    // A uniform run revises positions: every step changes the first response position again.
+    std::vector<RunView> runs{make_run("none", 20, 6, 2), make_run("block-cache", 20, 6, 2)};
+    for (auto& r : runs) {
+        r.info.noise_process = "uniform";
+        r.info.block_len = 8;
+        for (auto& s : r.steps) {
+            auto copy = std::make_shared<trace::StepRecord>(*s);
+            copy->committed.push_back(r.info.prompt_len);
+            s = copy;
+        }
+    }
+    ViewState view;
+    view.pinned_pos = runs[0].info.prompt_len;
+    for (int step : {0, 3, 5}) {
+        view.step = step;
+        RecordingTextures tex;
+        draw_all(runs, view, tex);
+    }
+    const trace::StepList all(runs[0].steps.begin(), runs[0].steps.end());
+    // Committed at every step by the test, and once more at step 0 by make_run.
+    EXPECT_EQ(trace::change_counts(runs[0].info, all)[0], 7);
 }
 
 TEST(Viz, LongSequenceFourColumns) {

@@ -61,7 +61,7 @@ void print_distance(const trace::DriftReport& r) {
         "drift against signed distance from the nearest token changed at the step before "
         "(1-cos K / relL2 V):\n");
     for (int d = -r.max_distance; d <= r.max_distance; ++d) {
-        const auto& m = r.by_distance[static_cast<size_t>(d + r.max_distance)];
+        const auto& m = r.at_distance(d);
         if (m.n == 0) continue;
         std::printf("  d=%+3d  %9.2e  %9.2e  (%lld)\n", d, m.k_cos, m.v_rel,
                     static_cast<long long>(m.n));
@@ -92,7 +92,7 @@ nlohmann::json report_json(const trace::DriftReport& r, double ltr, int items, i
         j["by_region"][trace::to_string(static_cast<trace::DriftRegion>(g))] = m;
     }
     for (int d = -r.max_distance; d <= r.max_distance; ++d) {
-        auto m = means_json(r.by_distance[static_cast<size_t>(d + r.max_distance)]);
+        auto m = means_json(r.at_distance(d));
         m["distance"] = d;
         j["by_distance"].push_back(m);
     }

@@ -65,9 +65,11 @@ void add_step(DriftReport& out, const RunInfo& info, const StepRecord& step,
             out.by_region[static_cast<size_t>(region)].add(d.k_cos[at], d.k_rel_l2[at], d.v_cos[at],
                                                            d.v_rel_l2[at]);
             const int32_t dist = nearest_signed(i, changed);
-            if (dist >= -D && dist <= D)
-                out.by_distance[static_cast<size_t>(dist + D)].add(d.k_cos[at], d.k_rel_l2[at],
-                                                                   d.v_cos[at], d.v_rel_l2[at]);
+            if (dist >= -D && dist <= D) {
+                const int32_t bin = dist + D;
+                out.by_distance[static_cast<size_t>(bin)].add(d.k_cos[at], d.k_rel_l2[at],
+                                                              d.v_cos[at], d.v_rel_l2[at]);
+            }
         }
     ++out.steps;
 }
@@ -130,7 +132,8 @@ std::array<std::array<double, 4>, kDriftRegions> DriftReport::ratio_to_active() 
 
 DriftAccumulator::DriftAccumulator(int32_t max_distance) {
     m_sums.max_distance = max_distance;
-    m_sums.by_distance.assign(static_cast<size_t>(2 * max_distance + 1), {});
+    const int32_t bins = 2 * max_distance + 1;
+    m_sums.by_distance.assign(static_cast<size_t>(bins), {});
 }
 
 void DriftAccumulator::add_run(const RunInfo& info, const StepList& steps) {

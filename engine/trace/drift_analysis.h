@@ -33,6 +33,11 @@ struct DriftReport {
     // [-max_distance, max_distance]; means.
     std::vector<DriftMeans> by_distance;
     int64_t steps = 0;  // steps with a drift measurement and changed tokens before them
+    // The bin of signed distance d, |d| <= max_distance.
+    const DriftMeans& at_distance(int32_t d) const {
+        const int32_t bin = d + max_distance;
+        return by_distance.at(static_cast<size_t>(bin));
+    }
     // by_region[r] / by_region[Active] for each metric (NaN when a side has no samples).
     std::array<std::array<double, 4>, kDriftRegions> ratio_to_active() const;
 };

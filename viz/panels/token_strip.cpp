@@ -1,15 +1,52 @@
 // Panel 2: the sequence at the current step. Colour = state (prompt, masked, decoded earlier,
 // decoded now); a second encoding marks rows recomputed this step (an outline) and the decoded-now
-// tokens carry an underline, so state never depends on colour alone. Hover shows the inspector
-// tooltip; click pins the position.
+// tokens carry an underline, so state never depends on colour alone. Under uniform noise "masked"
+// reads "noisy" (not final yet) and ticks on a cell count how often it changed. Hover shows the
+// inspector tooltip; click pins the position.
 #include <algorithm>
 #include <cmath>
 
+#include "engine/trace/drift_analysis.h"
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
 #include "viz/plot.h"
 
 namespace cl::viz {
+namespace {
+
+// Under uniform noise a position is never masked: "noisy" until its block ends. What a uniform
+// cell shows besides its state: how often the position changed up to this step and whether the
+// step's prediction agrees with its token (settled).
+struct UniformCells {
+    bool on = false;
+    std::vector<int32_t> changes;  // (G) up to the current step
+};
+
+UniformCells uniform_cells(const ColumnContext& c) {
+    UniformCells u;
+    u.on = c.run.info.noise_process == "uniform";
+    if (!u.on) return u;
+    const auto upto = static_cast<std::ptrdiff_t>(c.step) + 1;
+    const trace::StepList prefix(c.run.steps.begin(), c.run.steps.begin() + upto);
+    u.changes = trace::change_counts(c.run.info, prefix);
+    return u;
+}
+
+const char* state_name(trace::TokenState st, bool uniform) {
+    if (uniform && st == trace::TokenState::Masked) return "noisy";
+    if (uniform && st == trace::TokenState::DecodedNow) return "changed now";
+    return trace::to_string(st);
+}
+
+// Change count as ticks along the cell's top edge (up to 4; a fifth tick-wide bar means more).
+void draw_change_ticks(ImDrawList* dl, ImVec2 a, ImVec2 b, int32_t changes, ImU32 color) {
+    const int n = std::min(changes, 5);
+    const float w = (b.x - a.x) / 5.f;
+    for (int t = 0; t < n; ++t)
+        dl->AddRectFilled({a.x + t * w, a.y}, {a.x + (t + 1) * w - 1, a.y + 2}, color);
+}
+
+}  // namespace
 
 void draw_token_strip(ColumnContext& c) {
     if (c.step < 0 || c.run.steps.empty()) {
@@ -56,6 +93,7 @@ void draw_token_strip(ColumnContext& c) {
         }
         return;
     }
+    const UniformCells uni = uniform_cells(c);
     const int rows = (count + per_row - 1) / per_row;
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     ImGui::InvisibleButton("##tokens", {avail, std::max(h, rows * h)});
@@ -75,6 +113,9 @@ void draw_token_strip(ColumnContext& c) {
         if (recomputed) dl->AddRect(a, b, pal.recomputed, 0, 0, 1.5f);
         if (state == trace::TokenState::DecodedNow)
             dl->AddLine({a.x, b.y - 1}, {b.x, b.y - 1}, pal.bad, 2.f);
+        const int32_t g = i - c.run.info.prompt_len;
+        if (uni.on && g >= 0)
+            draw_change_ticks(dl, a, b, uni.changes[static_cast<size_t>(g)], pal.text);
         if (i == c.view.pinned_pos)
             dl->AddRect({a.x - 1, a.y - 1}, {b.x + 1, b.y + 1}, pal.text, 0, 0, 2.f);
         for (size_t n = 0; n < c.view.annotations.size(); ++n) {
@@ -89,8 +130,16 @@ void draw_token_strip(ColumnContext& c) {
             const int32_t id = s.tokens[static_cast<size_t>(i)];
             auto text = c.run.token_text.count(id) ? c.run.token_text.at(id) : std::string("?");
             ImGui::BeginTooltip();
-            ImGui::Text("position %d  (%s)", i, trace::to_string(state));
+            ImGui::Text("position %d  (%s)", i, state_name(state, uni.on));
             ImGui::Text("token %d: \"%s\"", id, text.c_str());
+            if (uni.on && g >= 0) {
+                const int32_t p = s.predicted[static_cast<size_t>(i)];
+                ImGui::Text(
+                    "changed %d times; %s", uni.changes[static_cast<size_t>(g)],
+                    state != trace::TokenState::Masked && state != trace::TokenState::DecodedNow
+                        ? "final (its block has ended)"
+                        : (p == id ? "settled: the prediction agrees" : "unsettled"));
+            }
             const float conf = s.confidence[static_cast<size_t>(i)];
             if (std::isfinite(conf)) {
                 const int32_t p = s.predicted[static_cast<size_t>(i)];
@@ -106,10 +155,18 @@ void draw_token_strip(ColumnContext& c) {
             ImGui::EndTooltip();
         }
     }
-    // The response as text under the strip (masks as a shaded block).
+    // The response as text under the strip (masks as a shaded block; under uniform noise, blocks
+    // not reached yet as "~" and the active block's current tokens as text).
     std::string text;
     for (int32_t i = c.run.info.prompt_len; i < L; ++i) {
-        if (s.states[static_cast<size_t>(i)] == trace::TokenState::Masked) {
+        const int32_t b =
+            c.run.info.block_len > 0 ? (i - c.run.info.prompt_len) / c.run.info.block_len : 0;
+        if (uni.on && s.states[static_cast<size_t>(i)] == trace::TokenState::Masked &&
+            b > s.block) {
+            text += "~";
+            continue;
+        }
+        if (!uni.on && s.states[static_cast<size_t>(i)] == trace::TokenState::Masked) {
             text += "\xe2\x96\x91";
             continue;
         }
