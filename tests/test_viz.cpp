@@ -164,6 +164,15 @@ TEST(Viz, UniformNoiseRunsDrawWithChangeCountsAtEveryStep) {
         for (auto& s : r.steps) {
             auto copy = std::make_shared<trace::StepRecord>(*s);
             copy->committed.push_back(r.info.prompt_len);
+            copy->has_drift = copy->step > 0;  // the probe's arrays: NaN where not computed
+            const auto NL = static_cast<size_t>(copy->n_layers * copy->seq_len);
+            for (size_t k = 0; k < NL; ++k) {
+                const float v = k % 3 == 0 ? NAN : 0.01f * static_cast<float>(k % 7);
+                copy->drift.k_cos.push_back(1.f - v);
+                copy->drift.v_cos.push_back(1.f - v);
+                copy->drift.k_rel_l2.push_back(v);
+                copy->drift.v_rel_l2.push_back(2 * v);
+            }
             s = copy;
         }
     }

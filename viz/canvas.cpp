@@ -8,6 +8,13 @@
 
 namespace cl::viz {
 
+const std::vector<std::string>& panel_names() {
+    static const std::vector<std::string> names{"header",    "tokens",    "timeline",
+                                                "recompute", "attention", "drift",
+                                                "kv-drift",  "diff",      "inspector"};
+    return names;
+}
+
 int32_t column_step(const RunView& run, const ViewState& view, int32_t max_steps) {
     const auto n = static_cast<int32_t>(run.steps.size());
     if (n == 0) return -1;
@@ -96,6 +103,13 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
                     view.oracle_view ? "staleness (oracle)" : "drift & triggers",
                     ImGuiTreeNodeFlags_DefaultOpen))
                 draw_drift_plot(c);
+        });
+        panel("kv-drift", view, [&] {
+            // Open for uniform-noise runs, whose lesson is exactly this; folded otherwise.
+            const bool open_first = c.run.info.noise_process == "uniform";
+            if (ImGui::CollapsingHeader("K/V drift by region and distance",
+                                        open_first ? ImGuiTreeNodeFlags_DefaultOpen : 0))
+                draw_kv_drift(c);
         });
         panel("diff", view, [&] { draw_diff_strip(c); });
         ImGui::EndChild();

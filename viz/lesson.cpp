@@ -4,6 +4,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "viz/panels/panels.h"
+
 namespace cl::viz {
 
 Lesson load_lesson(const std::string& path) {
@@ -15,8 +17,7 @@ Lesson load_lesson(const std::string& path) {
     } catch (const std::exception& e) {
         throw std::runtime_error(path + ": invalid JSON: " + e.what());
     }
-    static const std::set<std::string> known{"header",    "tokens", "timeline", "recompute",
-                                             "attention", "drift",  "diff",     "inspector"};
+    const std::set<std::string> known(panel_names().begin(), panel_names().end());
     Lesson l;
     l.path = path;
     try {

@@ -40,6 +40,7 @@
 #include "engine/base/errors.h"
 #include "engine/generation/policy_registry.h"
 #include "sessions/session_reader.h"
+#include "viz/panels/panels.h"
 
 namespace cl::app {
 
@@ -99,7 +100,9 @@ void MainWindow::build_file_menu() {
             statusBar()->showMessage("Exported " + path, 5000);
     });
     auto* panels = file->addMenu("Export &panel as PNG");
-    for (const char* name : {"tokens", "timeline", "recompute", "attention", "drift", "diff"}) {
+    for (const auto& panel : viz::panel_names()) {
+        if (panel == "header" || panel == "inspector") continue;  // not figures of their own
+        const char* name = panel.c_str();
         connect(panels->addAction(name), &QAction::triggered, this, [this, name] {
             const auto path = QFileDialog::getSaveFileName(
                 this, "Export panel", QDir::homePath() + "/" + name + ".png", "PNG (*.png)");

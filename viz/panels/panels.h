@@ -24,6 +24,10 @@ void draw_timeline(ColumnContext& c);
 void draw_recompute_map(ColumnContext& c);
 void draw_attention_map(ColumnContext& c);
 void draw_drift_plot(ColumnContext& c);
+void draw_kv_drift(ColumnContext& c);
+
+// Every panel's name, in drawing order: what a lesson may highlight and the app may export.
+const std::vector<std::string>& panel_names();
 void draw_diff_strip(ColumnContext& c);
 void draw_throughput_chart(const std::vector<RunView>& runs, const ViewState& view);
 void draw_legend(const ViewState& view);

@@ -1,0 +1,100 @@
+// Panel "kv drift": the noise-agnostic caching claims on this column's run, up to the current step
+// (engine/trace/drift_analysis.h, the numbers `cachelens-cli drift` prints): how much less each
+// region's K/V drift than the active block's, drift against the signed distance from the tokens
+// changed at the step before, and how left-to-right the decode order is. Shown when the run carries
+// the drift probe (live columns always ask for it).
+#include <algorithm>
+#include <cmath>
+
+#include "engine/trace/drift_analysis.h"
+#include "viz/palette.h"
+#include "viz/panels/panels.h"
+#include "viz/plot.h"
+
+namespace cl::viz {
+namespace {
+
+constexpr int32_t kMaxDistance = 8;
+
+void draw_region_table(const trace::DriftReport& r) {
+    const auto ratio = r.ratio_to_active();
+    if (!ImGui::BeginTable("##regions", 4, ImGuiTableFlags_SizingStretchProp)) return;
+    ImGui::TableSetupColumn("region");
+    ImGui::TableSetupColumn("1-cos K");
+    ImGui::TableSetupColumn("active / region (K cos)");
+    ImGui::TableSetupColumn("active / region (V L2)");
+    ImGui::TableHeadersRow();
+    for (int g = 0; g < trace::kDriftRegions; ++g) {
+        const auto& m = r.by_region[static_cast<size_t>(g)];
+        const auto& q = ratio[static_cast<size_t>(g)];
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(trace::to_string(static_cast<trace::DriftRegion>(g)));
+        ImGui::TableNextColumn();
+        if (m.n > 0)
+            ImGui::Text("%.2e", m.k_cos);
+        else
+            ImGui::TextDisabled("-");
+        for (double v : {q[0], q[3]}) {
+            ImGui::TableNextColumn();
+            if (std::isfinite(v))
+                ImGui::Text("%.1fx", v);
+            else
+                ImGui::TextDisabled("-");
+        }
+    }
+    ImGui::EndTable();
+}
+
+// Both metrics on one axis, each divided by its value at distance 0 (the changed token itself).
+void draw_distance_profile(const ColumnContext& c, const trace::DriftReport& r) {
+    const auto& pal = palette(c.view.dark);
+    const int n = 2 * kMaxDistance + 1;
+    std::vector<float> xs(static_cast<size_t>(n)), k(static_cast<size_t>(n), NAN),
+        v(static_cast<size_t>(n), NAN);
+    const auto& at0 = r.at_distance(0);
+    for (int d = -kMaxDistance; d <= kMaxDistance; ++d) {
+        const auto i = static_cast<size_t>(d + kMaxDistance);
+        xs[i] = static_cast<float>(d);
+        const auto& m = r.at_distance(d);
+        if (m.n == 0) continue;
+        if (at0.k_cos > 0) k[i] = static_cast<float>(m.k_cos / at0.k_cos);
+        if (at0.v_rel > 0) v[i] = static_cast<float>(m.v_rel / at0.v_rel);
+    }
+    plot::Plot p;
+    if (!plot::begin_plot("drift vs distance from a changed token (share of its own)",
+                          {c.width, ImGui::GetFontSize() * 6}, p))
+        return;
+    plot::setup_axes(p, -kMaxDistance, kMaxDistance, 0, 1.05);
+    plot::plot_line(p, xs.data(), k.data(), n, pal.accent);
+    plot::plot_line(p, xs.data(), v.data(), n, pal.trigger);
+    plot::plot_vline(p, 0, pal.text_dim);
+    plot::end_plot(p);
+    plot::legend_item("1-cos K", pal.accent);
+    plot::legend_item("rel. L2 V", pal.trigger);
+    ImGui::NewLine();  // legend items leave the cursor on their line
+}
+
+}  // namespace
+
+void draw_kv_drift(ColumnContext& c) {
+    const auto upto = static_cast<std::ptrdiff_t>(c.step) + 1;
+    if (c.step < 0 || c.run.steps.empty()) return;
+    const trace::StepList prefix(c.run.steps.begin(), c.run.steps.begin() + upto);
+    if (std::none_of(prefix.begin(), prefix.end(), [](const auto& s) { return s->has_drift; })) {
+        ImGui::TextDisabled("no drift probe in this run (generate --drift records it)");
+        return;
+    }
+    trace::DriftAccumulator acc(kMaxDistance);
+    acc.add_run(c.run.info, prefix);
+    const auto report = acc.report();
+    ImGui::Text("%s noise, steps 0-%d", c.run.info.noise_process.c_str(), c.step);
+    draw_region_table(report);
+    draw_distance_profile(c, report);
+    const double ltr = trace::left_to_right(trace::last_change_steps(c.run.info, prefix));
+    if (std::isfinite(ltr))
+        ImGui::Text("decode order: Spearman(position, last change) = %.2f (1 = left to right)",
+                    ltr);
+}
+
+}  // namespace cl::viz
