@@ -54,7 +54,8 @@ void draw_distance_profile(const ColumnContext& c, const trace::DriftReport& r) 
         v(static_cast<size_t>(n), NAN);
     const auto& at0 = r.at_distance(0);
     for (int d = -kMaxDistance; d <= kMaxDistance; ++d) {
-        const auto i = static_cast<size_t>(d + kMaxDistance);
+        const int bin = d + kMaxDistance;
+        const auto i = static_cast<size_t>(bin);
         xs[i] = static_cast<float>(d);
         const auto& m = r.at_distance(d);
         if (m.n == 0) continue;
