@@ -69,7 +69,7 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         ImGui::TextDisabled("No runs. Pick policies and press Play, or open a session.");
         return;
     }
-    if (view.figure_panel.empty() || !view.figure_mode) draw_legend(view);
+    if (view.figure_panel.empty() || !view.figure_mode) draw_legend(runs, view);
     const float avail = ImGui::GetContentRegionAvail().x;
     const int cols = static_cast<int>(runs.size());
     // Columns share the width; below the minimum they scroll horizontally instead of shrinking.

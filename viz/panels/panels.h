@@ -30,7 +30,10 @@ void draw_kv_drift(ColumnContext& c);
 const std::vector<std::string>& panel_names();
 void draw_diff_strip(ColumnContext& c);
 void draw_throughput_chart(const std::vector<RunView>& runs, const ViewState& view);
-void draw_legend(const ViewState& view);
+void draw_legend(const std::vector<RunView>& runs, const ViewState& view);
+// A token state's name; under uniform noise masked reads "noisy", decoded-now "changed now" and
+// decoded-earlier "final" (its block has ended).
+const char* state_label(trace::TokenState state, bool uniform);
 void draw_inspector(std::vector<RunView>& runs, ViewState& view);
 
 // Shared metrics, defined once (POLICIES.md section 4) and shown with their formulas.

@@ -39,10 +39,17 @@ void draw_throughput_chart(const std::vector<RunView>& runs, const ViewState& vi
     (void)view;
 }
 
-void draw_legend(const ViewState& view) {
+void draw_legend(const std::vector<RunView>& runs, const ViewState& view) {
+    const auto uniform = [](const RunView& r) { return r.info.noise_process == "uniform"; };
+    const bool any_uniform = std::any_of(runs.begin(), runs.end(), uniform);
+    const bool all_uniform = !runs.empty() && std::all_of(runs.begin(), runs.end(), uniform);
     for (auto s : {trace::TokenState::Prompt, trace::TokenState::Masked,
-                   trace::TokenState::DecodedEarlier, trace::TokenState::DecodedNow})
-        plot::legend_item(trace::to_string(s), state_color(s, view.dark));
+                   trace::TokenState::DecodedEarlier, trace::TokenState::DecodedNow}) {
+        std::string label = state_label(s, all_uniform);
+        if (any_uniform && !all_uniform && s != trace::TokenState::Prompt)
+            label += std::string(" / ") + state_label(s, true);
+        plot::legend_item(label.c_str(), state_color(s, view.dark));
+    }
     plot::legend_item("recomputed (outline)", palette(view.dark).recomputed);
     ImGui::NewLine();
 }

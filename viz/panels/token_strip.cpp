@@ -32,12 +32,6 @@ UniformCells uniform_cells(const ColumnContext& c) {
     return u;
 }
 
-const char* state_name(trace::TokenState st, bool uniform) {
-    if (uniform && st == trace::TokenState::Masked) return "noisy";
-    if (uniform && st == trace::TokenState::DecodedNow) return "changed now";
-    return trace::to_string(st);
-}
-
 // Change count as ticks along the cell's top edge (up to 4; a fifth tick-wide bar means more).
 void draw_change_ticks(ImDrawList* dl, ImVec2 a, ImVec2 b, int32_t changes, ImU32 color) {
     const int n = std::min(changes, 5);
@@ -47,6 +41,21 @@ void draw_change_ticks(ImDrawList* dl, ImVec2 a, ImVec2 b, int32_t changes, ImU3
 }
 
 }  // namespace
+
+const char* state_label(trace::TokenState st, bool uniform) {
+    if (!uniform) return trace::to_string(st);
+    switch (st) {
+        case trace::TokenState::Masked:
+            return "noisy";
+        case trace::TokenState::DecodedNow:
+            return "changed now";
+        case trace::TokenState::DecodedEarlier:
+            return "final";
+        case trace::TokenState::Prompt:
+            break;
+    }
+    return trace::to_string(st);
+}
 
 void draw_token_strip(ColumnContext& c) {
     if (c.step < 0 || c.run.steps.empty()) {
@@ -130,7 +139,7 @@ void draw_token_strip(ColumnContext& c) {
             const int32_t id = s.tokens[static_cast<size_t>(i)];
             auto text = c.run.token_text.count(id) ? c.run.token_text.at(id) : std::string("?");
             ImGui::BeginTooltip();
-            ImGui::Text("position %d  (%s)", i, state_name(state, uni.on));
+            ImGui::Text("position %d  (%s)", i, state_label(state, uni.on));
             ImGui::Text("token %d: \"%s\"", id, text.c_str());
             if (uni.on && g >= 0) {
                 const int32_t p = s.predicted[static_cast<size_t>(i)];
