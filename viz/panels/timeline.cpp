@@ -35,7 +35,8 @@ void draw_timeline(ColumnContext& c) {
     }
     const float height = std::clamp(static_cast<float>(n_steps) * 2.f, ImGui::GetFontSize() * 3,
                                     ImGui::GetFontSize() * 10);
-    ImGui::TextDisabled("steps x positions (masked rows recomputed: orange)");
+    ImGui::TextDisabled("steps x positions (%s rows recomputed: orange)",
+                        c.run.info.noise_process == "uniform" ? "noisy" : "masked");
     const ImVec2 pos = ImGui::GetCursorScreenPos();
     const ImVec2 size{c.width, height};
     ImGui::InvisibleButton("##timeline", size);
