@@ -10,6 +10,11 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// How many of `steps` count "up to step upto".
+size_t step_count(const StepList& steps, int32_t upto) {
+    return upto < 0 ? steps.size() : std::min(steps.size(), static_cast<size_t>(upto) + 1);
+}
+
 // Average ranks (ties share the mean rank), 1-based.
 std::vector<double> ranks(const std::vector<double>& v) {
     std::vector<size_t> order(v.size());
@@ -136,8 +141,8 @@ DriftAccumulator::DriftAccumulator(int32_t max_distance) {
     m_sums.by_distance.assign(static_cast<size_t>(bins), {});
 }
 
-void DriftAccumulator::add_run(const RunInfo& info, const StepList& steps) {
-    for (size_t s = 1; s < steps.size(); ++s) {
+void DriftAccumulator::add_run(const RunInfo& info, const StepList& steps, int32_t upto) {
+    for (size_t s = 1; s < step_count(steps, upto); ++s) {
         const auto& step = *steps[s];
         const auto& before = *steps[s - 1];
         if (!step.has_drift || before.committed.empty()) continue;
@@ -152,19 +157,19 @@ DriftReport DriftAccumulator::report() const {
     return r;
 }
 
-std::vector<int32_t> last_change_steps(const RunInfo& info, const StepList& steps) {
+std::vector<int32_t> last_change_steps(const RunInfo& info, const StepList& steps, int32_t upto) {
     std::vector<int32_t> last(static_cast<size_t>(info.gen_len), -1);
-    for (const auto& s : steps)
-        for (int32_t c : s->committed)
+    for (size_t k = 0; k < step_count(steps, upto); ++k)
+        for (int32_t c : steps[k]->committed)
             if (c >= info.prompt_len && c < info.seq_len())
-                last[static_cast<size_t>(c - info.prompt_len)] = s->step;
+                last[static_cast<size_t>(c - info.prompt_len)] = steps[k]->step;
     return last;
 }
 
-std::vector<int32_t> change_counts(const RunInfo& info, const StepList& steps) {
+std::vector<int32_t> change_counts(const RunInfo& info, const StepList& steps, int32_t upto) {
     std::vector<int32_t> n(static_cast<size_t>(info.gen_len), 0);
-    for (const auto& s : steps)
-        for (int32_t c : s->committed)
+    for (size_t k = 0; k < step_count(steps, upto); ++k)
+        for (int32_t c : steps[k]->committed)
             if (c >= info.prompt_len && c < info.seq_len())
                 ++n[static_cast<size_t>(c - info.prompt_len)];
     return n;

@@ -42,12 +42,15 @@ struct DriftReport {
     std::array<std::array<double, 4>, kDriftRegions> ratio_to_active() const;
 };
 
+// Every function takes the steps "up to step t" as metrics.h does: index <= upto (all when
+// upto < 0), so a view at its step cursor needs no copy of the list.
+//
 // Accumulates the drift records of runs (steps without has_drift are skipped). The change a
 // step measures was caused by the tokens committed at the step before it.
 class DriftAccumulator {
 public:
     explicit DriftAccumulator(int32_t max_distance = 16);
-    void add_run(const RunInfo& info, const StepList& steps);
+    void add_run(const RunInfo& info, const StepList& steps, int32_t upto = -1);
     DriftReport report() const;
 
 private:
@@ -55,11 +58,12 @@ private:
 };
 
 // The step at which each response position last changed (-1: never), from the steps' commits.
-std::vector<int32_t> last_change_steps(const RunInfo& info, const StepList& steps);
+std::vector<int32_t> last_change_steps(const RunInfo& info, const StepList& steps,
+                                       int32_t upto = -1);
 // How left-to-right a decode order is: Spearman's rank correlation of position against the step
 // of its last change, over positions that changed (1 = strictly left to right; NaN if < 2).
 double left_to_right(const std::vector<int32_t>& last_change);
 // How many times each response position changed (1 per commit under masked noise).
-std::vector<int32_t> change_counts(const RunInfo& info, const StepList& steps);
+std::vector<int32_t> change_counts(const RunInfo& info, const StepList& steps, int32_t upto = -1);
 
 }  // namespace cl::trace

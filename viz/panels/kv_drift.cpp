@@ -5,6 +5,7 @@
 // the drift probe (live columns always ask for it).
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "engine/trace/drift_analysis.h"
 #include "viz/palette.h"
@@ -76,26 +77,50 @@ void draw_distance_profile(const ColumnContext& c, const trace::DriftReport& r) 
     ImGui::NewLine();  // legend items leave the cursor on their line
 }
 
+// The run's drift up to a step, computed once per (run, step record) rather than every frame:
+// records are immutable, so the record at the cursor identifies the steps before it (a re-run
+// publishes new records). The canvas is drawn on one thread only.
+struct DriftSummary {
+    const trace::StepRecord* first = nullptr;  // with `at`: which run and which step
+    const trace::StepRecord* at = nullptr;
+    trace::DriftReport report;
+    double left_to_right = NAN;
+};
+
+const DriftSummary& drift_summary(const ColumnContext& c) {
+    static std::map<int32_t, DriftSummary> by_run;
+    const auto* first = c.run.steps.front().get();
+    const auto* at = c.run.steps[static_cast<size_t>(c.step)].get();
+    DriftSummary& d = by_run[c.run.info.run_id];
+    if (d.first == first && d.at == at) return d;
+    d.first = first;
+    trace::DriftAccumulator acc(kMaxDistance);
+    acc.add_run(c.run.info, c.run.steps, c.step);
+    d.at = at;
+    d.report = acc.report();
+    d.left_to_right =
+        trace::left_to_right(trace::last_change_steps(c.run.info, c.run.steps, c.step));
+    return d;
+}
+
 }  // namespace
 
 void draw_kv_drift(ColumnContext& c) {
-    const auto upto = static_cast<std::ptrdiff_t>(c.step) + 1;
     if (c.step < 0 || c.run.steps.empty()) return;
-    const trace::StepList prefix(c.run.steps.begin(), c.run.steps.begin() + upto);
-    if (std::none_of(prefix.begin(), prefix.end(), [](const auto& s) { return s->has_drift; })) {
+    const auto& steps = c.run.steps;
+    const auto upto = static_cast<size_t>(c.step) + 1;
+    if (std::none_of(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(upto),
+                     [](const auto& s) { return s->has_drift; })) {
         ImGui::TextDisabled("no drift probe in this run (generate --drift records it)");
         return;
     }
-    trace::DriftAccumulator acc(kMaxDistance);
-    acc.add_run(c.run.info, prefix);
-    const auto report = acc.report();
+    const DriftSummary& d = drift_summary(c);
     ImGui::Text("%s noise, steps 0-%d", c.run.info.noise_process.c_str(), c.step);
-    draw_region_table(report);
-    draw_distance_profile(c, report);
-    const double ltr = trace::left_to_right(trace::last_change_steps(c.run.info, prefix));
-    if (std::isfinite(ltr))
+    draw_region_table(d.report);
+    draw_distance_profile(c, d.report);
+    if (std::isfinite(d.left_to_right))
         ImGui::Text("decode order: Spearman(position, last change) = %.2f (1 = left to right)",
-                    ltr);
+                    d.left_to_right);
 }
 
 }  // namespace cl::viz

@@ -15,8 +15,7 @@ namespace cl::viz {
 namespace {
 
 // Under uniform noise a position is never masked: "noisy" until its block ends. What a uniform
-// cell shows besides its state: how often the position changed up to this step and whether the
-// step's prediction agrees with its token (settled).
+// cell shows besides its state: how often the position changed up to this step.
 struct UniformCells {
     bool on = false;
     std::vector<int32_t> changes;  // (G) up to the current step
@@ -25,11 +24,13 @@ struct UniformCells {
 UniformCells uniform_cells(const ColumnContext& c) {
     UniformCells u;
     u.on = c.run.info.noise_process == "uniform";
-    if (!u.on) return u;
-    const auto upto = static_cast<std::ptrdiff_t>(c.step) + 1;
-    const trace::StepList prefix(c.run.steps.begin(), c.run.steps.begin() + upto);
-    u.changes = trace::change_counts(c.run.info, prefix);
+    if (u.on) u.changes = trace::change_counts(c.run.info, c.run.steps, c.step);
     return u;
+}
+
+int32_t changes_at(const UniformCells& u, const ColumnContext& c, int32_t position) {
+    const int32_t g = position - c.run.info.prompt_len;
+    return u.on && g >= 0 ? u.changes[static_cast<size_t>(g)] : 0;
 }
 
 // Change count as ticks along the cell's top edge (up to 4; a fifth tick-wide bar means more).
@@ -38,6 +39,120 @@ void draw_change_ticks(ImDrawList* dl, ImVec2 a, ImVec2 b, int32_t changes, ImU3
     const float w = (b.x - a.x) / 5.f;
     for (int t = 0; t < n; ++t)
         dl->AddRectFilled({a.x + t * w, a.y}, {a.x + (t + 1) * w - 1, a.y + 2}, color);
+}
+
+bool recomputed_at_any_layer(const trace::StepRecord& s, int32_t i) {
+    for (int32_t l = 0; l < s.n_layers; ++l)
+        if (s.action(l, i) == trace::RowAction::Recomputed) return true;
+    return false;
+}
+
+// Long sequences: one texture row per strip instead of thousands of rectangles.
+void draw_strip_texture(ColumnContext& c, const trace::StepRecord& s, int32_t from, float h) {
+    const auto& pal = palette(c.view.dark);
+    const int32_t count = s.seq_len - from;
+    std::vector<uint32_t> px(static_cast<size_t>(count));
+    for (int32_t i = from; i < s.seq_len; ++i) {
+        const auto st = s.states[static_cast<size_t>(i)];
+        const bool recomputed =
+            s.n_layers > 0 && s.action(s.n_layers - 1, i) == trace::RowAction::Recomputed;
+        px[static_cast<size_t>(i - from)] =
+            to_rgba8(recomputed && st == trace::TokenState::Masked ? pal.recomputed
+                                                                   : state_color(st, c.view.dark));
+    }
+    const std::string key =
+        "strip/" + std::to_string(c.run.info.run_id) + "/" + std::to_string(s.step);
+    ImTextureID tex = c.textures.rgba_texture(key, count, 1, px);
+    const ImVec2 pos = ImGui::GetCursorScreenPos();
+    ImGui::InvisibleButton("##tokens", {c.width, h});
+    ImGui::GetWindowDrawList()->AddImage(tex, pos, {pos.x + c.width, pos.y + h});
+    if (!ImGui::IsItemHovered()) return;
+    const int32_t i = from + std::clamp(static_cast<int32_t>((ImGui::GetIO().MousePos.x - pos.x) /
+                                                             c.width * static_cast<float>(count)),
+                                        0, count - 1);
+    c.view.hovered_pos = i;
+    const bool uniform = c.run.info.noise_process == "uniform";
+    ImGui::SetTooltip("position %d (%s), token %d", i,
+                      state_label(s.states[static_cast<size_t>(i)], uniform),
+                      s.tokens[static_cast<size_t>(i)]);
+    if (ImGui::IsMouseClicked(0)) c.view.pinned_pos = i;
+}
+
+std::string token_text(const ColumnContext& c, int32_t id) {
+    auto it = c.run.token_text.find(id);
+    return it != c.run.token_text.end() ? it->second : std::string("?");
+}
+
+// The inspector tooltip of one position.
+void cell_tooltip(const ColumnContext& c, const trace::StepRecord& s, int32_t i,
+                  const UniformCells& uni) {
+    const auto state = s.states[static_cast<size_t>(i)];
+    const int32_t id = s.tokens[static_cast<size_t>(i)];
+    const int32_t p = s.predicted[static_cast<size_t>(i)];
+    ImGui::BeginTooltip();
+    ImGui::Text("position %d  (%s)", i, state_label(state, uni.on));
+    ImGui::Text("token %d: \"%s\"", id, token_text(c, id).c_str());
+    if (uni.on && i >= c.run.info.prompt_len) {
+        const bool open =
+            state == trace::TokenState::Masked || state == trace::TokenState::DecodedNow;
+        ImGui::Text("changed %d times; %s", changes_at(uni, c, i),
+                    !open ? "final (its block has ended)"
+                          : (p == id ? "settled: the prediction agrees" : "unsettled"));
+    }
+    const float conf = s.confidence[static_cast<size_t>(i)];
+    if (std::isfinite(conf))
+        ImGui::Text("candidate %d \"%s\", confidence %.3f", p, token_text(c, p).c_str(), conf);
+    int recomputed_layers = 0;
+    for (int32_t l = 0; l < s.n_layers; ++l)
+        recomputed_layers += s.action(l, i) == trace::RowAction::Recomputed;
+    ImGui::Text("recomputed at %d of %d layers; cache age at layer 0: %d steps", recomputed_layers,
+                s.n_layers, s.cache_age.empty() ? 0 : s.cache_age[static_cast<size_t>(i)]);
+    ImGui::EndTooltip();
+}
+
+// One cell [a, b]: state colour, recompute outline, decoded-now underline, change ticks, pin and
+// lesson annotations.
+void draw_cell(ColumnContext& c, const trace::StepRecord& s, int32_t i, ImVec2 a, ImVec2 b,
+               const UniformCells& uni) {
+    const auto& pal = palette(c.view.dark);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const auto state = s.states[static_cast<size_t>(i)];
+    dl->AddRectFilled(a, b, state_color(state, c.view.dark));
+    if (recomputed_at_any_layer(s, i)) dl->AddRect(a, b, pal.recomputed, 0, 0, 1.5f);
+    if (state == trace::TokenState::DecodedNow)
+        dl->AddLine({a.x, b.y - 1}, {b.x, b.y - 1}, pal.bad, 2.f);
+    if (uni.on) draw_change_ticks(dl, a, b, changes_at(uni, c, i), pal.text);
+    if (i == c.view.pinned_pos)
+        dl->AddRect({a.x - 1, a.y - 1}, {b.x + 1, b.y + 1}, pal.text, 0, 0, 2.f);
+    for (size_t n = 0; n < c.view.annotations.size(); ++n) {
+        const auto& note = c.view.annotations[n];
+        if (note.position == i && (note.step < 0 || note.step == s.step))
+            plot::annotation_marker(dl, {(a.x + b.x) / 2, (a.y + b.y) / 2}, static_cast<int>(n + 1),
+                                    note.text, c.view.dark);
+    }
+}
+
+// The response as text under the strip: masks as a shaded block; under uniform noise, blocks not
+// reached yet as "~" and the active block's current tokens as text.
+std::string response_text(const ColumnContext& c, const trace::StepRecord& s, bool uniform) {
+    const auto& info = c.run.info;
+    std::string text;
+    for (int32_t i = info.prompt_len; i < s.seq_len; ++i) {
+        const bool masked = s.states[static_cast<size_t>(i)] == trace::TokenState::Masked;
+        const int32_t block = info.block_len > 0 ? (i - info.prompt_len) / info.block_len : 0;
+        if (masked && uniform && block > s.block) {
+            text += "~";
+            continue;
+        }
+        if (masked && !uniform) {
+            text += "\xe2\x96\x91";
+            continue;
+        }
+        const int32_t id = s.tokens[static_cast<size_t>(i)];
+        if (id == info.eos_id) break;
+        text += token_text(c, id);
+    }
+    return text;
 }
 
 }  // namespace
@@ -63,129 +178,37 @@ void draw_token_strip(ColumnContext& c) {
         return;
     }
     const auto& s = *c.run.steps[static_cast<size_t>(c.step)];
-    const auto& pal = palette(c.view.dark);
-    ImDrawList* dl = ImGui::GetWindowDrawList();
     const float h = ImGui::GetTextLineHeight() + 4;
     const float cell = ImGui::GetFontSize() * 0.75f;
-    const int32_t L = s.seq_len;
     const float avail = std::max(40.f, c.width);
     const int per_row = std::max(1, static_cast<int>(avail / cell));
     const int32_t from = std::max(0, c.run.info.prompt_len - 8);  // a little prompt context
-    const int32_t count = L - from;
+    const int32_t count = s.seq_len - from;
     if (count > 512) {
-        // Long sequences: one texture row per strip instead of thousands of rectangles.
-        std::vector<uint32_t> px(static_cast<size_t>(count));
-        for (int32_t i = from; i < L; ++i) {
-            const auto st = s.states[static_cast<size_t>(i)];
-            bool recomputed =
-                s.n_layers > 0 && s.action(s.n_layers - 1, i) == trace::RowAction::Recomputed;
-            px[static_cast<size_t>(i - from)] = to_rgba8(
-                recomputed && st == trace::TokenState::Masked ? pal.recomputed
-                                                              : state_color(st, c.view.dark));
-        }
-        const std::string key =
-            "strip/" + std::to_string(c.run.info.run_id) + "/" + std::to_string(s.step);
-        ImTextureID tex = c.textures.rgba_texture(key, count, 1, px);
-        const ImVec2 pos = ImGui::GetCursorScreenPos();
-        ImGui::InvisibleButton("##tokens", {c.width, h});
-        dl->AddImage(tex, pos, {pos.x + c.width, pos.y + h});
-        if (ImGui::IsItemHovered()) {
-            const int32_t i =
-                from + std::clamp(static_cast<int32_t>((ImGui::GetIO().MousePos.x - pos.x) /
-                                                       c.width * count),
-                                  0, count - 1);
-            c.view.hovered_pos = i;
-            ImGui::SetTooltip("position %d (%s), token %d", i,
-                              trace::to_string(s.states[static_cast<size_t>(i)]),
-                              s.tokens[static_cast<size_t>(i)]);
-            if (ImGui::IsMouseClicked(0)) c.view.pinned_pos = i;
-        }
+        draw_strip_texture(c, s, from, h);
         return;
     }
     const UniformCells uni = uniform_cells(c);
     const int rows = (count + per_row - 1) / per_row;
     const ImVec2 origin = ImGui::GetCursorScreenPos();
-    ImGui::InvisibleButton("##tokens", {avail, std::max(h, rows * h)});
+    ImGui::InvisibleButton("##tokens", {avail, std::max(h, static_cast<float>(rows) * h)});
     const bool hovered = ImGui::IsItemHovered();
     const ImVec2 mouse = ImGui::GetIO().MousePos;
-    for (int32_t i = from; i < L; ++i) {
+    for (int32_t i = from; i < s.seq_len; ++i) {
         const int k = i - from;
         const int row = k / per_row;  // whole rows
         const ImVec2 a{origin.x + static_cast<float>(k % per_row) * cell,
                        origin.y + static_cast<float>(row) * h};
         const ImVec2 b{a.x + cell - 1, a.y + h - 2};
-        const auto state = s.states[static_cast<size_t>(i)];
-        dl->AddRectFilled(a, b, state_color(state, c.view.dark));
-        bool recomputed = false;
-        for (int32_t l = 0; l < s.n_layers && !recomputed; ++l)
-            recomputed = s.action(l, i) == trace::RowAction::Recomputed;
-        if (recomputed) dl->AddRect(a, b, pal.recomputed, 0, 0, 1.5f);
-        if (state == trace::TokenState::DecodedNow)
-            dl->AddLine({a.x, b.y - 1}, {b.x, b.y - 1}, pal.bad, 2.f);
-        const int32_t g = i - c.run.info.prompt_len;
-        if (uni.on && g >= 0)
-            draw_change_ticks(dl, a, b, uni.changes[static_cast<size_t>(g)], pal.text);
-        if (i == c.view.pinned_pos)
-            dl->AddRect({a.x - 1, a.y - 1}, {b.x + 1, b.y + 1}, pal.text, 0, 0, 2.f);
-        for (size_t n = 0; n < c.view.annotations.size(); ++n) {
-            const auto& note = c.view.annotations[n];
-            if (note.position == i && (note.step < 0 || note.step == s.step))
-                plot::annotation_marker(dl, {(a.x + b.x) / 2, (a.y + b.y) / 2},
-                                        static_cast<int>(n + 1), note.text, c.view.dark);
-        }
+        draw_cell(c, s, i, a, b, uni);
         if (hovered && mouse.x >= a.x && mouse.x < b.x + 1 && mouse.y >= a.y && mouse.y < b.y + 2) {
             c.view.hovered_pos = i;
             if (ImGui::IsMouseClicked(0)) c.view.pinned_pos = (c.view.pinned_pos == i) ? -1 : i;
-            const int32_t id = s.tokens[static_cast<size_t>(i)];
-            auto text = c.run.token_text.count(id) ? c.run.token_text.at(id) : std::string("?");
-            ImGui::BeginTooltip();
-            ImGui::Text("position %d  (%s)", i, state_label(state, uni.on));
-            ImGui::Text("token %d: \"%s\"", id, text.c_str());
-            if (uni.on && g >= 0) {
-                const int32_t p = s.predicted[static_cast<size_t>(i)];
-                ImGui::Text(
-                    "changed %d times; %s", uni.changes[static_cast<size_t>(g)],
-                    state != trace::TokenState::Masked && state != trace::TokenState::DecodedNow
-                        ? "final (its block has ended)"
-                        : (p == id ? "settled: the prediction agrees" : "unsettled"));
-            }
-            const float conf = s.confidence[static_cast<size_t>(i)];
-            if (std::isfinite(conf)) {
-                const int32_t p = s.predicted[static_cast<size_t>(i)];
-                ImGui::Text("candidate %d \"%s\", confidence %.3f", p,
-                            c.run.token_text.count(p) ? c.run.token_text.at(p).c_str() : "?", conf);
-            }
-            int recomputed_layers = 0;
-            for (int32_t l = 0; l < s.n_layers; ++l)
-                recomputed_layers += s.action(l, i) == trace::RowAction::Recomputed;
-            ImGui::Text("recomputed at %d of %d layers; cache age at layer 0: %d steps",
-                        recomputed_layers, s.n_layers,
-                        s.cache_age.empty() ? 0 : s.cache_age[static_cast<size_t>(i)]);
-            ImGui::EndTooltip();
+            cell_tooltip(c, s, i, uni);
         }
-    }
-    // The response as text under the strip (masks as a shaded block; under uniform noise, blocks
-    // not reached yet as "~" and the active block's current tokens as text).
-    std::string text;
-    for (int32_t i = c.run.info.prompt_len; i < L; ++i) {
-        const int32_t b =
-            c.run.info.block_len > 0 ? (i - c.run.info.prompt_len) / c.run.info.block_len : 0;
-        if (uni.on && s.states[static_cast<size_t>(i)] == trace::TokenState::Masked &&
-            b > s.block) {
-            text += "~";
-            continue;
-        }
-        if (!uni.on && s.states[static_cast<size_t>(i)] == trace::TokenState::Masked) {
-            text += "\xe2\x96\x91";
-            continue;
-        }
-        const int32_t id = s.tokens[static_cast<size_t>(i)];
-        if (id == c.run.info.eos_id) break;
-        auto it = c.run.token_text.find(id);
-        text += it != c.run.token_text.end() ? it->second : "?";
     }
     ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + avail);
-    ImGui::TextUnformatted(text.c_str());
+    ImGui::TextUnformatted(response_text(c, s, uni.on).c_str());
     ImGui::PopTextWrapPos();
 }
 
