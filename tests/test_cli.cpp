@@ -117,12 +117,24 @@ TEST(Cli, UsageErrorsExitTwo) {
     r = cli("train --out " + (dir / "t").string() + " --kv-min-pairs 9 --kv-max-pairs 3 --steps 1");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--kv-min-pairs"), std::string::npos) << r.out;
+    // Uniform noise: the update rule, the trainer's noise process, the drift report's inputs.
+    r = cli("generate --model " + model.string() + " --prompt hi --update-rule newest");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--update-rule"), std::string::npos) << r.out;
+    r = cli("train --out " + (dir / "u").string() + " --noise absorbing --steps 1");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--noise"), std::string::npos) << r.out;
+    r = cli("drift --model " + model.string() + " --tasks prose --items 1");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("prose"), std::string::npos) << r.out;
+    EXPECT_EQ(cli("drift --model " + model.string() + " --items 0").code, 2);
+    EXPECT_EQ(cli("drift --model " + model.string() + " --max-distance 0 --items 1").code, 2);
 }
 
 TEST(Cli, HelpForEveryCommand) {
     for (const std::string c :
-         {"", "generate", "inspect-model", "init-model", "train", "eval", "compare", "bench",
-          "policies", "sessions", "sessions list", "sessions export", "replay"}) {
+         {"", "generate", "inspect-model", "init-model", "train", "eval", "drift", "compare",
+          "bench", "policies", "sessions", "sessions list", "sessions export", "replay"}) {
         auto r = cli(c + " --help");
         EXPECT_EQ(r.code, 0) << c;
         EXPECT_NE(r.out.find("Usage"), std::string::npos) << c << r.out;
