@@ -46,9 +46,16 @@ void migrate_v2_to_v3(Db& db) {
     db.exec("ALTER TABLE step ADD COLUMN has_drift INTEGER NOT NULL DEFAULT 0");
 }
 
+// v3 -> v4: reports, results over many runs kept beside them (sessions/reports.h).
+void migrate_v3_to_v4(Db& db) {
+    db.exec(
+        "CREATE TABLE report (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL, "
+        "created_utc TEXT NOT NULL)");
+}
+
 const std::vector<std::function<void(Db&)>>& migrations() {
     static const std::vector<std::function<void(Db&)>> m{
-        migrate_v1_to_v2, migrate_v2_to_v3};  // index i: v(i+1) -> v(i+2)
+        migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4};  // index i: v(i+1) -> v(i+2)
     return m;
 }
 

@@ -5,6 +5,7 @@
 
 #include "sessions/blob_codec.h"
 #include "sessions/record_sql.h"
+#include "sessions/reports.h"
 #include "sessions/schema.h"
 
 namespace cl::sessions {
@@ -259,6 +260,10 @@ void SessionReader::load_into(trace::TraceStore& store, const std::vector<int64_
     }
 }
 
+std::vector<trace::AccuracySweep> SessionReader::accuracy_sweeps() {
+    return read_accuracy_sweeps(m_db);
+}
+
 std::vector<std::string> SessionReader::check() {
     std::vector<std::string> problems;
     {
@@ -276,6 +281,11 @@ std::vector<std::string> SessionReader::check() {
                 }
             }
         }
+    } catch (const SessionError& e) {
+        problems.emplace_back(e.what());
+    }
+    try {
+        accuracy_sweeps();
     } catch (const SessionError& e) {
         problems.emplace_back(e.what());
     }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/trace/accuracy_sweep.h"
 #include "engine/trace/trace_store.h"
 #include "sessions/record_schema.h"
 #include "sessions/sqlite_util.h"
@@ -52,6 +53,8 @@ public:
     // Fills `store` (a replay store) with the given runs (all when empty), every step complete.
     void load_into(trace::TraceStore& store, const std::vector<int64_t>& run_ids = {},
                    bool with_attention = true);
+    // The accuracy-vs-steps sweeps stored in the file (sessions/reports.h), oldest first.
+    std::vector<trace::AccuracySweep> accuracy_sweeps();
     // Decodes every blob and runs SQLite's integrity check; returns problems (empty = healthy).
     std::vector<std::string> check();
 

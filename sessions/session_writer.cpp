@@ -13,6 +13,7 @@
 
 #include "sessions/blob_codec.h"
 #include "sessions/record_sql.h"
+#include "sessions/reports.h"
 #include "sessions/schema.h"
 
 namespace cl::sessions {
@@ -147,6 +148,15 @@ void SessionWriter::on_run_end(int32_t run_id, const trace::RunSummary& summary)
     m_cv.notify_one();
 }
 
+void SessionWriter::add_report(const trace::AccuracySweep& sweep) {
+    {
+        std::lock_guard lock(m_mutex);
+        m_queue.emplace_back(Report{kAccuracySweepKind, to_json(sweep).dump()});
+        ++m_enqueued;
+    }
+    m_cv.notify_one();
+}
+
 bool SessionWriter::flush() {
     std::unique_lock lock(m_mutex);
     const uint64_t target = m_enqueued;
@@ -231,6 +241,8 @@ void SessionWriter::write_item(const Item& item) {
         write_run_start(start->info);
     else if (const auto* end = std::get_if<RunEnd>(&item))
         write_run_end(end->run_id, end->summary);
+    else if (const auto* report = std::get_if<Report>(&item))
+        insert_report(m_db, report->kind, report->body);
     else
         write_step(*std::get<std::shared_ptr<const trace::StepRecord>>(item));
 }

@@ -22,6 +22,7 @@
 
 #include "sessions/record_schema.h"
 
+#include "engine/trace/accuracy_sweep.h"
 #include "engine/trace/probe.h"
 #include "sessions/sqlite_util.h"
 
@@ -52,6 +53,9 @@ public:
     void publish(std::shared_ptr<const trace::StepRecord> record) override;
     void on_run_end(int32_t run_id, const trace::RunSummary& summary) override;
 
+    // Queues a report (an accuracy sweep) to be stored beside the runs; flush() commits it.
+    void add_report(const trace::AccuracySweep& sweep);
+
     // Blocks until everything queued so far is committed (or failed). Returns error().empty().
     bool flush();
     std::string error() const;
@@ -71,7 +75,10 @@ private:
         int32_t run_id;
         trace::RunSummary summary;
     };
-    using Item = std::variant<RunStart, std::shared_ptr<const trace::StepRecord>, RunEnd>;
+    struct Report {
+        std::string kind, body;
+    };
+    using Item = std::variant<RunStart, std::shared_ptr<const trace::StepRecord>, RunEnd, Report>;
 
     void thread_main();
     void write_batch(std::deque<Item>& batch);

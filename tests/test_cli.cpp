@@ -132,9 +132,9 @@ TEST(Cli, UsageErrorsExitTwo) {
 }
 
 TEST(Cli, HelpForEveryCommand) {
-    for (const std::string c :
-         {"", "generate", "inspect-model", "init-model", "train", "eval", "drift", "compare",
-          "bench", "policies", "sessions", "sessions list", "sessions export", "replay"}) {
+    for (const std::string c : {"", "generate", "inspect-model", "init-model", "train", "eval",
+                                "drift", "sweep-steps", "compare", "bench", "policies", "sessions",
+                                "sessions list", "sessions export", "replay"}) {
         auto r = cli(c + " --help");
         EXPECT_EQ(r.code, 0) << c;
         EXPECT_NE(r.out.find("Usage"), std::string::npos) << c << r.out;
@@ -191,6 +191,52 @@ TEST(Cli, RecordReplayAndSessionCommands) {
     EXPECT_EQ(cli("sessions vacuum " + session).code, 0);
     r = cli("sessions show " + session);
     EXPECT_EQ(r.out.find("\"policy\": \"none\""), std::string::npos) << "run 1 (none) was deleted";
+}
+
+// A masked and a uniform-noise model side by side (compare --also-model, one comparison) and
+// accuracy against the step count (sweep-steps), both recorded into one session.
+TEST(Cli, TwoModelsSideBySideAndAStepSweepInOneSession) {
+    auto dir = test::temp_dir("cli");
+    const auto masked = dir / "masked", uniform = dir / "uniform";
+    ASSERT_EQ(cli("init-model --out " + masked.string() + " --d-model 32 --layers 2").code, 0);
+    std::filesystem::copy(masked, uniform);
+    auto config = nlohmann::json::parse(test::read_file(uniform / "config.json"));
+    config["noise_process"] = "uniform";
+    test::write_file(uniform / "config.json", config.dump(2));
+    const auto session = (dir / "both.clsession").string();
+    const std::string models = " --model " + masked.string() + " --also-model " + uniform.string();
+    const std::string sampler = " --gen-length 8 --block-length 4";
+    auto r = cli("compare" + models + sampler + " --steps 8 --prompt hi --policies block-cache" +
+                 " --json " + (dir / "c.json").string() + " --record " + session);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("block-cache @uniform"), std::string::npos) << r.out;
+    const auto runs = nlohmann::json::parse(test::read_file(dir / "c.json"))["runs"];
+    ASSERT_EQ(runs.size(), 4u);  // none and block-cache on each model
+    EXPECT_EQ(runs[2]["model"], "uniform");
+    EXPECT_EQ(runs[2]["policy"], "none");
+    r = cli("sweep-steps" + models + sampler + " --step-counts 2,8 --tasks arith --items 2" +
+            " --json " + (dir / "s.json").string() + " --record " + session);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto sweep = nlohmann::json::parse(test::read_file(dir / "s.json"));
+    ASSERT_EQ(sweep["points"].size(), 4u);  // 2 models x 2 step counts x 1 task
+    EXPECT_EQ(sweep["points"][3]["noise_process"], "uniform");
+    EXPECT_EQ(sweep["points"][3]["steps"], 8);
+    r = cli("sessions list " + session);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("accuracy-vs-steps report: 4 points"), std::string::npos) << r.out;
+    EXPECT_EQ(cli("sessions check " + session).code, 0);
+    // Step counts that are not numbers, not multiples of the block count, or families unscored.
+    for (const std::string bad : {" --step-counts 3", " --step-counts 8,x", " --step-counts ,",
+                                  " --tasks prose", " --items 0"}) {
+        r = cli("sweep-steps" + models + sampler + bad);
+        EXPECT_EQ(r.code, 2) << bad << r.out;
+    }
+    r = cli("sweep-steps" + models + sampler + " --step-counts 3");
+    EXPECT_NE(r.out.find("--step-counts: 3 is not a multiple"), std::string::npos) << r.out;
+    r = cli("compare --model " + masked.string() + " --also-model " + (dir / "nope").string() +
+            " --prompt hi");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("nope"), std::string::npos) << r.out;
 }
 
 TEST(Cli, BadSessionFilesExitTwo) {

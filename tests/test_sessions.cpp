@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "sessions/blob_codec.h"
+#include "sessions/reports.h"
 #include "sessions/schema.h"
 #include "sessions/session_reader.h"
 #include "sessions/session_writer.h"
@@ -491,6 +492,77 @@ TEST(Sessions, AppendsComparisonsAndDeletesRuns) {
     auto again = SessionReader::open(path);
     EXPECT_EQ(again->runs().size(), 2u);
     EXPECT_EQ(again->info().name, "workshop");
+}
+
+trace::AccuracySweep make_sweep() {
+    trace::AccuracySweep s;
+    s.policy = "none";
+    s.gen_len = 64;
+    s.block_len = 32;
+    s.task_seed = 3;
+    for (const char* model : {"masked-model", "uniform-model"})
+        for (int32_t t : {8, 64}) {
+            trace::AccuracyPoint p;
+            p.model = model;
+            p.noise_process = std::string(model).substr(0, std::string(model).find('-'));
+            p.task = "arith";
+            p.steps = t;
+            p.items = 20;
+            p.correct = t == 8 ? 7 : 19;
+            p.low = 0.1 * p.correct / 20;
+            p.high = 1.0;
+            p.tokens_per_s = 12.5 * t;
+            s.points.push_back(p);
+        }
+    return s;
+}
+
+TEST(Sessions, StoresAccuracySweepsBesideTheRuns) {
+    const auto path = (test::temp_dir("s") / "sweep.clsession").string();
+    write_session(path, 1, 2);
+    const auto sweep = make_sweep();
+    {
+        auto w = SessionWriter::open(path);
+        w->add_report(sweep);
+        ASSERT_TRUE(w->flush()) << w->error();
+    }
+    auto r = SessionReader::open(path, /*repair=*/false);
+    const auto read = r->accuracy_sweeps();
+    ASSERT_EQ(read.size(), 1u);
+    EXPECT_EQ(to_json(read[0]), to_json(sweep));  // every field survives, in one JSON form
+    EXPECT_EQ(read[0].series().size(), 2u);
+    EXPECT_DOUBLE_EQ(read[0].points[1].accuracy(), 19.0 / 20);
+    EXPECT_EQ(r->runs().size(), 1u);  // the runs are untouched
+    EXPECT_TRUE(r->check().empty());
+}
+
+TEST(Sessions, OldFilesHaveNoSweepsAndMalformedOnesNameTheReport) {
+    const auto dir = test::temp_dir("s");
+    const auto old = (dir / "v1.clsession").string();
+    WriterOptions v1;
+    v1.schema_version = 1;
+    write_session(old, 1, 1, v1);
+    EXPECT_TRUE(SessionReader::open(old)->accuracy_sweeps().empty());  // migrated: table exists
+    {
+        Db db(old, SQLITE_OPEN_READWRITE);
+        insert_report(db, kAccuracySweepKind, R"({"policy": "none", "gen_length": 64})");
+        insert_report(db, "some-future-kind", "{}");  // other kinds are not sweeps
+    }
+    auto r = SessionReader::open(old);
+    try {
+        r->accuracy_sweeps();
+        FAIL() << "a sweep without block_length and points was accepted";
+    } catch (const SessionError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find(old), std::string::npos) << what;
+        EXPECT_NE(what.find("report 1"), std::string::npos) << what;
+    }
+    EXPECT_EQ(r->check().size(), 1u);
+    {
+        Db db(old, SQLITE_OPEN_READWRITE);
+        db.exec("UPDATE report SET body = 'not json' WHERE id = 1");
+    }
+    EXPECT_THROW(SessionReader::open(old)->accuracy_sweeps(), SessionError);
 }
 
 }  // namespace

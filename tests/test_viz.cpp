@@ -331,6 +331,72 @@ TEST(Viz, MetricsAgainstTheBaseline) {
     EXPECT_EQ(m.first_divergence, -1);
 }
 
+TEST(Viz, ColumnsOfTwoModelsHaveTheirOwnBaselineAndTitle) {
+    // compare --also-model: a masked and a uniform-noise model, each with its own `none`.
+    std::vector<RunView> runs{make_run("none", 16, 4), make_run("block-cache", 16, 4),
+                              make_run("none", 16, 4), make_run("block-cache", 16, 4)};
+    for (size_t k = 0; k < runs.size(); ++k) {
+        runs[k].info.run_id = static_cast<int32_t>(k);
+        runs[k].info.model_name = k < 2 ? "masked-tiny" : "uniform-tiny";
+        runs[k].info.model_hash = k < 2 ? "aaaa" : "bbbb";
+        runs[k].info.noise_process = k < 2 ? "masked" : "uniform";
+    }
+    EXPECT_EQ(baseline_of(runs, runs[1]), &runs[0]);
+    EXPECT_EQ(baseline_of(runs, runs[3]), &runs[2]);  // not the other model's none
+    EXPECT_EQ(column_title(runs, runs[3]), "block-cache @uniform-tiny");
+    const std::vector<RunView> one_model(runs.begin(), runs.begin() + 2);
+    EXPECT_EQ(column_title(one_model, one_model[1]), "block-cache");
+    EXPECT_EQ(baseline_of({runs[3]}, runs[3]), nullptr);
+    ViewState view;
+    RecordingTextures tex;
+    draw_all(runs, view, tex);
+    view.figure_mode = true;
+    view.figure_panel = "decode-order";
+    draw_all(runs, view, tex);
+}
+
+// Total vertices ImGui emitted for one canvas frame: a panel that draws adds some.
+int canvas_vertices(std::vector<RunView>& runs, ViewState& view, const CanvasOptions& options) {
+    ImGuiNull imgui;
+    RecordingTextures tex;
+    int vertices = 0;
+    imgui.frame([&] { draw_canvas(runs, view, tex, options); });
+    vertices = ImGui::GetDrawData()->TotalVtxCount;
+    return vertices;
+}
+
+TEST(Viz, AccuracySweepsAreDrawnBelowTheColumnsAndAlone) {
+    trace::AccuracySweep sweep;
+    sweep.gen_len = 64;
+    sweep.block_len = 32;
+    for (const char* noise : {"masked", "uniform"})
+        for (int32_t t : {8, 16, 64}) {
+            trace::AccuracyPoint p;
+            p.model = std::string(noise) + "-tiny";
+            p.noise_process = noise;
+            p.task = "arith";
+            p.steps = t;
+            p.items = 10;
+            p.correct = t / 8 + 2;
+            p.low = 0.1;
+            p.high = 0.9;
+            sweep.points.push_back(p);
+        }
+    const std::vector<trace::AccuracySweep> sweeps{sweep};
+    std::vector<RunView> runs{make_run("none", 12, 3)};
+    ViewState view;
+    CanvasOptions with, without;
+    with.sweeps = &sweeps;
+    EXPECT_GT(canvas_vertices(runs, view, with), canvas_vertices(runs, view, without));
+    // Exported alone, and in a session that holds only a sweep.
+    view.figure_mode = true;
+    view.figure_panel = "accuracy-vs-steps";
+    EXPECT_GT(canvas_vertices(runs, view, with), canvas_vertices(runs, view, without));
+    std::vector<RunView> none;
+    ViewState plain;
+    EXPECT_GT(canvas_vertices(none, plain, with), canvas_vertices(none, plain, without));
+}
+
 TEST(Viz, StepSelectionClampsAndAligns) {
     auto r = make_run("none", 8, 5);
     ViewState v;

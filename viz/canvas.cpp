@@ -9,9 +9,9 @@
 namespace cl::viz {
 
 const std::vector<std::string>& panel_names() {
-    static const std::vector<std::string> names{"header",    "tokens",    "timeline",
-                                                "recompute", "attention", "drift",
-                                                "kv-drift",  "diff",      "inspector"};
+    static const std::vector<std::string> names{
+        "header",   "tokens",       "timeline", "recompute", "attention",        "drift",
+        "kv-drift", "decode-order", "diff",     "inspector", "accuracy-vs-steps"};
     return names;
 }
 
@@ -42,7 +42,36 @@ void panel(const char* name, ViewState& view, F&& body) {
                                         palette(view.dark).trigger, 3.f, 0, 3.f);
 }
 
+// The session's accuracy sweeps, below the columns (or alone when exported as a figure).
+void draw_reports(const CanvasOptions& options, ViewState& view) {
+    if (!options.sweeps || options.sweeps->empty()) return;
+    panel("accuracy-vs-steps", view, [&] {
+        if (ImGui::CollapsingHeader("accuracy vs steps (stored sweep)",
+                                    ImGuiTreeNodeFlags_DefaultOpen))
+            draw_accuracy_vs_steps(*options.sweeps, view);
+    });
+}
+
 }  // namespace
+
+namespace {
+// Two folders may hold the same weights (a copy with another config): both name and hash count.
+bool same_model(const RunView& a, const RunView& b) {
+    return a.info.model_hash == b.info.model_hash && a.info.model_name == b.info.model_name;
+}
+}  // namespace
+
+const RunView* baseline_of(const std::vector<RunView>& runs, const RunView& run) {
+    for (const auto& r : runs)
+        if (r.info.policy == "none" && same_model(r, run)) return &r;
+    return nullptr;
+}
+
+std::string column_title(const std::vector<RunView>& runs, const RunView& run) {
+    for (const auto& r : runs)
+        if (!same_model(r, run)) return run.info.policy + " @" + run.info.model_name;
+    return run.info.policy;
+}
 
 void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& textures,
                  const CanvasOptions& options) {
@@ -59,14 +88,13 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
     const int32_t hovered_last_frame = view.hovered_pos;
     view.hovered_pos = -1;
     int32_t max_steps = 0;
-    const RunView* baseline = nullptr;
-    for (const auto& r : runs) {
+    for (const auto& r : runs)
         max_steps = std::max(max_steps, static_cast<int32_t>(r.steps.size()));
-        if (r.info.policy == "none" && !baseline) baseline = &r;
-    }
     view.steps_available = max_steps;
-    if (runs.empty()) {
-        ImGui::TextDisabled("No runs. Pick policies and press Play, or open a session.");
+    if (runs.empty() || (view.figure_mode && view.figure_panel == "accuracy-vs-steps")) {
+        if (runs.empty())
+            ImGui::TextDisabled("No runs. Pick policies and press Play, or open a session.");
+        draw_reports(options, view);
         return;
     }
     if (view.figure_panel.empty() || !view.figure_mode) draw_legend(runs, view);
@@ -76,7 +104,8 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
     const float col_w =
         std::max(options.column_min_width, avail / cols - ImGui::GetStyle().ItemSpacing.x);
     const bool inspecting = view.pinned_pos >= 0;
-    const float reserve = ImGui::GetFontSize() * (inspecting ? 24 : 8);
+    const bool has_reports = options.sweeps && !options.sweeps->empty();
+    const float reserve = ImGui::GetFontSize() * ((inspecting ? 24 : 8) + (has_reports ? 13 : 0));
     const float height =
         std::max(ImGui::GetFontSize() * 10, ImGui::GetContentRegionAvail().y - reserve);
     ImGui::BeginChild("##columns", {0, height}, false, ImGuiWindowFlags_HorizontalScrollbar);
@@ -86,9 +115,10 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         ImGui::PushID(k);
         ImGui::BeginChild("##column", {col_w, 0}, true);
         const float inner = ImGui::GetContentRegionAvail().x;
-        ColumnContext c{run, baseline, view, textures, column_step(run, view, max_steps), inner};
-        if (view.figure_mode && !view.figure_panel.empty())
-            ImGui::TextUnformatted(run.info.policy.c_str());
+        ColumnContext c{
+            run,   baseline_of(runs, run), view, textures, column_step(run, view, max_steps),
+            inner, column_title(runs, run)};
+        if (view.figure_mode && !view.figure_panel.empty()) ImGui::TextUnformatted(c.title.c_str());
         panel("header", view, [&] { draw_header_metrics(c); });
         if (!view.figure_mode || view.figure_panel.empty()) ImGui::Separator();
         panel("tokens", view, [&] { draw_token_strip(c); });
@@ -111,6 +141,12 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
                                         open_first ? ImGuiTreeNodeFlags_DefaultOpen : 0))
                 draw_kv_drift(c);
         });
+        panel("decode-order", view, [&] {
+            const bool open_first = c.run.info.noise_process == "uniform";
+            if (ImGui::CollapsingHeader("decode order (step of last change)",
+                                        open_first ? ImGuiTreeNodeFlags_DefaultOpen : 0))
+                draw_decode_order(c);
+        });
         panel("diff", view, [&] { draw_diff_strip(c); });
         ImGui::EndChild();
         ImGui::PopID();
@@ -125,6 +161,7 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         ImGui::TextDisabled("position %d - click a token to pin it in the inspector",
                             hovered_last_frame);
     }
+    draw_reports(options, view);
     if (!view.figure_mode || view.figure_panel.empty()) draw_throughput_chart(runs, view);
 }
 

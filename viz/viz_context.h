@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/trace/accuracy_sweep.h"
 #include "engine/trace/trace_types.h"
 #include "viz/lesson.h"
 
@@ -89,6 +90,9 @@ public:
 // [SECTION] entry points
 struct CanvasOptions {
     float column_min_width = 240.f;
+    // Reports of the open session drawn below the columns (the "accuracy-vs-steps" panel); null
+    // or empty: none.
+    const std::vector<trace::AccuracySweep>* sweeps = nullptr;
 };
 
 // The whole canvas: one column per run, step-aligned, every panel of UX.md.

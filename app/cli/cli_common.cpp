@@ -35,6 +35,19 @@ std::shared_ptr<Model> ModelOptions::load() const {
     return Model::load(dir, opts);
 }
 
+void AlsoModelOptions::add_to(CLI::App& app, const std::string& what) {
+    app.add_option("--also-model", dirs, "Also " + what + " on this model folder (repeatable)");
+}
+
+std::vector<ModelOptions> AlsoModelOptions::models(const ModelOptions& first) const {
+    std::vector<ModelOptions> out{first};
+    for (const auto& dir : dirs) {
+        out.push_back(first);
+        out.back().model_dir = dir;
+    }
+    return out;
+}
+
 void PromptOptions::add_to(CLI::App& app) {
     app.add_option("--prompt", prompt, "Prompt text");
     app.add_option("--prompt-file", prompt_file, "Read the prompt from a UTF-8 text file");

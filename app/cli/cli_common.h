@@ -25,6 +25,14 @@ struct ModelOptions {
     std::shared_ptr<Model> load() const;
 };
 
+// `--also-model DIR` (repeatable): further model folders that run the same work as --model (a
+// masked and a uniform-noise model side by side). models() is --model first, then those.
+struct AlsoModelOptions {
+    std::vector<std::string> dirs;
+    void add_to(CLI::App& app, const std::string& what);
+    std::vector<ModelOptions> models(const ModelOptions& first) const;
+};
+
 struct PromptOptions {
     std::string prompt;
     std::string prompt_file;

@@ -8,6 +8,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
+#include "app/cli/task_scoring.h"
 #include "engine/base/errors.h"
 #include "engine/base/stats.h"
 #include "engine/generation/policy_registry.h"
@@ -25,8 +26,41 @@ struct BenchOptions {
     int repeats = 3;
     std::string mode = "both";
     std::string prompt_family = "kv";
+    int accuracy_items = 0;  // > 0: exact match of every policy on this many items per family
+    std::string accuracy_tasks = "arith,reverse";
     std::string json_file;
 };
+
+// Exact match of every (mode, policy) on eval items, each against `none` of the same mode on the
+// same items (in "own" mode `none` is the uncached one-token-per-step sampler): what a speedup
+// costs, with intervals. `names` starts with "none".
+nlohmann::json bench_accuracy(const std::shared_ptr<Model>& model, const BenchOptions& o,
+                              const GenerationConfig& base_cfg,
+                              const std::vector<std::string>& names,
+                              const std::vector<std::string>& modes) {
+    nlohmann::json out = nlohmann::json::array();
+    const auto families = split_list(o.accuracy_tasks);
+    for (const auto& mode : modes) {
+        std::printf("\naccuracy, mode %s: %d eval items per family (task seed 1)\n", mode.c_str(),
+                    o.accuracy_items);
+        print_accuracy_header(12);
+        std::map<std::string, std::vector<bool>> baseline;
+        for (const auto& n : names) {
+            const auto cfg = mode == "own" ? apply_own_decoding(base_cfg, n) : base_cfg;
+            const ScoringSetup setup{model, cfg, n, o.params.for_policy(n, names.size() == 1),
+                                     o.model.threads};
+            for (const auto& family : families) {
+                const auto score = score_family(setup, family, o.accuracy_items, 1);
+                const bool is_base = n == "none";
+                out.push_back(
+                    accuracy_row(n, family, score, is_base ? nullptr : &baseline[family], 12));
+                out.back()["mode"] = mode;
+                if (is_base) baseline[family] = score.correct_items;
+            }
+        }
+    }
+    return out;
+}
 
 int run_bench(BenchOptions o) {
     auto model = o.model.load();
@@ -40,8 +74,11 @@ int run_bench(BenchOptions o) {
     else
         names = split_list(o.policies);
     for (const auto& n : names) resolve_policy_params(n, {});
-    if (std::find(names.begin(), names.end(), "none") == names.end())
-        names.insert(names.begin(), "none");
+    names.erase(std::remove(names.begin(), names.end(), "none"), names.end());
+    names.insert(names.begin(), "none");  // the baseline comes first
+    if (o.accuracy_items > 0) check_scored_families(split_list(o.accuracy_tasks));
+    if (o.accuracy_items < 0 || o.accuracy_items > 100000)
+        throw InputError("--accuracy-items: must be between 0 and 100000");
     std::vector<std::string> modes;
     if (o.mode == "both" || o.mode == "cache-only") modes.emplace_back("cache-only");
     if (o.mode == "both" || o.mode == "own") modes.emplace_back("own");
@@ -124,12 +161,15 @@ int run_bench(BenchOptions o) {
     std::printf("\nprompt tokens (chat template included):");
     for (int32_t n : prompt_tokens) std::printf(" %d", n);
     std::printf("\n");
+    nlohmann::json accuracy = nlohmann::json::array();
+    if (o.accuracy_items > 0) accuracy = bench_accuracy(model, o, base_cfg, names, modes);
     if (!o.json_file.empty()) {
         write_json_file(o.json_file, nlohmann::json{{"model", model->name()},
                                                     {"threads", o.model.threads},
                                                     {"sampler", base_cfg.to_map()},
                                                     {"prompt_tokens", prompt_tokens},
-                                                    {"results", results}});
+                                                    {"results", results},
+                                                    {"accuracy", accuracy}});
     }
     return kOk;
 }
@@ -154,6 +194,11 @@ void add_bench_command(CLI::App& root, Runner& run) {
         ->capture_default_str();
     cmd->add_option("--mode", o->mode,
                     "cache-only (same sampler for all), own (each policy's decoding) or both")
+        ->capture_default_str();
+    cmd->add_option("--accuracy-items", o->accuracy_items,
+                    "Also measure exact match on this many eval items per family (0 = off)")
+        ->capture_default_str();
+    cmd->add_option("--accuracy-tasks", o->accuracy_tasks, "Task families of --accuracy-items")
         ->capture_default_str();
     cmd->add_option("--json", o->json_file, "Write the results as JSON");
     cmd->callback([o, &run] { run = [o] { return run_bench(*o); }; });

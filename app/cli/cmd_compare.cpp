@@ -1,6 +1,7 @@
 // `cachelens-cli compare --policies a,b,c`: one prompt, one seed, every policy side by side, with
 // the baseline `none` run first (added when not listed) so speedup and agreement are measured in
-// the same process on the same prompt.
+// the same process on the same prompt. `--also-model` repeats the columns on further models (a
+// masked and a uniform-noise model side by side), all recorded as one comparison.
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -19,6 +20,7 @@ struct CompareOptions {
     PromptOptions prompt;
     SamplerOptions sampler;
     ParamOptions params;
+    AlsoModelOptions also;  // further model folders, same policies and prompt
     std::string policies = "none,dkv-decode,elastic";
     bool own_decoding = false;
     std::string json_file;
@@ -27,68 +29,102 @@ struct CompareOptions {
     bool oracle = false;
 };
 
-int run_compare(const CompareOptions& o) {
-    auto model = o.model.load();
-    const std::string text = o.prompt.text();
+std::unique_ptr<sessions::SessionWriter> open_recorder(const CompareOptions& o) {
+    if (o.record_file.empty()) return nullptr;
+    try {
+        sessions::WriterOptions wo;
+        wo.want_oracle = o.oracle;
+        wo.attention_bits = o.attention_bits;
+        return sessions::SessionWriter::open(o.record_file, wo);
+    } catch (const sessions::SessionError& e) {
+        throw InputError(e.what());
+    }
+}
+
+// The policy columns, validated before any model runs, with the baseline `none` first.
+std::vector<std::string> column_specs(const CompareOptions& o) {
     auto names = split_list(o.policies);
     if (names.empty()) throw InputError("--policies: no policy given");
     for (const auto& n : names)
         resolve_policy_params(parse_column(n).first, parse_column(n).second);  // validate first
     if (std::find(names.begin(), names.end(), "none") == names.end())
         names.insert(names.begin(), "none");
-    const GenerationConfig base_cfg = o.sampler.resolve(*model);
+    return names;
+}
+
+// One model's runs, each compared with that model's own `none` run (the first column).
+struct ModelRuns {
+    std::string model_name;
+    GenerationConfig config;
     std::vector<PolicyRun> runs;
-    int32_t run_id = 0;
-    std::unique_ptr<sessions::SessionWriter> recorder;
-    if (!o.record_file.empty()) {
-        try {
-            sessions::WriterOptions wo;
-            wo.want_oracle = o.oracle;
-            wo.attention_bits = o.attention_bits;
-            recorder = sessions::SessionWriter::open(o.record_file, wo);
-        } catch (const sessions::SessionError& e) {
-            throw InputError(e.what());
-        }
-    }
-    for (const auto& spec : names) {
+};
+
+ModelRuns run_model(const ModelOptions& mo, const CompareOptions& o, const std::string& text,
+                    const std::vector<std::string>& specs, int32_t& run_id,
+                    sessions::SessionWriter* recorder) {
+    auto model = mo.load();
+    ModelRuns out{model->name(), o.sampler.resolve(*model), {}};
+    for (const auto& spec : specs) {
         const auto [n, params] = column_policy_params(spec, o.params);
-        auto cfg = o.own_decoding ? apply_own_decoding(base_cfg, n) : base_cfg;
-        runs.push_back(
-            run_policy(model, text, cfg, n, params, run_id++, o.model.threads, recorder.get()));
+        auto cfg = o.own_decoding ? apply_own_decoding(out.config, n) : out.config;
+        out.runs.push_back(run_policy(model, text, cfg, n, params, run_id++, mo.threads, recorder));
     }
-    if (recorder && !recorder->flush())
-        throw RuntimeFailure("recording failed: " + recorder->error());
-    const PolicyRun& base = runs.front();
+    return out;
+}
+
+nlohmann::json print_model_runs(const ModelRuns& m, bool name_model) {
     nlohmann::json out = nlohmann::json::array();
-    std::printf("%-12s %8s %8s %9s %8s %10s %10s %9s %10s\n", "policy", "steps", "tok/s", "speedup",
-                "FLOP-x", "efficiency", "recompute", "agree", "diverges");
-    for (const auto& r : runs) {
-        const auto m = compare_with_baseline(r, base);
+    const PolicyRun& base = m.runs.front();
+    for (const auto& r : m.runs) {
+        const auto x = compare_with_baseline(r, base);
+        const std::string label = name_model ? r.policy + " @" + m.model_name : r.policy;
         std::printf(
-            "%-12s %8d %8.1f %8.2fx %7.2fx %10.2f %9.1f%% %8.1f%% %10s\n", r.policy.c_str(),
-            r.summary.steps, m.tokens_per_s, m.speedup, m.flop_ratio, m.efficiency,
-            100 * m.recompute, 100 * m.agreement,
-            m.first_divergence < 0 ? "-" : ("step " + std::to_string(m.first_divergence)).c_str());
+            "%-12s %8d %8.1f %8.2fx %7.2fx %10.2f %9.1f%% %8.1f%% %10s\n", label.c_str(),
+            r.summary.steps, x.tokens_per_s, x.speedup, x.flop_ratio, x.efficiency,
+            100 * x.recompute, 100 * x.agreement,
+            x.first_divergence < 0 ? "-" : ("step " + std::to_string(x.first_divergence)).c_str());
         out.push_back({{"policy", r.policy},
+                       {"model", m.model_name},
                        {"params", r.params},
                        {"steps", r.summary.steps},
-                       {"tokens_per_s", m.tokens_per_s},
-                       {"speedup", m.speedup},
-                       {"flop_ratio", m.flop_ratio},
-                       {"efficiency", m.efficiency},
-                       {"recompute_fraction", m.recompute},
-                       {"agreement", m.agreement},
-                       {"first_divergence", m.first_divergence},
+                       {"tokens_per_s", x.tokens_per_s},
+                       {"speedup", x.speedup},
+                       {"flop_ratio", x.flop_ratio},
+                       {"efficiency", x.efficiency},
+                       {"recompute_fraction", x.recompute},
+                       {"agreement", x.agreement},
+                       {"first_divergence", x.first_divergence},
                        {"wall_ms", r.summary.wall_ms},
                        {"text", r.summary.final_text}});
     }
+    return out;
+}
+
+int run_compare(const CompareOptions& o) {
+    const std::string text = o.prompt.text();
+    const auto specs = column_specs(o);
+    auto recorder = open_recorder(o);
+    std::vector<ModelRuns> results;
+    int32_t run_id = 0;
+    for (const auto& mo : o.also.models(o.model))
+        results.push_back(run_model(mo, o, text, specs, run_id, recorder.get()));
+    if (recorder && !recorder->flush())
+        throw RuntimeFailure("recording failed: " + recorder->error());
+    std::printf("%-12s %8s %8s %9s %8s %10s %10s %9s %10s\n", "policy", "steps", "tok/s", "speedup",
+                "FLOP-x", "efficiency", "recompute", "agree", "diverges");
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& m : results)
+        for (auto& j : print_model_runs(m, results.size() > 1)) out.push_back(std::move(j));
     std::printf("\n");
-    for (const auto& r : runs)
-        std::printf("[%s] %s\n", r.policy.c_str(), r.summary.final_text.c_str());
+    for (const auto& m : results)
+        for (const auto& r : m.runs)
+            std::printf("[%s%s] %s\n", r.policy.c_str(),
+                        results.size() > 1 ? (" @" + m.model_name).c_str() : "",
+                        r.summary.final_text.c_str());
     if (!o.json_file.empty()) {
-        write_json_file(
-            o.json_file,
-            nlohmann::json{{"prompt", text}, {"sampler", base_cfg.to_map()}, {"runs", out}});
+        write_json_file(o.json_file, nlohmann::json{{"prompt", text},
+                                                    {"sampler", results.front().config.to_map()},
+                                                    {"runs", out}});
     }
     return kOk;
 }
@@ -107,6 +143,9 @@ void add_compare_command(CLI::App& root, Runner& run) {
                     "Comma-separated policies (none is added as the baseline); "
                     "policy:key=value+key=value sets parameters of one column")
         ->capture_default_str();
+    o->also.add_to(*cmd,
+                   "run every policy (each model is compared with its own none), e.g. a masked and "
+                   "a uniform-noise model side by side");
     cmd->add_flag("--own-decoding", o->own_decoding,
                   "Use each policy's own decoding defaults (e.g. threshold 0.9)");
     cmd->add_option("--json", o->json_file, "Write the comparison as JSON");

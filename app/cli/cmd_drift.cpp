@@ -7,6 +7,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/task_scoring.h"
 #include "engine/base/errors.h"
 #include "engine/generation/generator.h"
 #include "engine/generation/policy_registry.h"
@@ -106,37 +107,28 @@ nlohmann::json report_json(const trace::DriftReport& r, double ltr, int items, i
 int run_drift(const DriftOptions& o) {
     auto model = o.model.load();
     const auto families = split_list(o.tasks);
-    for (const auto& f : families)
-        if (!tasks::is_scored(f)) throw InputError("--tasks: '" + f + "' is not a scored family");
-    if (o.items < 1 || o.items > 10000) throw InputError("--items: must be between 1 and 10000");
+    check_scored_families(families);
+    check_item_count(o.items, 10000);
     if (o.max_distance < 1 || o.max_distance > 1024)
         throw InputError("--max-distance: must be between 1 and 1024");
     const auto params = o.params.for_policy(o.policy);
     resolve_policy_params(o.policy, params);
-    const GenerationConfig cfg = o.sampler.resolve(*model);
+    const ScoringSetup setup{model, o.sampler.resolve(*model), o.policy, params, o.model.threads};
     trace::DriftAccumulator acc(o.max_distance);
     double ltr_sum = 0;
     int ltr_n = 0, correct = 0, total = 0;
     for (const auto& family : families) {
         tasks::TaskGenerator gen(o.task_seed, tasks::Split::Eval);
         for (int i = 0; i < o.items; ++i) {
-            const auto item = gen.next(family);
-            GenerationRequest req;
-            req.prompt_text = item.prompt;
-            req.config = cfg;
-            req.policy = o.policy;
-            req.params = params;
-            req.threads = o.model.threads;
             DriftSink sink;
-            Generator g(model, req, &sink);
-            const auto summary = g.run();
-            acc.add_run(g.info(), sink.steps);
-            const double ltr = trace::left_to_right(trace::last_change_steps(g.info(), sink.steps));
+            const auto r = run_task_item(setup, gen.next(family), &sink);
+            acc.add_run(r.info, sink.steps);
+            const double ltr = trace::left_to_right(trace::last_change_steps(r.info, sink.steps));
             if (!std::isnan(ltr)) {
                 ltr_sum += ltr;
                 ++ltr_n;
             }
-            correct += tasks::exact_match(item, summary.final_text);
+            correct += r.correct;
             ++total;
         }
     }
@@ -155,7 +147,7 @@ int run_drift(const DriftOptions& o) {
         j["model"] = model->name();
         j["noise_process"] = to_string(model->config().noise_process);
         j["policy"] = o.policy;
-        j["sampler"] = cfg.to_map();
+        j["sampler"] = setup.config.to_map();
         write_json_file(o.json_file, j);
     }
     return kOk;

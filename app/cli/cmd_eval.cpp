@@ -1,10 +1,11 @@
-#include <cmath>
 // `cachelens-cli eval`: exact-match accuracy per task family for a policy, with tokens/s.
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
+#include "app/cli/task_scoring.h"
 #include "engine/base/errors.h"
 #include "engine/base/stats.h"
 #include "engine/generation/generator.h"
@@ -13,12 +14,6 @@
 
 namespace cl::cli {
 namespace {
-
-std::string format_p(double p) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, p < 0.001 ? "<0.001" : "%.3f", p);
-    return buf;
-}
 
 struct EvalOptions {
     ModelOptions model;
@@ -32,93 +27,39 @@ struct EvalOptions {
     bool show = false;
 };
 
+using Column = std::pair<std::string, std::map<std::string, double>>;
+
 int run_eval(const EvalOptions& o) {
     auto model = o.model.load();
     const auto families = split_list(o.tasks);
-    for (const auto& f : families)
-        if (!tasks::is_scored(f) ||
-            std::find(tasks::all_families().begin(), tasks::all_families().end(), f) ==
-                tasks::all_families().end())
-            throw InputError("--tasks: '" + f +
-                             "' is not a scored task family (arith, kv, reverse)");
-    if (o.items < 1 || o.items > 100000) throw InputError("--items: must be between 1 and 100000");
+    check_scored_families(families);
+    check_item_count(o.items, 100000);
     const auto columns = split_list(o.policies);
-    std::vector<std::pair<std::string, std::map<std::string, double>>> resolved;
+    std::vector<Column> resolved;
     for (const auto& spec : columns) {  // validate every column before the long run
         resolved.push_back(column_policy_params(spec, o.params));
         resolve_policy_params(resolved.back().first, resolved.back().second);
     }
-    GenerationConfig cfg = o.sampler.resolve(*model);
+    const GenerationConfig cfg = o.sampler.resolve(*model);
     nlohmann::json out = nlohmann::json::array();
-    std::printf("%-24s %-8s %6s %9s %15s %9s %7s %9s\n", "policy", "task", "items", "accuracy",
-                "95% interval", "vs none", "p", "tok/s");
+    print_accuracy_header();
     // Per family, which items the baseline got right: "vs none" counts the items where a policy's
     // verdict differs from the baseline's (fixed + broken), a paired view that the accuracies
     // alone hide.
     std::map<std::string, std::vector<bool>> baseline_ok;
     for (size_t c = 0; c < columns.size(); ++c) {
         const auto& [policy, params] = resolved[c];
+        const ScoringSetup setup{model, cfg, policy, params, o.model.threads};
         for (const auto& family : families) {
-            tasks::TaskGenerator gen(o.task_seed, tasks::Split::Eval);
-            int correct = 0, tokens = 0, fixed = 0, broken = 0;
-            double ms = 0;
-            std::vector<bool> ok_items;
+            const auto s = score_family(setup, family, o.items, o.task_seed, o.show);
             const auto base = baseline_ok.find(family);
-            for (int i = 0; i < o.items; ++i) {
-                auto item = gen.next(family);
-                GenerationRequest req;
-                req.prompt_text = item.prompt;
-                req.config = cfg;
-                req.policy = policy;
-                req.params = params;
-                req.threads = o.model.threads;
-                Generator g(model, req);
-                auto s = g.run();
-                const bool ok = tasks::exact_match(item, s.final_text);
-                correct += ok;
-                ok_items.push_back(ok);
-                if (base != baseline_ok.end()) {
-                    fixed += ok && !base->second[static_cast<size_t>(i)];
-                    broken += !ok && base->second[static_cast<size_t>(i)];
-                }
-                tokens += s.generated_tokens;
-                ms += s.wall_ms;
-                if (o.show)
-                    std::printf("  [%s] %s -> %s (expected %s)\n", ok ? "ok" : "xx",
-                                item.prompt.c_str(), s.final_text.c_str(), item.answer.c_str());
-            }
-            if (policy == "none" && params.empty()) baseline_ok[family] = ok_items;
-            const double acc = static_cast<double>(correct) / o.items;
-            const double tps = ms > 0 ? tokens / (ms / 1000.0) : 0;
-            // Wilson score interval: honest about how few items an accuracy rests on.
-            const auto [low, high] = stats::wilson_interval(correct, o.items);
-            const std::string vs = base == baseline_ok.end() ? "-"
-                                                             : "+" + std::to_string(fixed) + "/-" +
-                                                                   std::to_string(broken);
-            // p: exact McNemar test of fixed vs broken (is the paired difference more than noise?).
-            const double p = stats::paired_exact_p(fixed, broken);
-            const std::string p_text = base == baseline_ok.end() ? "-" : format_p(p);
-            std::printf("%-24s %-8s %6d %8.1f%% %6.1f-%5.1f%% %9s %7s %9.1f\n", columns[c].c_str(),
-                        family.c_str(), o.items, 100 * acc, 100 * low, 100 * high, vs.c_str(),
-                        p_text.c_str(), tps);
-            out.push_back({{"policy", columns[c]},
-                           {"task", family},
-                           {"items", o.items},
-                           {"correct", correct},
-                           {"accuracy", acc},
-                           {"interval95", {low, high}},
-                           {"tokens_per_s", tps},
-                           {"sampler", cfg.to_map()}});
-            if (base != baseline_ok.end()) {
-                out.back()["fixed_vs_none"] = fixed;
-                out.back()["broken_vs_none"] = broken;
-                out.back()["paired_p"] = p;
-            }
+            out.push_back(accuracy_row(columns[c], family, s,
+                                       base == baseline_ok.end() ? nullptr : &base->second));
+            out.back()["sampler"] = cfg.to_map();
+            if (policy == "none" && params.empty()) baseline_ok[family] = s.correct_items;
         }
     }
-    if (!o.json_file.empty()) {
-        write_json_file(o.json_file, out);
-    }
+    if (!o.json_file.empty()) write_json_file(o.json_file, out);
     return kOk;
 }
 

@@ -49,6 +49,13 @@ void print_runs(SessionReader& r) {
                     run.summary ? run.summary->tokens_per_s : 0.0, run.info.model_name.c_str(),
                     prompt.c_str());
     }
+    try {
+        for (const auto& sweep : r.accuracy_sweeps())
+            std::printf("  accuracy-vs-steps report: %zu points, policy %s, G=%d, B=%d\n",
+                        sweep.points.size(), sweep.policy.c_str(), sweep.gen_len, sweep.block_len);
+    } catch (const sessions::SessionError& e) {
+        throw InputError(e.what());
+    }
 }
 
 int run_list(const SessionsOptions& o) {

@@ -124,6 +124,8 @@ void add_train_command(CLI::App& root, Runner& run) {
         ->capture_default_str();
     cmd->add_option("--response-pad", t.response_pad, "Pad responses with EOS to at least N tokens")
         ->capture_default_str();
+    cmd->add_option("--response-pad-max", t.response_pad_max,
+                    "Draw each batch's pad from [--response-pad, N] (0 = always --response-pad)");
     cmd->add_option("--max-minutes", t.max_minutes,
                     "Checkpoint and stop after this many minutes (0 = no limit)");
     cmd->add_option("--threads", o->threads, "CPU threads")->capture_default_str();

@@ -93,7 +93,9 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
     set_theme(!options.light && settings.value("dark", true).toBool());
 
     m_canvas->set_draw([this] {
-        viz::draw_canvas(current_runs(), m_view, *m_canvas);
+        viz::CanvasOptions options;
+        if (source()) options.sweeps = &source()->accuracy_sweeps();
+        viz::draw_canvas(current_runs(), m_view, *m_canvas, options);
         if (m_view.seek_request >= 0) {
             m_view.step = m_view.seek_request;
             m_view.seek_request = -1;

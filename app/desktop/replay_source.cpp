@@ -26,15 +26,17 @@ viz::RunView replay_view(const trace::TraceStore& store, int32_t id) {
 std::unique_ptr<ReplaySource> ReplaySource::open(const std::string& path, bool repair) {
     auto reader = sessions::SessionReader::open(path, repair);
     auto runs = reader->runs();
-    if (runs.empty()) throw sessions::SessionError(path + ": the session holds no runs");
+    std::unique_ptr<ReplaySource> source(new ReplaySource);
+    source->m_sweeps = reader->accuracy_sweeps();
+    if (runs.empty() && source->m_sweeps.empty())
+        throw sessions::SessionError(path + ": the session holds no runs");
     // Show the latest comparison: the runs recorded together, side by side.
-    const int64_t comparison = runs.back().comparison_id;
     std::vector<int64_t> ids;
     for (const auto& r : runs)
-        if (r.comparison_id == comparison) ids.push_back(r.run_id);
+        if (r.comparison_id == runs.back().comparison_id) ids.push_back(r.run_id);
     trace::TraceStore store(false);
-    reader->load_into(store, ids, /*with_attention=*/false);  // attention is read on demand
-    std::unique_ptr<ReplaySource> source(new ReplaySource);
+    if (!ids.empty())
+        reader->load_into(store, ids, /*with_attention=*/false);  // attention: on demand
     for (int32_t id : store.run_ids()) source->m_runs.push_back(replay_view(store, id));
     source->m_reader = std::move(reader);
     source->m_path = path;

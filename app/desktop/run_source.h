@@ -37,6 +37,11 @@ public:
     virtual std::string session_file(std::string& error) = 0;
     // A word for the status bar: "replay", "re-running" or "".
     virtual std::string activity() const = 0;
+    // Reports over many runs (accuracy sweeps) that belong with these runs; none by default.
+    virtual const std::vector<trace::AccuracySweep>& accuracy_sweeps() const {
+        static const std::vector<trace::AccuracySweep> none;
+        return none;
+    }
 };
 
 // Live runs: owns the engine thread; the engine-only controls (policy parameters, speed, loop,
@@ -84,6 +89,7 @@ public:
     std::string last_error() const override { return ""; }
     std::string session_file(std::string&) override { return m_path; }
     std::string activity() const override { return "replay"; }
+    const std::vector<trace::AccuracySweep>& accuracy_sweeps() const override { return m_sweeps; }
 
 private:
     ReplaySource() = default;
@@ -92,6 +98,7 @@ private:
     std::string m_path;
     std::unique_ptr<sessions::SessionReader> m_reader;
     std::vector<viz::RunView> m_runs;
+    std::vector<trace::AccuracySweep> m_sweeps;
     std::set<std::tuple<int32_t, int32_t, int32_t>> m_fetched;  // (run, step, layer)
 };
 

@@ -56,7 +56,7 @@ public:
         tasks::TaskGenerator gen(rng(), split, m_o.difficulty, m_verses);
         std::vector<std::vector<int64_t>> seqs;
         std::vector<int64_t> prompt_lens;
-        size_t max_resp = static_cast<size_t>(m_o.response_pad), max_len = 0;
+        size_t max_resp = static_cast<size_t>(response_pad(rng)), max_len = 0;
         std::vector<std::vector<int32_t>> prompts, responses;
         for (int b = 0; b < m_o.batch_size; ++b) {
             auto item = gen.next(family);
@@ -85,6 +85,11 @@ public:
     }
 
 private:
+    int response_pad(std::mt19937_64& rng) const {
+        if (m_o.response_pad_max <= m_o.response_pad) return m_o.response_pad;
+        return std::uniform_int_distribution<int>(m_o.response_pad, m_o.response_pad_max)(rng);
+    }
+
     const TrainOptions& m_o;
     const Tokenizer& m_tok;
     const ModelConfig& m_cfg;
@@ -180,6 +185,13 @@ void check_options(const TrainOptions& o) {
         throw InputError(Setting{"arith_digits"}, "must be between 1 and 9");
     if (d.kv_min_pairs < 1 || d.kv_max_pairs < d.kv_min_pairs)
         throw InputError(Setting{"kv_min_pairs"}, "need 1 <= kv_min_pairs <= kv_max_pairs");
+    if (o.response_pad < 1 || o.response_pad > 4096)
+        throw InputError(Setting{"response_pad"}, "must be between 1 and 4096");
+    if (o.response_pad_max != 0 &&
+        (o.response_pad_max < o.response_pad || o.response_pad_max > 4096))
+        throw InputError(
+            Setting{"response_pad_max"},
+            "must be 0 or between response_pad (" + std::to_string(o.response_pad) + ") and 4096");
 }
 
 // The tokenizer of the model being trained: copied from a warm start, kept when resuming, or

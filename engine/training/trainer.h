@@ -49,7 +49,11 @@ struct TrainOptions {
     std::map<std::string, double> mixture{
         {"arith", 0.35}, {"kv", 0.35}, {"reverse", 0.15}, {"prose", 0.15}};
     tasks::Difficulty difficulty;
-    int response_pad = 64;   // responses are padded with EOS to at least this length
+    int response_pad = 64;  // responses are padded with EOS to at least this length
+    // > response_pad: each batch's pad is drawn from [response_pad, response_pad_max], so the model
+    // sees every response length it will generate (a uniform-noise model has no [MASK] to tell it
+    // where the answer ends, and fails on lengths it never saw).
+    int response_pad_max = 0;
     double max_minutes = 0;  // > 0: checkpoint and stop after this long
     std::function<void(const TrainProgress&)> on_progress;
 };

@@ -30,7 +30,7 @@ void metric(const char* label, const char* fmt, double v, const char* formula,
 void draw_header_metrics(ColumnContext& c) {
     const auto& pal = palette(c.view.dark);
     ImGui::PushStyleColor(ImGuiCol_Text, pal.accent);
-    ImGui::TextUnformatted(c.run.info.policy.c_str());
+    ImGui::TextUnformatted(c.title.empty() ? c.run.info.policy.c_str() : c.title.c_str());
     ImGui::PopStyleColor();
     ImGui::SameLine();
     std::string params;

@@ -130,10 +130,10 @@ void draw_attention_received(const trace::StepRecord& s, int32_t pos, const View
 }
 
 // One policy's column of the inspector.
-void draw_inspector_column(const RunView& run, const ViewState& view, int32_t pos,
-                           int32_t max_steps, const Palette& pal) {
+void draw_inspector_column(const RunView& run, const std::string& title, const ViewState& view,
+                           int32_t pos, int32_t max_steps, const Palette& pal) {
     const int32_t step = column_step(run, view, max_steps);
-    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.accent), "%s", run.info.policy.c_str());
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pal.accent), "%s", title.c_str());
     if (step < 0 || pos >= run.steps[static_cast<size_t>(step)]->seq_len) {
         ImGui::TextDisabled("no data");
         return;
@@ -167,7 +167,7 @@ void draw_inspector(std::vector<RunView>& runs, ViewState& view) {
     for (auto& run : runs) {
         ImGui::TableNextColumn();
         ImGui::PushID(&run);
-        draw_inspector_column(run, view, pos, max_steps, pal);
+        draw_inspector_column(run, column_title(runs, run), view, pos, max_steps, pal);
         ImGui::PopID();
     }
     ImGui::EndTable();

@@ -11,12 +11,19 @@ namespace cl::viz {
 
 struct ColumnContext {
     RunView& run;
-    const RunView* baseline;  // the `none` column when present (speedup, agreement, diff)
+    const RunView* baseline;  // the same model's `none` column when present (speedup, diff)
     ViewState& view;
     TextureProvider& textures;
     int32_t step;  // the step this column shows (-1: no step yet)
     float width;
+    std::string title = {};  // column_title(); the policy when empty
 };
+
+// The baseline of a column: the first `none` run of the same model (a comparison may hold runs of
+// a masked and a uniform-noise model side by side); nullptr when there is none.
+const RunView* baseline_of(const std::vector<RunView>& runs, const RunView& run);
+// The policy, plus " @model" when the runs come from more than one model.
+std::string column_title(const std::vector<RunView>& runs, const RunView& run);
 
 void draw_header_metrics(ColumnContext& c);
 void draw_token_strip(ColumnContext& c);
@@ -25,10 +32,12 @@ void draw_recompute_map(ColumnContext& c);
 void draw_attention_map(ColumnContext& c);
 void draw_drift_plot(ColumnContext& c);
 void draw_kv_drift(ColumnContext& c);
+void draw_decode_order(ColumnContext& c);
 
 // Every panel's name, in drawing order: what a lesson may highlight and the app may export.
 const std::vector<std::string>& panel_names();
 void draw_diff_strip(ColumnContext& c);
+void draw_accuracy_vs_steps(const std::vector<trace::AccuracySweep>& sweeps, const ViewState& view);
 void draw_throughput_chart(const std::vector<RunView>& runs, const ViewState& view);
 void draw_legend(const std::vector<RunView>& runs, const ViewState& view);
 // A token state's name; under uniform noise masked reads "noisy", decoded-now "changed now" and

@@ -32,7 +32,7 @@ void draw_throughput_chart(const std::vector<RunView>& runs, const ViewState& vi
     plot::end_plot(p);
     for (size_t k = 0; k < runs.size(); ++k)
         plot::legend_item(
-            runs[k].info.policy.c_str(),
+            column_title(runs, runs[k]).c_str(),
             colormap_color(Colormap::Viridis,
                            runs.size() > 1 ? static_cast<float>(k) / (runs.size() - 1) : 0.5f));
     ImGui::NewLine();

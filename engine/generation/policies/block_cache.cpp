@@ -33,7 +33,8 @@ public:
                 "Block cache (noise-agnostic): reuse prompt, finished and future blocks, recompute "
                 "the active block; refresh every R steps or on block change",
                 Params::list().specs(),
-                {}};
+                // The blog's engine updates in parallel: every position scoring >= 0.9 per step.
+                {.threshold = 0.9}};
     }
     void set_params(const std::map<std::string, double>& resolved) override {
         m_p = Params::list().read(resolved);
