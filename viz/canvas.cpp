@@ -108,6 +108,9 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
     const float reserve = ImGui::GetFontSize() * ((inspecting ? 24 : 8) + (has_reports ? 13 : 0));
     const float height =
         std::max(ImGui::GetFontSize() * 10, ImGui::GetContentRegionAvail().y - reserve);
+    const bool any_uniform = std::any_of(runs.begin(), runs.end(), [](const RunView& r) {
+        return r.info.noise_process == "uniform";
+    });
     ImGui::BeginChild("##columns", {0, height}, false, ImGuiWindowFlags_HorizontalScrollbar);
     for (int k = 0; k < cols; ++k) {
         auto& run = runs[static_cast<size_t>(k)];
@@ -135,16 +138,15 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
                 draw_drift_plot(c);
         });
         panel("kv-drift", view, [&] {
-            // Open for uniform-noise runs, whose lesson is exactly this; folded otherwise.
-            const bool open_first = c.run.info.noise_process == "uniform";
+            // Open when a uniform-noise run is on screen (its lesson is exactly this, and its
+            // masked neighbours are the comparison); folded otherwise.
             if (ImGui::CollapsingHeader("K/V drift by region and distance",
-                                        open_first ? ImGuiTreeNodeFlags_DefaultOpen : 0))
+                                        any_uniform ? ImGuiTreeNodeFlags_DefaultOpen : 0))
                 draw_kv_drift(c);
         });
         panel("decode-order", view, [&] {
-            const bool open_first = c.run.info.noise_process == "uniform";
             if (ImGui::CollapsingHeader("decode order (step of last change)",
-                                        open_first ? ImGuiTreeNodeFlags_DefaultOpen : 0))
+                                        any_uniform ? ImGuiTreeNodeFlags_DefaultOpen : 0))
                 draw_decode_order(c);
         });
         panel("diff", view, [&] { draw_diff_strip(c); });

@@ -27,6 +27,7 @@ struct CompareOptions {
     std::string record_file;
     int attention_bits = 4;
     bool oracle = false;
+    bool drift = false;
 };
 
 std::unique_ptr<sessions::SessionWriter> open_recorder(const CompareOptions& o) {
@@ -34,6 +35,7 @@ std::unique_ptr<sessions::SessionWriter> open_recorder(const CompareOptions& o) 
     try {
         sessions::WriterOptions wo;
         wo.want_oracle = o.oracle;
+        wo.want_drift = o.drift;
         wo.attention_bits = o.attention_bits;
         return sessions::SessionWriter::open(o.record_file, wo);
     } catch (const sessions::SessionError& e) {
@@ -72,15 +74,15 @@ ModelRuns run_model(const ModelOptions& mo, const CompareOptions& o, const std::
     return out;
 }
 
-nlohmann::json print_model_runs(const ModelRuns& m, bool name_model) {
+nlohmann::json print_model_runs(const ModelRuns& m, bool name_model, int label_width) {
     nlohmann::json out = nlohmann::json::array();
     const PolicyRun& base = m.runs.front();
     for (const auto& r : m.runs) {
         const auto x = compare_with_baseline(r, base);
         const std::string label = name_model ? r.policy + " @" + m.model_name : r.policy;
         std::printf(
-            "%-12s %8d %8.1f %8.2fx %7.2fx %10.2f %9.1f%% %8.1f%% %10s\n", label.c_str(),
-            r.summary.steps, x.tokens_per_s, x.speedup, x.flop_ratio, x.efficiency,
+            "%-*s %8d %8.1f %8.2fx %7.2fx %10.2f %9.1f%% %8.1f%% %10s\n", label_width,
+            label.c_str(), r.summary.steps, x.tokens_per_s, x.speedup, x.flop_ratio, x.efficiency,
             100 * x.recompute, 100 * x.agreement,
             x.first_divergence < 0 ? "-" : ("step " + std::to_string(x.first_divergence)).c_str());
         out.push_back({{"policy", r.policy},
@@ -110,11 +112,13 @@ int run_compare(const CompareOptions& o) {
         results.push_back(run_model(mo, o, text, specs, run_id, recorder.get()));
     if (recorder && !recorder->flush())
         throw RuntimeFailure("recording failed: " + recorder->error());
-    std::printf("%-12s %8s %8s %9s %8s %10s %10s %9s %10s\n", "policy", "steps", "tok/s", "speedup",
-                "FLOP-x", "efficiency", "recompute", "agree", "diverges");
+    const bool name_model = results.size() > 1;
+    const int width = name_model ? 32 : 12;
+    std::printf("%-*s %8s %8s %9s %8s %10s %10s %9s %10s\n", width, "policy", "steps", "tok/s",
+                "speedup", "FLOP-x", "efficiency", "recompute", "agree", "diverges");
     nlohmann::json out = nlohmann::json::array();
     for (const auto& m : results)
-        for (auto& j : print_model_runs(m, results.size() > 1)) out.push_back(std::move(j));
+        for (auto& j : print_model_runs(m, name_model, width)) out.push_back(std::move(j));
     std::printf("\n");
     for (const auto& m : results)
         for (const auto& r : m.runs)
@@ -154,6 +158,8 @@ void add_compare_command(CLI::App& root, Runner& run) {
     add_attention_bits_option(*cmd, o->attention_bits);
     cmd->add_flag("--oracle", o->oracle,
                   "With --record: record the oracle staleness (a full forward beside each step)");
+    cmd->add_flag("--drift", o->drift,
+                  "With --record: record the K/V drift probe at every step (the kv-drift panel)");
     cmd->callback([o, &run] { run = [o] { return run_compare(*o); }; });
 }
 

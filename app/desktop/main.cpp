@@ -11,6 +11,7 @@
 #include "app/desktop/imgui_canvas.h"
 #include "app/desktop/main_window.h"
 #include "engine/model/model.h"
+#include "viz/panels/panels.h"
 
 int main(int argc, char** argv) {
     QSurfaceFormat fmt;
@@ -44,10 +45,11 @@ int main(int argc, char** argv) {
     QCommandLineOption session("session", "Replay a saved session (no model needed)", "FILE");
     QCommandLineOption step("step", "With --session: show this step", "N");
     QCommandLineOption no_record("no-record", "Do not record live runs into the session folder");
-    QCommandLineOption export_panel("export-panel",
-                                    "With --export FILE.png: only this panel (tokens, timeline, "
-                                    "recompute, attention, drift, diff)",
-                                    "NAME");
+    QString panel_list;
+    for (const auto& name : cl::viz::panel_names())
+        panel_list += (panel_list.isEmpty() ? "" : ", ") + QString::fromStdString(name);
+    QCommandLineOption export_panel(
+        "export-panel", "With --export FILE.png: only this panel (" + panel_list + ")", "NAME");
     QCommandLineOption lesson("lesson", "Start a lesson (a .lesson.json file)", "FILE");
     QCommandLineOption lesson_step("lesson-step", "With --lesson: go to this lesson step (0-based)",
                                    "K");

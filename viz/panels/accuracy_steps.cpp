@@ -69,10 +69,12 @@ void draw_sweep(const trace::AccuracySweep& sweep, const ViewState& view, int in
         x1 = std::max(x1, std::log2(pt.steps));
     }
     const std::string title = "exact match vs denoising steps (G=" + std::to_string(sweep.gen_len) +
-                              ", B=" + std::to_string(sweep.block_len) + ", " + sweep.policy +
-                              ")##sweep" + std::to_string(index);
+                              ", B=" + std::to_string(sweep.block_len) + ", " + sweep.policy + ")";
+    ImGui::PushID(index);  // several sweeps: one plot (and button id) each
     plot::Plot p;
-    if (!plot::begin_plot(title.c_str(), {-1, ImGui::GetFontSize() * 9}, p)) return;
+    const bool visible = plot::begin_plot(title.c_str(), {-1, ImGui::GetFontSize() * 9}, p);
+    ImGui::PopID();
+    if (!visible) return;
     plot::setup_axes(p, x0 - 0.3, x1 + 0.3, 0, 1.05);
     draw_step_ticks(p, sweep, pal.text_dim);
     const std::string first_task = all.empty() ? "" : all.front().task;
