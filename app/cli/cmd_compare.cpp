@@ -2,6 +2,7 @@
 // the baseline `none` run first (added when not listed) so speedup and agreement are measured in
 // the same process on the same prompt. `--also-model` repeats the columns on further models (a
 // masked and a uniform-noise model side by side), all recorded as one comparison.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -113,7 +114,11 @@ int run_compare(const CompareOptions& o) {
     if (recorder && !recorder->flush())
         throw RuntimeFailure("recording failed: " + recorder->error());
     const bool name_model = results.size() > 1;
-    const int width = name_model ? 32 : 12;
+    int width = 12;
+    for (const auto& m : results)
+        for (const auto& r : m.runs)
+            width = std::max(width, static_cast<int>(r.policy.size() + m.model_name.size()) +
+                                        (name_model ? 2 : 0));
     std::printf("%-*s %8s %8s %9s %8s %10s %10s %9s %10s\n", width, "policy", "steps", "tok/s",
                 "speedup", "FLOP-x", "efficiency", "recompute", "agree", "diverges");
     nlohmann::json out = nlohmann::json::array();

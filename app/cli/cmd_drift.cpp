@@ -117,6 +117,7 @@ int run_drift(const DriftOptions& o) {
     trace::DriftAccumulator acc(o.max_distance);
     double ltr_sum = 0;
     int ltr_n = 0, correct = 0, total = 0;
+    int64_t positions = 0, revised = 0;  // response positions, and those changed more than once
     for (const auto& family : families) {
         tasks::TaskGenerator gen(o.task_seed, tasks::Split::Eval);
         for (int i = 0; i < o.items; ++i) {
@@ -127,6 +128,10 @@ int run_drift(const DriftOptions& o) {
             if (!std::isnan(ltr)) {
                 ltr_sum += ltr;
                 ++ltr_n;
+            }
+            for (int32_t n : trace::change_counts(r.info, sink.steps)) {
+                ++positions;
+                revised += n > 1;
             }
             correct += r.correct;
             ++total;
@@ -141,9 +146,13 @@ int run_drift(const DriftOptions& o) {
     print_distance(report);
     std::printf(
         "decode order: Spearman(position, step of last change) = %.3f (1 = left to right)\n", ltr);
+    std::printf("positions changed more than once: %lld of %lld\n", static_cast<long long>(revised),
+                static_cast<long long>(positions));
     std::printf("exact match: %d / %d\n", correct, total);
     if (!o.json_file.empty()) {
         auto j = report_json(report, ltr, total, correct);
+        j["positions"] = positions;
+        j["positions_revised"] = revised;
         j["model"] = model->name();
         j["noise_process"] = to_string(model->config().noise_process);
         j["policy"] = o.policy;
