@@ -4,6 +4,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFile>
@@ -107,6 +108,22 @@ TEST(Gui, PlayStepsChangeASliderAndScreenshot) {
         EXPECT_GT(count_color(img, third, rgb_of(pal.decoded_earlier)), 5) << "column " << k;
     }
     EXPECT_LT(w.canvas()->last_frame_build_ms(), 200.0);
+
+    // The drift probe is on by default and Run setup turns it off (new runs without it).
+    const auto any_drift = [&] {
+        for (const auto& run : w.bridge()->snapshot())
+            for (const auto& s : run.steps)
+                if (s->has_drift) return true;
+        return false;
+    };
+    EXPECT_TRUE(any_drift());
+    auto* drift = w.findChild<QCheckBox*>("drift_probe");
+    ASSERT_NE(drift, nullptr);
+    drift->setChecked(false);
+    QTest::mouseClick(play, Qt::LeftButton);
+    EXPECT_TRUE(wait_for([&] { return w.bridge()->max_step() >= 3 && !any_drift(); }, 30000))
+        << "the restarted runs still carry the drift probe";
+    QTest::mouseClick(play, Qt::LeftButton);
 }
 
 TEST(Gui, KeyboardStepsAndScrubs) {

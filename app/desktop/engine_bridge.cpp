@@ -14,10 +14,12 @@ struct EngineBridge::Column : public trace::TraceSink {
     std::mutex* mutex = nullptr;
     std::atomic<uint64_t>* generation = nullptr;
     bool want_oracle = false;
+    bool want_drift = true;
     trace::TraceSink* recorder = nullptr;  // the session writer, when recording
 
     bool wants(const trace::ProbeRequest& r) const override {
         if (r.kind == trace::ProbeKind::Oracle) return want_oracle;
+        if (r.kind == trace::ProbeKind::Drift) return want_drift;
         if (r.kind == trace::ProbeKind::Attention)
             return r.head == -1 || (recorder && recorder->wants(r));
         return true;
@@ -180,6 +182,7 @@ void EngineBridge::rebuild(size_t i) {
     req.run_id = m_next_run_id++;
     req.threads = m_threads;
     c.want_oracle = m_setup.oracle;
+    c.want_drift = m_setup.drift;
     // A run replaced before it finished (new setup, slider move) is recorded as aborted.
     if (c.gen && !c.gen->done()) c.gen->finish(true);
     c.recorder = m_writer.get();

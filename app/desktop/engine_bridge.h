@@ -30,6 +30,9 @@ struct RunSetup {
     GenerationConfig config;
     std::vector<ColumnSpec> columns;
     bool oracle = false;
+    // The K/V drift probe (kv-drift panel): two small host copies per layer and step, on by
+    // default; worth turning off for large models.
+    bool drift = true;
 };
 
 class EngineBridge {

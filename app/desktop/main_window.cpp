@@ -284,6 +284,7 @@ void MainWindow::apply_setup() {
     setup.config.cfg_scale = m_cfg->value();
     setup.config.seed = static_cast<uint64_t>(m_seed->value());
     setup.oracle = m_oracle->isChecked();
+    setup.drift = m_drift->isChecked();
     setup.columns = selected_columns();
     try {
         setup.config.validate(m_model->config().max_sequence_length, 0);

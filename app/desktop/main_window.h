@@ -131,6 +131,7 @@ private:
     QComboBox *m_remasking = nullptr, *m_device = nullptr;
     QDoubleSpinBox *m_threshold = nullptr, *m_temperature = nullptr, *m_cfg = nullptr;
     QCheckBox* m_oracle = nullptr;
+    QCheckBox* m_drift = nullptr;
     // Policies
     struct PolicyWidgets {
         QCheckBox* enabled = nullptr;

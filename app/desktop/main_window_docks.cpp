@@ -142,6 +142,14 @@ QWidget* MainWindow::build_setup_dock() {
         m_view.oracle_view = on;
         apply_setup();
     });
+    m_drift = new QCheckBox("K/V drift probe (the kv-drift panel)");
+    m_drift->setObjectName("drift_probe");
+    m_drift->setChecked(true);
+    m_drift->setToolTip(
+        "Measure each computed row's K/V change per step; two small host copies per layer, "
+        "worth turning off for large models");
+    layout->addRow("", m_drift);
+    connect(m_drift, &QCheckBox::toggled, this, [this](bool) { apply_setup(); });
     auto* apply = new QPushButton("Restart");
     apply->setToolTip("Start new runs with these settings (Ctrl+R)");
     m_engine_controls.push_back(apply);

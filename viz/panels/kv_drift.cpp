@@ -2,7 +2,7 @@
 // (engine/trace/drift_analysis.h, the numbers `cachelens-cli drift` prints): how much less each
 // region's K/V drift than the active block's, drift against the signed distance from the tokens
 // changed at the step before, and how left-to-right the decode order is. Shown when the run carries
-// the drift probe (live columns always ask for it).
+// the drift probe (live columns ask for it unless Run setup turns it off).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -111,7 +111,8 @@ void draw_kv_drift(ColumnContext& c) {
     const auto upto = static_cast<size_t>(c.step) + 1;
     if (std::none_of(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(upto),
                      [](const auto& s) { return s->has_drift; })) {
-        ImGui::TextDisabled("no drift probe in this run (generate --drift records it)");
+        ImGui::TextDisabled(
+            "no drift probe in this run (Run setup: K/V drift probe; generate/compare --drift)");
         return;
     }
     const DriftSummary& d = drift_summary(c);
