@@ -330,7 +330,9 @@ TEST(RecordSchema, BundledLessonSessionsStillOpen) {
         EXPECT_EQ(r->info().schema_version, kCurrentSchema);
         std::set<std::string> noise;
         for (const auto& run : r->runs()) noise.insert(run.info.noise_process);
-        if (r->info().schema_version_found < 3) EXPECT_EQ(noise, std::set<std::string>{"masked"});
+        if (r->info().schema_version_found < 3) {
+            EXPECT_EQ(noise, std::set<std::string>{"masked"});
+        }
         with_sweeps += !r->accuracy_sweeps().empty();
         r.reset();
         EXPECT_EQ(test::read_file(e.path()), bytes) << e.path() << " was modified by a read";

@@ -79,7 +79,9 @@ TEST(UniformNoise, ThePriorCoversEveryTokenButTheMaskEvenly) {
     for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(uniform_noise_token(rng(), 10, 3))];
     EXPECT_EQ(counts[3], 0);
     for (int id = 0; id < 10; ++id)
-        if (id != 3) EXPECT_NEAR(counts[static_cast<size_t>(id)], n / 9, 400) << id;
+        if (id != 3) {
+            EXPECT_NEAR(counts[static_cast<size_t>(id)], n / 9, 400) << id;
+        }
     EXPECT_EQ(uniform_noise_token(8, 10, 9), 8);  // the last id when the mask is the last one
     EXPECT_EQ(uniform_noise_token(0, 10, 0), 1);
 }
@@ -158,7 +160,9 @@ TEST(UniformNoise, EveryPolicyRunsWithItsOracle) {
             ASSERT_TRUE(s->has_oracle) << p.name << " step " << s->step;
             kl += s->oracle.logits_kl;
         }
-        if (p.name == "none") EXPECT_NEAR(kl, 0.0, 1e-9);
+        if (p.name == "none") {
+            EXPECT_NEAR(kl, 0.0, 1e-9);
+        }
         EXPECT_TRUE(std::isfinite(kl)) << p.name;
     }
 }

@@ -69,6 +69,7 @@ void sweep_model(const ModelOptions& mo, const SweepOptions& o, const std::vecto
     const auto params = o.params.for_policy(o.policy);
     resolve_policy_params(o.policy, params);
     std::vector<GenerationConfig> configs;
+    configs.reserve(counts.size());
     for (int32_t t : counts) configs.push_back(config_for_steps(o, *model, t));
     sweep.gen_len = static_cast<int32_t>(configs.front().gen_length);
     sweep.block_len = static_cast<int32_t>(configs.front().block_length);
