@@ -128,6 +128,18 @@ TEST(Cli, UsageErrorsExitTwo) {
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("prose"), std::string::npos) << r.out;
     EXPECT_EQ(cli("drift --model " + model.string() + " --items 0").code, 2);
+    // Response lengths of the trainer; bench's accuracy items and families.
+    r = cli("train --out " + (dir / "p").string() + " --response-pad-max 10 --steps 1");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--response-pad-max"), std::string::npos) << r.out;
+    EXPECT_EQ(cli("train --out " + (dir / "p").string() + " --response-pad 0 --steps 1").code, 2);
+    r = cli("bench --model " + model.string() + " --policies none --accuracy-items -1");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--accuracy-items"), std::string::npos) << r.out;
+    r = cli("bench --model " + model.string() +
+            " --policies none --accuracy-items 1 --accuracy-tasks prose");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--accuracy-tasks: 'prose'"), std::string::npos) << r.out;
     EXPECT_EQ(cli("drift --model " + model.string() + " --max-distance 0 --items 1").code, 2);
 }
 

@@ -3,7 +3,9 @@
 //   own:        each policy with its own paper decoding (e.g. Fast-dLLM / Elastic threshold 0.9).
 // Speedup is measured against `none` on the same prompt in the same process. Table + JSON.
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
@@ -33,13 +35,16 @@ struct BenchOptions {
 
 // Exact match of every (mode, policy) on eval items, each against `none` of the same mode on the
 // same items (in "own" mode `none` is the uncached one-token-per-step sampler): what a speedup
-// costs, with intervals. `names` starts with "none".
+// costs, with intervals. `names` starts with "none". A policy without its own decoding runs the
+// same sampler in both modes: it is scored once and its row repeated.
 nlohmann::json bench_accuracy(const std::shared_ptr<Model>& model, const BenchOptions& o,
                               const GenerationConfig& base_cfg,
                               const std::vector<std::string>& names,
                               const std::vector<std::string>& modes) {
     nlohmann::json out = nlohmann::json::array();
     const auto families = split_list(o.accuracy_tasks);
+    using Key = std::tuple<std::string, std::string, std::map<std::string, std::string>>;
+    std::map<Key, FamilyScore> scored;  // (policy, family, sampler) -> score
     for (const auto& mode : modes) {
         std::printf("\naccuracy, mode %s: %d eval items per family (task seed 1)\n", mode.c_str(),
                     o.accuracy_items);
@@ -50,7 +55,10 @@ nlohmann::json bench_accuracy(const std::shared_ptr<Model>& model, const BenchOp
             const ScoringSetup setup{model, cfg, n, o.params.for_policy(n, names.size() == 1),
                                      o.model.threads};
             for (const auto& family : families) {
-                const auto score = score_family(setup, family, o.accuracy_items, 1);
+                const Key key{n, family, cfg.to_map()};
+                if (!scored.count(key))
+                    scored[key] = score_family(setup, family, o.accuracy_items, 1);
+                const FamilyScore& score = scored[key];
                 const bool is_base = n == "none";
                 out.push_back(
                     accuracy_row(n, family, score, is_base ? nullptr : &baseline[family], 12));
@@ -76,7 +84,8 @@ int run_bench(BenchOptions o) {
     for (const auto& n : names) resolve_policy_params(n, {});
     names.erase(std::remove(names.begin(), names.end(), "none"), names.end());
     names.insert(names.begin(), "none");  // the baseline comes first
-    if (o.accuracy_items > 0) check_scored_families(split_list(o.accuracy_tasks));
+    if (o.accuracy_items > 0)
+        check_scored_families(split_list(o.accuracy_tasks), "--accuracy-tasks");
     if (o.accuracy_items < 0 || o.accuracy_items > 100000)
         throw InputError("--accuracy-items: must be between 0 and 100000");
     std::vector<std::string> modes;

@@ -75,12 +75,17 @@ ModelRuns run_model(const ModelOptions& mo, const CompareOptions& o, const std::
     return out;
 }
 
+// A column's name in the table: the policy, and its model when several models ran.
+std::string run_label(const PolicyRun& r, const ModelRuns& m, bool name_model) {
+    return name_model ? r.policy + " @" + m.model_name : r.policy;
+}
+
 nlohmann::json print_model_runs(const ModelRuns& m, bool name_model, int label_width) {
     nlohmann::json out = nlohmann::json::array();
     const PolicyRun& base = m.runs.front();
     for (const auto& r : m.runs) {
         const auto x = compare_with_baseline(r, base);
-        const std::string label = name_model ? r.policy + " @" + m.model_name : r.policy;
+        const std::string label = run_label(r, m, name_model);
         std::printf(
             "%-*s %8d %8.1f %8.2fx %7.2fx %10.2f %9.1f%% %8.1f%% %10s\n", label_width,
             label.c_str(), r.summary.steps, x.tokens_per_s, x.speedup, x.flop_ratio, x.efficiency,
@@ -117,8 +122,7 @@ int run_compare(const CompareOptions& o) {
     int width = 12;
     for (const auto& m : results)
         for (const auto& r : m.runs)
-            width = std::max(width, static_cast<int>(r.policy.size() + m.model_name.size()) +
-                                        (name_model ? 2 : 0));
+            width = std::max(width, static_cast<int>(run_label(r, m, name_model).size()));
     std::printf("%-*s %8s %8s %9s %8s %10s %10s %9s %10s\n", width, "policy", "steps", "tok/s",
                 "speedup", "FLOP-x", "efficiency", "recompute", "agree", "diverges");
     nlohmann::json out = nlohmann::json::array();
@@ -127,8 +131,7 @@ int run_compare(const CompareOptions& o) {
     std::printf("\n");
     for (const auto& m : results)
         for (const auto& r : m.runs)
-            std::printf("[%s%s] %s\n", r.policy.c_str(),
-                        results.size() > 1 ? (" @" + m.model_name).c_str() : "",
+            std::printf("[%s] %s\n", run_label(r, m, name_model).c_str(),
                         r.summary.final_text.c_str());
     if (!o.json_file.empty()) {
         write_json_file(o.json_file, nlohmann::json{{"prompt", text},

@@ -1,5 +1,4 @@
 // `cachelens-cli eval`: exact-match accuracy per task family for a policy, with tokens/s.
-#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cli_common.h"
@@ -7,10 +6,7 @@
 #include "app/cli/comparison.h"
 #include "app/cli/task_scoring.h"
 #include "engine/base/errors.h"
-#include "engine/base/stats.h"
-#include "engine/generation/generator.h"
 #include "engine/generation/policy_registry.h"
-#include "engine/tasks/task_suite.h"
 
 namespace cl::cli {
 namespace {

@@ -73,9 +73,10 @@ void sweep_model(const ModelOptions& mo, const SweepOptions& o, const std::vecto
     for (int32_t t : counts) configs.push_back(config_for_steps(o, *model, t));
     sweep.gen_len = static_cast<int32_t>(configs.front().gen_length);
     sweep.block_len = static_cast<int32_t>(configs.front().block_length);
+    const auto families = split_list(o.tasks);
     for (size_t k = 0; k < counts.size(); ++k) {
         const ScoringSetup setup{model, configs[k], o.policy, params, mo.threads};
-        for (const auto& family : split_list(o.tasks)) {
+        for (const auto& family : families) {
             const auto score = score_family(setup, family, o.items, o.task_seed);
             trace::AccuracyPoint p;
             p.model = model->name();

@@ -8,11 +8,11 @@
 
 namespace cl::cli {
 
-void check_scored_families(const std::vector<std::string>& families) {
+void check_scored_families(const std::vector<std::string>& families, const std::string& flag) {
     const auto& known = tasks::all_families();
     for (const auto& f : families)
         if (!tasks::is_scored(f) || std::find(known.begin(), known.end(), f) == known.end())
-            throw InputError("--tasks: '" + f +
+            throw InputError(flag + ": '" + f +
                              "' is not a scored task family (arith, kv, reverse)");
 }
 

@@ -13,8 +13,9 @@
 
 namespace cl::cli {
 
-// Throws InputError unless every family is a scored one (arith, kv, reverse).
-void check_scored_families(const std::vector<std::string>& families);
+// Throws InputError (naming `flag`) unless every family is a scored one (arith, kv, reverse).
+void check_scored_families(const std::vector<std::string>& families,
+                           const std::string& flag = "--tasks");
 // Throws InputError unless 1 <= items <= max_items.
 void check_item_count(int items, int max_items);
 

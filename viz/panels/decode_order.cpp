@@ -10,6 +10,7 @@
 #include "engine/trace/drift_analysis.h"
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
+#include "viz/panels/step_memo.h"
 #include "viz/plot.h"
 
 namespace cl::viz {
@@ -22,14 +23,18 @@ struct DecodeOrder {
     double spearman = NAN;
 };
 
-DecodeOrder decode_order(const ColumnContext& c) {
-    DecodeOrder d;
-    d.last_change = trace::last_change_steps(c.run.info, c.run.steps, c.step);
-    d.changes = trace::change_counts(c.run.info, c.run.steps, c.step);
-    d.revised = static_cast<int32_t>(
-        std::count_if(d.changes.begin(), d.changes.end(), [](int32_t n) { return n > 1; }));
-    d.spearman = trace::left_to_right(d.last_change);
-    return d;
+// The decode order up to the cursor, once per (run, step record).
+const DecodeOrder& decode_order(const ColumnContext& c) {
+    static StepMemo<DecodeOrder> memo;
+    return memo.get(c, [&] {
+        DecodeOrder d;
+        d.last_change = trace::last_change_steps(c.run.info, c.run.steps, c.step);
+        d.changes = trace::change_counts(c.run.info, c.run.steps, c.step);
+        d.revised = static_cast<int32_t>(
+            std::count_if(d.changes.begin(), d.changes.end(), [](int32_t n) { return n > 1; }));
+        d.spearman = trace::left_to_right(d.last_change);
+        return d;
+    });
 }
 
 void draw_block_edges(plot::Plot& p, const trace::RunInfo& info, ImU32 color) {
@@ -56,7 +61,7 @@ void hover_tooltip(const plot::Plot& p, const DecodeOrder& d) {
 void draw_decode_order(ColumnContext& c) {
     if (c.step < 0 || c.run.steps.empty() || c.run.info.gen_len <= 0) return;
     const auto& pal = palette(c.view.dark);
-    const DecodeOrder d = decode_order(c);
+    const DecodeOrder& d = decode_order(c);
     plot::Plot p;
     if (!plot::begin_plot("step of last change by response position",
                           {c.width, ImGui::GetFontSize() * 7}, p))

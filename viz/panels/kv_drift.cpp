@@ -1,15 +1,15 @@
 // Panel "kv drift": the noise-agnostic caching claims on this column's run, up to the current step
 // (engine/trace/drift_analysis.h, the numbers `cachelens-cli drift` prints): how much less each
-// region's K/V drift than the active block's, drift against the signed distance from the tokens
-// changed at the step before, and how left-to-right the decode order is. Shown when the run carries
-// the drift probe (live columns ask for it unless Run setup turns it off).
+// region's K/V drift than the active block's, and drift against the signed distance from the
+// tokens changed at the step before (the decode order has its own panel, decode_order.cpp). Shown
+// when the run carries the drift probe (live columns ask for it unless Run setup turns it off).
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "engine/trace/drift_analysis.h"
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
+#include "viz/panels/step_memo.h"
 #include "viz/plot.h"
 
 namespace cl::viz {
@@ -77,30 +77,14 @@ void draw_distance_profile(const ColumnContext& c, const trace::DriftReport& r) 
     ImGui::NewLine();  // legend items leave the cursor on their line
 }
 
-// The run's drift up to a step, computed once per (run, step record) rather than every frame:
-// records are immutable, so the record at the cursor identifies the steps before it (a re-run
-// publishes new records). The canvas is drawn on one thread only.
-struct DriftSummary {
-    const trace::StepRecord* first = nullptr;  // with `at`: which run and which step
-    const trace::StepRecord* at = nullptr;
-    trace::DriftReport report;
-    double left_to_right = NAN;
-};
-
-const DriftSummary& drift_summary(const ColumnContext& c) {
-    static std::map<int32_t, DriftSummary> by_run;
-    const auto* first = c.run.steps.front().get();
-    const auto* at = c.run.steps[static_cast<size_t>(c.step)].get();
-    DriftSummary& d = by_run[c.run.info.run_id];
-    if (d.first == first && d.at == at) return d;
-    d.first = first;
-    trace::DriftAccumulator acc(kMaxDistance);
-    acc.add_run(c.run.info, c.run.steps, c.step);
-    d.at = at;
-    d.report = acc.report();
-    d.left_to_right =
-        trace::left_to_right(trace::last_change_steps(c.run.info, c.run.steps, c.step));
-    return d;
+// The run's drift report up to the cursor, once per (run, step record).
+const trace::DriftReport& drift_report(const ColumnContext& c) {
+    static StepMemo<trace::DriftReport> memo;
+    return memo.get(c, [&] {
+        trace::DriftAccumulator acc(kMaxDistance);
+        acc.add_run(c.run.info, c.run.steps, c.step);
+        return acc.report();
+    });
 }
 
 }  // namespace
@@ -115,13 +99,10 @@ void draw_kv_drift(ColumnContext& c) {
             "no drift probe in this run (Run setup: K/V drift probe; generate/compare --drift)");
         return;
     }
-    const DriftSummary& d = drift_summary(c);
+    const trace::DriftReport& report = drift_report(c);
     ImGui::Text("%s noise, steps 0-%d", c.run.info.noise_process.c_str(), c.step);
-    draw_region_table(d.report);
-    draw_distance_profile(c, d.report);
-    if (std::isfinite(d.left_to_right))
-        ImGui::Text("decode order: Spearman(position, last change) = %.2f (1 = left to right)",
-                    d.left_to_right);
+    draw_region_table(report);
+    draw_distance_profile(c, report);
 }
 
 }  // namespace cl::viz
