@@ -79,9 +79,12 @@ TEST(Policies, EveryPolicyIsRegisteredWithDocumentedParameters) {
             // Both defaults must pass the policy's own validation.
             EXPECT_NO_THROW(resolve_policy_params(name, {{p.name, p.default_value}}));
             EXPECT_NO_THROW(resolve_policy_params(name, {{p.name, p.paper_default}}));
-            if (p.type == ParamType::Switch) EXPECT_EQ(p.max - p.min, 1) << p.name;
-            if (p.type == ParamType::Choice)
+            if (p.type == ParamType::Switch) {
+                EXPECT_EQ(p.max - p.min, 1) << p.name;
+            }
+            if (p.type == ParamType::Choice) {
                 EXPECT_EQ(p.choices.size(), static_cast<size_t>(p.max - p.min + 1)) << p.name;
+            }
         }
     }
     EXPECT_EQ(find_policy("dkv-decode")->params[0].default_value, 8);
@@ -212,9 +215,13 @@ TEST(Policies, FastDualRecomputesExactlyTheBlockAndPrefixTheSuffixToo) {
         const size_t all = static_cast<size_t>(s.seq_len);
         EXPECT_EQ(recomputed(s, 1),
                   s.step_in_block == 0 ? std::set<int64_t>(recomputed(s, 1)) : block);
-        if (s.step_in_block == 0) EXPECT_EQ(recomputed(s, 1).size(), all);
+        if (s.step_in_block == 0) {
+            EXPECT_EQ(recomputed(s, 1).size(), all);
+        }
         const auto& p = *prefix.steps[t];
-        if (p.step_in_block > 0) EXPECT_EQ(recomputed(p, 2), suffix) << t;
+        if (p.step_in_block > 0) {
+            EXPECT_EQ(recomputed(p, 2), suffix) << t;
+        }
     }
 }
 
@@ -270,8 +277,12 @@ TEST(Policies, ElasticRecordsDriftTestsWithValuesAndThresholds) {
             if (e.kind == "drift") {
                 ++tests;
                 EXPECT_DOUBLE_EQ(e.threshold, 0.9);
-                if (!std::isnan(e.value) && e.fired) EXPECT_LT(e.value, 0.9);
-                if (!e.fired) EXPECT_GE(e.value, 0.9);
+                if (!std::isnan(e.value) && e.fired) {
+                    EXPECT_LT(e.value, 0.9);
+                }
+                if (!e.fired) {
+                    EXPECT_GE(e.value, 0.9);
+                }
             }
     EXPECT_GT(tests, 0);
     // Layers from l* on recompute every row; shallower layers only the queries.

@@ -57,8 +57,9 @@ TEST(Sampler, LowConfidenceCommitsTheScheduleInsideTheBlock) {
         for (int32_t pos : st->committed)
             min_committed = std::min(min_committed, st->confidence[static_cast<size_t>(pos)]);
         for (int i = P + st->block * 8; i < P + (st->block + 1) * 8; ++i)
-            if (st->states[static_cast<size_t>(i)] == trace::TokenState::Masked)
+            if (st->states[static_cast<size_t>(i)] == trace::TokenState::Masked) {
                 EXPECT_LE(st->confidence[static_cast<size_t>(i)], min_committed + 1e-7);
+            }
     }
     EXPECT_EQ(s.status, trace::RunStatus::Complete);
     for (auto st : steps.back()->states) EXPECT_NE(st, trace::TokenState::Masked);
@@ -70,8 +71,9 @@ TEST(Sampler, CommittedTokensNeverChange) {
     auto steps = run_all(r);
     for (size_t t = 1; t < steps.size(); ++t)
         for (size_t i = 0; i < steps[t]->tokens.size(); ++i)
-            if (steps[t - 1]->states[i] != trace::TokenState::Masked)
+            if (steps[t - 1]->states[i] != trace::TokenState::Masked) {
                 EXPECT_EQ(steps[t]->tokens[i], steps[t - 1]->tokens[i]);
+            }
 }
 
 TEST(Sampler, DeterministicForASeed) {
@@ -106,9 +108,11 @@ TEST(Sampler, ThresholdDecodingCommitsConfidentTokensAndAtLeastOne) {
     EXPECT_LE(steps.size(), 16u);
     for (const auto& st : steps) {
         ASSERT_GE(st->committed.size(), 1u);
-        if (st->committed.size() > 1)
-            for (int32_t pos : st->committed)
+        if (st->committed.size() > 1) {
+            for (int32_t pos : st->committed) {
                 EXPECT_GE(st->confidence[static_cast<size_t>(pos)], 0.02f);
+            }
+        }
     }
     r.config.threshold = 1.0;  // nothing reaches 1: exactly one token per step
     EXPECT_EQ(run_all(r).size(), 16u);

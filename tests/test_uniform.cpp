@@ -118,8 +118,9 @@ TEST(UniformNoise, StepsChangeOnlyTheActiveBlockAndFinishedBlocksStayFixed) {
         }
         for (size_t i = 0; i < before.size(); ++i)
             if (std::find(s->committed.begin(), s->committed.end(), static_cast<int32_t>(i)) ==
-                s->committed.end())
+                s->committed.end()) {
                 EXPECT_EQ(s->tokens[i], before[i]) << "step " << s->step << " row " << i;
+            }
         before = s->tokens;
     }
     EXPECT_GE(changes, r.info.gen_len) << "every noise token is replaced at least once";

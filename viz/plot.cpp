@@ -73,8 +73,11 @@ void plot_line(Plot& p, const float* xs, const float* ys, int n, ImU32 color, fl
 void plot_hline(Plot& p, double y, ImU32 color, const char* label) {
     if (!std::isfinite(y)) return;
     const ImVec2 a = p.to_screen(p.x0, y), b = p.to_screen(p.x1, y);
-    for (float x = a.x; x < b.x; x += 8)
+    const int dashes = static_cast<int>(std::ceil((b.x - a.x) / 8));
+    for (int i = 0; i < dashes; ++i) {
+        const float x = a.x + 8.f * static_cast<float>(i);
         p.dl->AddLine({x, a.y}, {std::min(x + 4, b.x), a.y}, color, 1.f);
+    }
     if (label)
         p.dl->AddText({b.x - ImGui::CalcTextSize(label).x - 2, a.y - ImGui::GetFontSize()}, color,
                       label);

@@ -33,22 +33,23 @@ std::unique_ptr<SessionReader> open_session(const std::string& file, bool repair
     }
 }
 
+void print_run_row(const sessions::RunRecord& run) {
+    std::string prompt = run.info.prompt_text.substr(0, 40);
+    std::replace(prompt.begin(), prompt.end(), '\n', ' ');
+    const double tokens_per_s = run.summary ? run.summary->tokens_per_s : 0.0;
+    std::printf("  %4lld %4lld %-12s %-9s %6lld %9.1f %8s  %s\n", (long long)run.run_id,
+                (long long)run.comparison_id, run.info.policy.c_str(), trace::to_string(run.status),
+                (long long)run.step_count, tokens_per_s, run.info.model_name.c_str(),
+                prompt.c_str());
+}
+
 void print_runs(SessionReader& r) {
     const auto& i = r.info();
     std::printf("%s  name '%s'  created %s  format v%d  %.1f MB\n", i.path.c_str(), i.name.c_str(),
                 i.created_utc.c_str(), i.schema_version, i.file_bytes / 1e6);
     std::printf("  %4s %4s %-12s %-9s %6s %9s %8s  %s\n", "run", "cmp", "policy", "status", "steps",
                 "tok/s", "model", "prompt");
-    for (const auto& run : r.runs()) {
-        std::string prompt = run.info.prompt_text.substr(0, 40);
-        for (auto& c : prompt)
-            if (c == '\n') c = ' ';
-        std::printf("  %4lld %4lld %-12s %-9s %6lld %9.1f %8s  %s\n", (long long)run.run_id,
-                    (long long)run.comparison_id, run.info.policy.c_str(),
-                    trace::to_string(run.status), (long long)run.step_count,
-                    run.summary ? run.summary->tokens_per_s : 0.0, run.info.model_name.c_str(),
-                    prompt.c_str());
-    }
+    for (const auto& run : r.runs()) print_run_row(run);
     try {
         for (const auto& sweep : r.accuracy_sweeps())
             std::printf("  accuracy-vs-steps report: %zu points, policy %s, G=%d, B=%d\n",
@@ -170,21 +171,25 @@ struct ReplayOptions {
     std::string view = "steps";
 };
 
+// Prints one run's steps up to --step (all, then its summary, without it).
+void replay_run(SessionReader& r, const sessions::RunRecord& run, const ReplayOptions& o) {
+    std::printf("run %lld: %s (%s)\n", (long long)run.run_id, run.info.policy.c_str(),
+                trace::to_string(run.status));
+    TerminalView view(run.info, parse_view_mode(o.view, isatty(STDOUT_FILENO) != 0));
+    const int32_t final_step = static_cast<int32_t>(run.step_count) - 1;
+    const int32_t last = o.step >= 0 ? std::min<int32_t>(o.step, final_step) : final_step;
+    for (int32_t s = 0; s <= last; ++s)
+        view.show(*r.load_step(run.run_id, s, {-2}), run.info.steps);
+    if (run.summary && o.step < 0) view.finish(*run.summary);
+}
+
 int run_replay(const ReplayOptions& o) {
     auto r = open_session(o.file);
     bool any = false;
     for (const auto& run : r->runs()) {
         if (o.run >= 0 && run.run_id != o.run) continue;
         any = true;
-        std::printf("run %lld: %s (%s)\n", (long long)run.run_id, run.info.policy.c_str(),
-                    trace::to_string(run.status));
-        TerminalView view(run.info, parse_view_mode(o.view, isatty(STDOUT_FILENO) != 0));
-        const int32_t last =
-            o.step >= 0 ? std::min<int32_t>(o.step, static_cast<int32_t>(run.step_count) - 1)
-                        : static_cast<int32_t>(run.step_count) - 1;
-        for (int32_t s = 0; s <= last; ++s)
-            view.show(*r->load_step(run.run_id, s, {-2}), run.info.steps);
-        if (run.summary && o.step < 0) view.finish(*run.summary);
+        replay_run(*r, run, o);
     }
     if (!any) throw InputError("--run: session has no run " + std::to_string(o.run));
     return kOk;

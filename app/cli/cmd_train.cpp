@@ -36,7 +36,9 @@ int run_train(TrainCliOptions o) {
     o.train.shape.mlp_hidden_size = o.mlp_hidden;
     o.train.shape.max_sequence_length = 1024;
     o.train.shape.rope_theta = 10000.0;
-    o.train.noise = *parse_noise_process(o.noise);  // checked by the option
+    const auto noise = parse_noise_process(o.noise);
+    if (!noise) throw InputError("--noise: '" + o.noise + "' is not masked or uniform");
+    o.train.noise = *noise;
     if (!o.mixture.empty()) {
         o.train.mixture.clear();
         for (const auto& m : o.mixture) {

@@ -162,6 +162,7 @@ void EngineBridge::set_param(size_t column, const std::string& key, double value
 std::vector<viz::RunView> EngineBridge::snapshot() const {
     std::lock_guard lock(m_data_mutex);
     std::vector<viz::RunView> out;
+    out.reserve(m_columns.size());
     for (const auto& c : m_columns) out.push_back(c->view);
     return out;
 }

@@ -190,21 +190,29 @@ void MainWindow::build_view_menu() {
     });
 }
 
-// The Lessons menu: the bundled lessons and their navigation.
+namespace {
+
+// A lesson's title for the menu; an unreadable lesson keeps its file name and says so (choosing
+// it shows the error).
+QString lesson_menu_title(const QString& path) {
+    try {
+        return QString::fromStdString(viz::load_lesson(path.toStdString()).title);
+    } catch (const std::exception&) {
+        return QFileInfo(path).baseName() + " (unreadable)";
+    }
+}
+
+}  // namespace
 
 // The Lessons menu: the bundled lessons and their navigation.
 void MainWindow::build_lessons_menu() {
     auto* lessons = menuBar()->addMenu("&Lessons");
     for (const QString& path : bundled_lessons()) {
-        QString title = QFileInfo(path).baseName();
-        try {
-            title = QString::fromStdString(viz::load_lesson(path.toStdString()).title);
-        } catch (const std::exception&) {
-        }
-        connect(lessons->addAction(title), &QAction::triggered, this, [this, path] {
-            const QString err = start_lesson(path);
-            if (!err.isEmpty()) QMessageBox::warning(this, "Cannot start lesson", err);
-        });
+        connect(lessons->addAction(lesson_menu_title(path)), &QAction::triggered, this,
+                [this, path] {
+                    const QString err = start_lesson(path);
+                    if (!err.isEmpty()) QMessageBox::warning(this, "Cannot start lesson", err);
+                });
     }
     lessons->addSeparator();
     auto* end_l = lessons->addAction("End lesson");

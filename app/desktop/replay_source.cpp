@@ -9,7 +9,9 @@ namespace {
 
 viz::RunView replay_view(const trace::TraceStore& store, int32_t id) {
     viz::RunView v;
-    v.info = *store.run_info(id);
+    auto info = store.run_info(id);
+    if (!info) throw std::logic_error("replay: the trace store has no run " + std::to_string(id));
+    v.info = std::move(*info);
     v.steps = store.steps(id);
     v.summary = store.run_summary(id);
     v.token_text = v.info.token_text;

@@ -96,7 +96,7 @@ struct WaitForTraceJobs {
         if (!worker) return;
         try {
             worker->wait();
-        } catch (...) {  // the step is already failing; its own exception wins
+        } catch (...) {  // NOLINT(bugprone-empty-catch): the step is failing; its exception wins
         }
     }
 };
@@ -112,7 +112,7 @@ struct Generator::Impl : detail::RunCore {
     void advance(trace::StepRecord& rec);
 };
 
-Generator::Generator(std::shared_ptr<const Model> model, GenerationRequest req,
+Generator::Generator(std::shared_ptr<const Model> model, const GenerationRequest& req,
                      trace::TraceSink* sink)
     : m_impl(std::make_unique<Impl>()) {
     Impl& m = *m_impl;

@@ -36,7 +36,7 @@ inline constexpr int64_t kTraceWorkerMinFloats = int64_t{1} << 18;
 class Generator {
 public:
     // Throws InputError for bad requests (unknown policy, bad parameters, sequence too long).
-    Generator(std::shared_ptr<const Model> model, GenerationRequest request,
+    Generator(std::shared_ptr<const Model> model, const GenerationRequest& request,
               trace::TraceSink* sink = nullptr);
     ~Generator();
 

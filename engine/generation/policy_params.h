@@ -61,6 +61,7 @@ public:
 
     std::vector<ParamSpec> specs() const {
         std::vector<ParamSpec> out;
+        out.reserve(m_decls.size());
         for (const auto& d : m_decls) out.push_back(d.spec);
         return out;
     }

@@ -20,6 +20,7 @@ public:
 void compare_logits(RunCore& run, StepWork& work, const torch::Tensor& full_hidden) {
     const int shift = run.model->config().logits_shift;
     std::vector<int64_t> rows;
+    rows.reserve(work.predicted_positions.size());
     for (int64_t p : work.predicted_positions) rows.push_back(p - shift);
     auto idx = RowSet::from_host(rows, run.net->device()).device;
     auto full_logits =

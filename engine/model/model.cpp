@@ -72,9 +72,9 @@ std::vector<std::filesystem::path> find_weight_files(const std::filesystem::path
         if (!j.contains("weight_map") || !j["weight_map"].is_object())
             throw InputError(index, "no weight_map object");
         std::set<std::string> shards;
-        for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-            if (!it->is_string()) throw InputError(index, "weight_map entry is not a file name");
-            const auto name = it->get<std::string>();
+        for (const auto& entry : j["weight_map"]) {
+            if (!entry.is_string()) throw InputError(index, "weight_map entry is not a file name");
+            const auto name = entry.get<std::string>();
             if (name.find('/') != std::string::npos || name.find("..") != std::string::npos)
                 throw InputError(index, "weight_map names a file outside the folder: " + name);
             shards.insert(name);

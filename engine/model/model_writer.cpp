@@ -41,10 +41,10 @@ ModelConfig init_random_model(const std::filesystem::path& dir, ModelConfig conf
     const std::string tok_text = make_byte_level_tokenizer_json();
     auto tok = Tokenizer::from_json_text(tok_text, (dir / "tokenizer.json").string());
     config.vocab_size = std::max<int64_t>(config.vocab_size, tok->vocab_size());
-    config.mask_token_id = *tok->token_to_id(SpecialTokens::kMask);
-    config.eos_token_id = *tok->token_to_id(SpecialTokens::kEos);
+    config.mask_token_id = tok->required_token_id(SpecialTokens::kMask);
+    config.eos_token_id = tok->required_token_id(SpecialTokens::kEos);
     config.pad_token_id = config.eos_token_id;
-    config.bos_token_id = *tok->token_to_id(SpecialTokens::kBos);
+    config.bos_token_id = tok->required_token_id(SpecialTokens::kBos);
     config.validate(dir / "config.json");
     {
         std::ofstream out(dir / "tokenizer.json");

@@ -10,7 +10,7 @@ namespace cl::detail {
 
 TransformerWeights init_weights(const ModelConfig& c) {
     const int64_t D = c.d_model, Dh = c.head_dim(), F = c.mlp_hidden_size, V = c.vocab_size;
-    auto normal = [](std::vector<int64_t> shape) { return torch::randn(shape) * 0.02; };
+    auto normal = [](const std::vector<int64_t>& shape) { return torch::randn(shape) * 0.02; };
     TransformerWeights w;
     w.wte = normal({V, D});
     w.ln_f = torch::ones({D});

@@ -317,6 +317,11 @@ std::optional<int32_t> Tokenizer::token_to_id(const std::string& token) const {
     return std::nullopt;
 }
 
+int32_t Tokenizer::required_token_id(const std::string& token) const {
+    if (auto id = token_to_id(token)) return *id;
+    throw InputError(m_impl->source + ": the tokenizer has no " + token + " token");
+}
+
 int32_t Tokenizer::vocab_size() const {
     int32_t n = static_cast<int32_t>(m_impl->id_to_token.size());
     for (const auto& t : m_impl->added) n = std::max(n, t.id + 1);

@@ -41,6 +41,9 @@ public:
     // replaced by U+FFFD).
     std::string token_text(int32_t id) const;
     std::optional<int32_t> token_to_id(const std::string& token) const;
+    // The id of a token the caller cannot do without (the mask, EOS); throws InputError naming
+    // the tokenizer's file and the token when it is missing.
+    int32_t required_token_id(const std::string& token) const;
     int32_t vocab_size() const;  // max id + 1 over the vocabulary and added tokens
     bool is_special(int32_t id) const;
     const std::vector<AddedToken>& added_tokens() const;

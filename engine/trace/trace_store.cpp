@@ -51,6 +51,7 @@ void TraceStore::on_run_end(int32_t run_id, const RunSummary& summary) {
 std::vector<int32_t> TraceStore::run_ids() const {
     std::lock_guard lock(m_mutex);
     std::vector<int32_t> ids;
+    ids.reserve(m_runs.size());
     for (const auto& r : m_runs) ids.push_back(r.info.run_id);
     return ids;
 }

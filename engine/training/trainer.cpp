@@ -214,7 +214,7 @@ void prepare_tokenizer(const TrainOptions& o, const std::filesystem::path& tok_f
                 texts.push_back(item.response);
             }
         }
-        texts.push_back("user assistant");
+        texts.emplace_back("user assistant");
         std::ofstream(tok_file) << train_byte_level_bpe(texts, o.vocab_size, true);
     }
 }
@@ -291,10 +291,10 @@ ModelConfig model_config_for(const TrainOptions& o, const Tokenizer& tok,
     ModelConfig c = o.shape;
     c.noise_process = o.noise;
     c.vocab_size = tok.vocab_size();
-    c.mask_token_id = *tok.token_to_id(SpecialTokens::kMask);
-    c.eos_token_id = *tok.token_to_id(SpecialTokens::kEos);
+    c.mask_token_id = tok.required_token_id(SpecialTokens::kMask);
+    c.eos_token_id = tok.required_token_id(SpecialTokens::kEos);
     c.pad_token_id = c.eos_token_id;
-    c.bos_token_id = *tok.token_to_id(SpecialTokens::kBos);
+    c.bos_token_id = tok.required_token_id(SpecialTokens::kBos);
     c.validate(o.out_dir / "config.json");
     return c;
 }
@@ -340,6 +340,7 @@ TrainResult train_model(const TrainOptions& o) {
 
     BatchMaker maker(o, *tok, c, verses);
     std::vector<Batch> val_batches;
+    val_batches.reserve(8);
     for (int i = 0; i < 8; ++i) val_batches.push_back(maker.make(i, tasks::Split::Eval));
     auto validate = [&] {
         torch::NoGradGuard ng;

@@ -51,7 +51,7 @@ public:
         // Accumulate the rollout backwards later; keep this step's head-mean attention per layer.
         if (r.layer == 0) m_layer_attn.clear();
         auto mean = r.probs.mean(0).to(torch::kCPU, torch::kFloat64);  // (R, L)
-        m_layer_attn.push_back({r.rows ? torch::tensor(r.rows->host) : torch::Tensor(), mean});
+        m_layer_attn.emplace_back(r.rows ? torch::tensor(r.rows->host) : torch::Tensor(), mean);
     }
     void on_step_end(const StepContext& ctx, const std::vector<int32_t>& committed) override {
         // influence = 1^T A_N ... A_1 with A_l = rownorm(attn_l + I) for active rows, identity
