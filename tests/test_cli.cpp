@@ -4,26 +4,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli_util.h"
 #include "engine/base/errors.h"
 #include "test_util.h"
 
 namespace cl {
 namespace {
 
-struct Result {
-    int code;
-    std::string out;  // stdout + stderr
-};
-
-Result cli(const std::string& args) {
-    const std::string cmd = std::string(CL_CLI_PATH) + " " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    std::string out;
-    std::array<char, 4096> buf;
-    while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-    const int status = pclose(p);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using test::cli;
 
 TEST(Cli, EngineSettingsBecomeFlagsInMessages) {
     const InputError bad(Setting{"gen_length"}, "must be between 1 and 65536, got 0");

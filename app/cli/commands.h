@@ -19,5 +19,6 @@ void add_bench_command(CLI::App& root, Runner& run);
 void add_policies_command(CLI::App& root, Runner& run);
 void add_sessions_commands(CLI::App& root, Runner& run);
 void add_sweep_steps_command(CLI::App& root, Runner& run);
+void add_sweep_command(CLI::App& root, Runner& run);
 
 }  // namespace cl::cli

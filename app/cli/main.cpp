@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     add_eval_command(app, run);
     add_drift_command(app, run);
     add_sweep_steps_command(app, run);
+    add_sweep_command(app, run);
     add_compare_command(app, run);
     add_bench_command(app, run);
     add_policies_command(app, run);

@@ -30,6 +30,20 @@ bool decoded(const StepRecord& s, size_t i) {
     return i < s.states.size() && s.states[i] != TokenState::Masked;
 }
 
+// The share of response positions that both sides have decoded and that hold the same token.
+template <typename Decoded>
+double agreement_over(const std::vector<int32_t>& run, const std::vector<int32_t>& base,
+                      int32_t prompt_len, Decoded both_decoded) {
+    int same = 0, total = 0;
+    const size_t end = std::min(run.size(), base.size());
+    for (size_t i = static_cast<size_t>(std::max(prompt_len, 0)); i < end; ++i) {
+        if (!both_decoded(i)) continue;
+        ++total;
+        same += run[i] == base[i];
+    }
+    return total ? static_cast<double>(same) / total : NAN;
+}
+
 }  // namespace
 
 int32_t generated_tokens(const StepRecord& last, int32_t prompt_len, int32_t eos_id) {
@@ -43,14 +57,13 @@ int32_t generated_tokens(const StepRecord& last, int32_t prompt_len, int32_t eos
 }
 
 double agreement(const StepRecord& run_last, const StepRecord& base_last, int32_t prompt_len) {
-    int same = 0, total = 0;
-    const size_t end = std::min(run_last.tokens.size(), base_last.tokens.size());
-    for (size_t i = static_cast<size_t>(std::max(prompt_len, 0)); i < end; ++i) {
-        if (!decoded(run_last, i) || !decoded(base_last, i)) continue;
-        ++total;
-        same += run_last.tokens[i] == base_last.tokens[i];
-    }
-    return total ? static_cast<double>(same) / total : NAN;
+    return agreement_over(run_last.tokens, base_last.tokens, prompt_len,
+                          [&](size_t i) { return decoded(run_last, i) && decoded(base_last, i); });
+}
+
+double final_agreement(const std::vector<int32_t>& run_final,
+                       const std::vector<int32_t>& base_final, int32_t prompt_len) {
+    return agreement_over(run_final, base_final, prompt_len, [](size_t) { return true; });
 }
 
 int32_t first_divergence(const StepList& run, const StepRecord& base_last, int32_t upto) {

@@ -45,6 +45,9 @@ RunMetrics run_metrics(const RunSteps& run, const RunSteps* baseline, int32_t up
 // The parts, for tests and for callers that need one number.
 int32_t generated_tokens(const StepRecord& last, int32_t prompt_len, int32_t eos_id);
 double agreement(const StepRecord& run_last, const StepRecord& base_last, int32_t prompt_len);
+// The same agreement for two finished runs' final sequences (every position decoded).
+double final_agreement(const std::vector<int32_t>& run_final,
+                       const std::vector<int32_t>& base_final, int32_t prompt_len);
 int32_t first_divergence(const StepList& run, const StepRecord& base_last, int32_t upto = -1);
 
 }  // namespace cl::trace

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# CTest `slurm_sweep` (label slurm): a small sweep through a real single-node Slurm cluster
+# (scripts/slurm-local) against the same spec run locally: the merged results must hold the same
+# points with the same accuracy, and each point's speed within a factor of 2 (timing noise of
+# short points on a shared machine). Skipped (exit 77) without Slurm or root.
+# usage: slurm_sweep_test.sh CLI SOURCE_DIR WORK_DIR
+set -euo pipefail
+cli=$1; src=$2; work=$3
+command -v slurmctld >/dev/null || { echo "skipped: Slurm is not installed (apt-get install slurm-wlm munge)"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "skipped: starting a Slurm cluster needs root"; exit 77; }
+rm -rf "$work"; mkdir -p "$work"
+if [ -n "${SLURM_CONF:-}" ] && sinfo >/dev/null 2>&1; then
+  echo "using the running cluster of SLURM_CONF=$SLURM_CONF"
+else
+  trap '"$src/scripts/slurm-local" stop "$work/cluster"' EXIT
+  conf=$("$src/scripts/slurm-local" start "$work/cluster")
+  eval "$conf"
+fi
+cat > "$work/spec.json" <<'SPEC'
+{"format": "cachelens-sweep", "version": 1, "name": "slurm-test",
+ "tasks": {"families": ["arith"], "items": 2, "seed": 5},
+ "sampler": {"gen_length": 32, "block_length": 16, "steps": 32},
+ "policies": [
+   {"policy": "dkv-decode", "params": {"refresh_interval": [2, 8]}},
+   {"policy": "dllm-cache", "sampling": "random", "points": 2, "params": {"rho": {"min": 0.1, "max": 0.5}, "metric": ["v-cosine", "k-cosine"]}}
+ ]}
+SPEC
+export OPENBLAS_NUM_THREADS=1
+"$cli" sweep run "$work/spec.json" --out "$work/local.clsweep" > "$work/local.txt"
+"$cli" sweep run "$work/spec.json" --out "$work/slurm.clsweep" --executor slurm --workers 3 --wait > "$work/slurm.txt"
+"$cli" sweep frontier "$work/local.clsweep" --json "$work/local.json" > /dev/null
+"$cli" sweep frontier "$work/slurm.clsweep" --json "$work/slurm.json" > /dev/null
+python3 - "$work/local.json" "$work/slurm.json" <<'PY'
+import json, sys
+local = {p["key"]: p for p in json.load(open(sys.argv[1]))["points"]}
+slurm = {p["key"]: p for p in json.load(open(sys.argv[2]))["points"]}
+assert local.keys() == slurm.keys(), (sorted(local), sorted(slurm))
+for key, p in local.items():
+    q = slurm[key]
+    assert p["correct"] == q["correct"] and p["agreement"] == q["agreement"], key
+    ratio = q["tokens_per_s"] / p["tokens_per_s"]
+    assert 0.5 <= ratio <= 2.0, (key, p["tokens_per_s"], q["tokens_per_s"])
+    assert q["host"], key
+print(f"slurm_sweep: {len(local)} points, merged Slurm results equal the local run")
+PY

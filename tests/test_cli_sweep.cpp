@@ -1,0 +1,205 @@
+// `cachelens-cli sweep` as a user runs it: bad specs are refused naming the field and write
+// nothing; the same spec gives the same accuracy; a sweep killed with SIGKILL resumes without
+// losing a finished point.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli_util.h"
+#include "sweep/sweep_store.h"
+#include "test_util.h"
+
+extern char** environ;
+
+namespace cl {
+namespace {
+
+using nlohmann::json;
+using test::cli;
+
+json base_spec() {
+    return {{"format", "cachelens-sweep"},
+            {"version", 1},
+            {"name", "test"},
+            {"tasks", {{"families", {"arith"}}, {"items", 2}, {"seed", 3}}},
+            {"sampler", {{"gen_length", 16}, {"block_length", 8}, {"steps", 16}}},
+            {"policies",
+             {{{"policy", "dkv-decode"}, {"params", {{"refresh_interval", {2, 4}}}}},
+              {{"policy", "elastic"},
+               {"sampling", "lhs"},
+               {"points", 2},
+               {"params", {{"gamma", {{"min", 0.5}, {"max", 0.95}}}}}}}}};
+}
+
+std::string write_spec(const std::filesystem::path& dir, const json& spec,
+                       const std::string& name = "spec.json") {
+    test::write_file(dir / name, spec.dump(2));
+    return (dir / name).string();
+}
+
+// key -> point JSON from `sweep frontier --json`.
+std::map<std::string, json> frontier_points(const std::filesystem::path& results,
+                                            const std::filesystem::path& json_out) {
+    const auto r = cli("sweep frontier " + results.string() + " --json " + json_out.string());
+    EXPECT_EQ(r.code, 0) << r.out;
+    std::map<std::string, json> out;
+    const json all = json::parse(test::read_file(json_out));
+    for (const auto& p : all["points"]) out[p["key"].get<std::string>()] = p;
+    return out;
+}
+
+TEST(CliSweep, BadSpecsNameTheFieldAndWriteNothing) {
+    const auto dir = test::temp_dir("sweep");
+    const auto out = dir / "r.clsweep";
+    struct Case {
+        std::function<void(json&)> edit;
+        std::string expected;
+    };
+    const std::vector<Case> cases = {
+        {[](json& j) { j["policies"][0]["policy"] = "nope"; }, "policies[0].policy"},
+        {[](json& j) {
+             j["policies"][0]["params"] = {{"gama", {1}}};
+         },
+         "policies[0].params.gama"},
+        {[](json& j) {
+             j["policies"][0]["params"]["refresh_interval"] = {2, 5000};
+         },
+         "policies[0].params.refresh_interval[1]"},
+        {[](json& j) { j["policies"][0]["params"]["refresh_interval"] = json::array(); },
+         "empty list"},
+        {[](json& j) {
+             j["policies"][1]["params"]["gamma"] = {{"min", 0.9}, {"max", 0.1}};
+         },
+         "min is greater than max"},
+        {[](json& j) { j["policies"][1].erase("points"); }, "policies[1].points"},
+        {[](json& j) { j["tasks"]["families"] = {"prose"}; }, "tasks.families"},
+        {[](json& j) { j["tasks"]["items"] = 0; }, "tasks.items"},
+        {[](json& j) { j["colour"] = "blue"; }, "colour: unknown field"},
+        {[](json& j) { j["version"] = 2; }, "version"},
+        {[](json& j) { j["sampler"]["block_length"] = 5; }, "block"},
+    };
+    for (const auto& c : cases) {
+        json spec = base_spec();
+        c.edit(spec);
+        const auto file = write_spec(dir, spec);
+        const auto r = cli("sweep run " + file + " --out " + out.string());
+        EXPECT_EQ(r.code, 2) << r.out;
+        EXPECT_NE(r.out.find(c.expected), std::string::npos) << r.out;
+        EXPECT_FALSE(std::filesystem::exists(out)) << c.expected;
+    }
+    test::write_file(dir / "broken.json", "{\"format\": \"cachelens-sweep\", ");
+    const auto r = cli("sweep run " + (dir / "broken.json").string() + " --out " + out.string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("broken.json: not valid JSON"), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(out));
+    EXPECT_EQ(cli("sweep status " + (dir / "broken.json").string()).code, 2);
+}
+
+TEST(CliSweep, TheSameSpecGivesTheSameAccuracyAndAResumeRunsNothingTwice) {
+    const auto dir = test::temp_dir("sweep");
+    const auto spec = write_spec(dir, base_spec());
+    auto r = cli("sweep run " + spec + " --out " + (dir / "a.clsweep").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("5 of 5 points finished"), std::string::npos) << r.out;  // none + 2 + 2
+    r = cli("sweep run " + spec + " --out " + (dir / "b.clsweep").string() + " --workers 2");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto a = frontier_points(dir / "a.clsweep", dir / "a.json");
+    const auto b = frontier_points(dir / "b.clsweep", dir / "b.json");
+    ASSERT_EQ(a.size(), 5u);
+    ASSERT_EQ(b.size(), 5u);
+    for (const auto& [key, p] : a) {
+        ASSERT_TRUE(b.count(key)) << key;
+        EXPECT_EQ(p["correct"], b.at(key)["correct"]) << key;
+        EXPECT_EQ(p["agreement"], b.at(key)["agreement"]) << key;
+    }
+    r = cli("sweep run " + spec + " --out " + (dir / "a.clsweep").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("5 finished before"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("[w0] point"), std::string::npos) << r.out;
+    json other = base_spec();
+    other["tasks"]["items"] = 3;
+    r = cli("sweep run " + write_spec(dir, other, "other.json") + " --out " +
+            (dir / "a.clsweep").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("another spec"), std::string::npos) << r.out;
+}
+
+TEST(CliSweep, TheDocumentedSpecIsValidAndASlurmArrayIsWrittenForIt) {
+    const auto dir = test::temp_dir("sweep");
+    const std::string doc =
+        test::read_file(std::filesystem::path(CL_SOURCE_DIR) / "docs" / "sweep-format.md");
+    const auto begin = doc.find("```json\n"), end = doc.find("```", begin + 8);
+    ASSERT_NE(begin, std::string::npos);
+    test::write_file(dir / "doc.json", doc.substr(begin + 8, end - begin - 8));
+    const auto out = dir / "doc.clsweep";
+    const auto r = cli("sweep run " + (dir / "doc.json").string() + " --out " + out.string() +
+                       " --executor slurm --workers 4 --threads 2 --no-submit");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto script = test::read_file(dir / "doc.clsweep.slurm" / "job.sh");
+    EXPECT_NE(script.find("#SBATCH --array=0-3"), std::string::npos) << script;
+    EXPECT_NE(script.find("#SBATCH --cpus-per-task=2"), std::string::npos) << script;
+    EXPECT_NE(script.find("--shard $SLURM_ARRAY_TASK_ID --of 4"), std::string::npos) << script;
+    EXPECT_FALSE(std::filesystem::exists(out));  // written by --wait or sweep merge only
+}
+
+pid_t start_cli(const std::vector<std::string>& args) {
+    std::vector<std::string> all = {CL_CLI_PATH};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t quiet;
+    posix_spawn_file_actions_init(&quiet);
+    posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    EXPECT_EQ(posix_spawn(&pid, CL_CLI_PATH, &quiet, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&quiet);
+    return pid;
+}
+
+size_t finished_points(const std::filesystem::path& results) {
+    try {
+        return sweep::SweepStore::open(results.string())->finished_keys().size();
+    } catch (const sweep::SweepFileError&) {
+        return 0;  // not created yet
+    }
+}
+
+TEST(CliSweep, AKilledSweepResumesWithoutLosingAFinishedPoint) {
+    const auto dir = test::temp_dir("sweep");
+    json spec = base_spec();
+    spec["sampler"] = {{"gen_length", 32}, {"block_length", 16}, {"steps", 32}};
+    spec["tasks"]["items"] = 3;  // the embedded model: about a second per point
+    const auto file = write_spec(dir, spec);
+    const auto out = dir / "k.clsweep";
+    const pid_t pid = start_cli({"sweep", "run", file, "--out", out.string()});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (finished_points(out) < 2 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const auto before = frontier_points(out, dir / "before.json");
+    ASSERT_GE(before.size(), 2u);
+    ASSERT_LT(before.size(), 5u) << "the sweep finished before it could be killed";
+    const auto r = cli("sweep run " + file + " --out " + out.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    size_t measured = 0;  // points this run measured: only the ones not finished before
+    for (size_t at = r.out.find("[w0] point"); at != std::string::npos;
+         at = r.out.find("[w0] point", at + 1))
+        ++measured;
+    EXPECT_EQ(measured, 5 - before.size()) << r.out;
+    const auto after = frontier_points(out, dir / "after.json");
+    EXPECT_EQ(after.size(), 5u);
+    for (const auto& [key, p] : before)  // kept as they were, not measured again
+        EXPECT_EQ(after.at(key)["finished_utc"], p["finished_utc"]) << key;
+}
+
+}  // namespace
+}  // namespace cl
