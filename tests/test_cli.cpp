@@ -224,7 +224,8 @@ TEST(Cli, TwoModelsSideBySideAndAStepSweepInOneSession) {
     r = cli("sessions list " + session);
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("accuracy-vs-steps report: 4 points"), std::string::npos) << r.out;
-    EXPECT_EQ(cli("sessions check " + session).code, 0);
+    r = cli("sessions check " + session);
+    EXPECT_EQ(r.code, 0) << r.out;
     // Step counts that are not numbers, not multiples of the block count, or families unscored.
     for (const std::string bad : {" --step-counts 3", " --step-counts 8,x", " --step-counts ,",
                                   " --tasks prose", " --items 0"}) {

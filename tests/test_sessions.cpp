@@ -282,7 +282,7 @@ TEST(Sessions, ReplayStoreMatchesTheLiveStore) {
         fan.add(w.get());
         fan.on_run_start(make_info(5, "none"));
         for (int s = 0; s < 4; ++s) fan.publish(make_step(5, s));
-        fan.on_run_end(5, trace::RunSummary{trace::RunStatus::Complete});
+        fan.on_run_end(5, trace::RunSummary{.status = trace::RunStatus::Complete});
         ASSERT_TRUE(w->flush());
     }
     trace::TraceStore replay(false);
@@ -479,7 +479,7 @@ TEST(Sessions, AppendsComparisonsAndDeletesRuns) {
     auto w = SessionWriter::open(path);
     EXPECT_EQ(w->comparison_id(), 1);
     w->on_run_start(make_info(0, "third"));
-    w->on_run_end(0, trace::RunSummary{trace::RunStatus::Complete});
+    w->on_run_end(0, trace::RunSummary{.status = trace::RunStatus::Complete});
     ASSERT_TRUE(w->flush());
     w.reset();
     auto r = SessionReader::open(path);

@@ -2,6 +2,7 @@
 // constructed points (no model): round trips, resume rules, claims, merges and bad files.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -16,7 +17,8 @@ namespace {
 std::filesystem::path temp_file(const std::string& name) {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     auto dir = std::filesystem::path(::testing::TempDir()) / "cachelens-tests" /
-               (std::string(info->test_suite_name()) + "." + info->name());
+               (std::string(info->test_suite_name()) + "." + info->name() + "." +
+                std::to_string(getpid()));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir / name;

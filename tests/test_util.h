@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,8 +15,10 @@ namespace cl::test {
 
 inline std::filesystem::path temp_dir(const std::string& name) {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    // The process id keeps two test runs on one machine (a CI clone beside a checkout) apart.
     auto dir = std::filesystem::path(::testing::TempDir()) / "cachelens-tests" /
-               (std::string(info->test_suite_name()) + "." + info->name() + "." + name);
+               (std::string(info->test_suite_name()) + "." + info->name() + "." + name + "." +
+                std::to_string(getpid()));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir;
