@@ -5,6 +5,7 @@
 
 #include "engine/base/stats.h"
 #include "engine/trace/metrics.h"
+#include "sweep/frontier.h"
 
 namespace cl::sweep {
 namespace {
@@ -53,6 +54,18 @@ const PointResult* baseline_of(const std::vector<PointResult>& points, const Poi
         if (q.policy == "none" && q.params.empty() && q.model == p.model && q.device == p.device)
             return &q;
     return nullptr;
+}
+
+SweepMetrics sweep_metrics(const std::vector<PointResult>& points) {
+    SweepMetrics out;
+    std::vector<FrontierInput> xy;
+    for (const auto& p : points) {
+        out.metrics.push_back(point_metrics(p, baseline_of(points, p)));
+        xy.push_back({out.metrics.back().tokens_per_s, out.metrics.back().accuracy});
+    }
+    out.frontier.assign(points.size(), false);
+    for (size_t i : pareto_front(xy)) out.frontier[i] = true;
+    return out;
 }
 
 PointMetrics point_metrics(const PointResult& point, const PointResult* baseline) {

@@ -29,4 +29,12 @@ const PointResult* baseline_of(const std::vector<PointResult>& points, const Poi
 
 PointMetrics point_metrics(const PointResult& point, const PointResult* baseline);
 
+// Every point's metrics against its own baseline, and whether it is on the (tokens/s, accuracy)
+// frontier over all the points.
+struct SweepMetrics {
+    std::vector<PointMetrics> metrics;  // (points)
+    std::vector<bool> frontier;         // (points)
+};
+SweepMetrics sweep_metrics(const std::vector<PointResult>& points);
+
 }  // namespace cl::sweep

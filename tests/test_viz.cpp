@@ -426,3 +426,46 @@ TEST(Viz, ColormapsAreOrderedAndHandleNan) {
 
 }  // namespace
 }  // namespace cl::viz
+
+namespace cl::viz {
+namespace {
+
+ParetoData pareto_data() {
+    ParetoData d;
+    d.title = "test";
+    d.points = {{"none", {}, 0.9, 0.8, 0.95, 50, 1, false},
+                {"elastic", {{"gamma", 0.5}}, 0.9, 0.8, 0.95, 100, 2, true},
+                {"dkv-decode", {{"refresh_interval", 8}}, 0.95, 0.85, 0.99, 40, 0.8, true}};
+    return d;
+}
+
+TEST(Viz, TheParetoViewIsDrawnBelowTheColumnsAndAlone) {
+    const auto data = pareto_data();
+    std::vector<RunView> runs{make_run("none", 12, 3)};
+    ViewState view;
+    CanvasOptions with, without;
+    with.pareto = &data;
+    EXPECT_GT(canvas_vertices(runs, view, with), canvas_vertices(runs, view, without));
+    view.figure_mode = true;
+    view.figure_panel = "pareto";
+    EXPECT_GT(canvas_vertices(runs, view, with), canvas_vertices(runs, view, without));
+    const auto& names = panel_names();
+    EXPECT_NE(std::find(names.begin(), names.end(), "pareto"), names.end());
+}
+
+TEST(Viz, AParetoPointIsPickedWhereItIsDrawn) {
+    const auto data = pareto_data();
+    plot::Plot p;
+    p.min = {100, 100};
+    p.max = {500, 300};
+    plot::setup_axes(p, 0, 110, 0, 1.05);
+    for (size_t i = 0; i < data.points.size(); ++i) {
+        const ImVec2 s = p.to_screen(data.points[i].tokens_per_s, data.points[i].accuracy);
+        EXPECT_EQ(pareto_point_at(p, data, s), static_cast<int>(i));
+        EXPECT_EQ(pareto_point_at(p, data, {s.x + 3, s.y - 3}), static_cast<int>(i));
+    }
+    EXPECT_EQ(pareto_point_at(p, data, {450, 290}), -1);  // empty space
+}
+
+}  // namespace
+}  // namespace cl::viz

@@ -10,8 +10,8 @@ namespace cl::viz {
 
 const std::vector<std::string>& panel_names() {
     static const std::vector<std::string> names{
-        "header",   "tokens",       "timeline", "recompute", "attention",        "drift",
-        "kv-drift", "decode-order", "diff",     "inspector", "accuracy-vs-steps"};
+        "header",   "tokens",       "timeline", "recompute", "attention",         "drift",
+        "kv-drift", "decode-order", "diff",     "inspector", "accuracy-vs-steps", "pareto"};
     return names;
 }
 
@@ -44,6 +44,15 @@ void panel(const char* name, ViewState& view, F&& body) {
 
 // The session's accuracy sweeps, below the columns (or alone when exported as a figure).
 void draw_reports(const CanvasOptions& options, ViewState& view) {
+    if (options.pareto) {
+        panel("pareto", view, [&] {
+            if (!ImGui::CollapsingHeader("Pareto: accuracy vs throughput (sweep)",
+                                         ImGuiTreeNodeFlags_DefaultOpen))
+                return;
+            const int clicked = draw_pareto(*options.pareto, view);
+            if (options.pareto_clicked && clicked >= 0) *options.pareto_clicked = clicked;
+        });
+    }
     if (!options.sweeps || options.sweeps->empty()) return;
     panel("accuracy-vs-steps", view, [&] {
         if (ImGui::CollapsingHeader("accuracy vs steps (stored sweep)",
@@ -91,7 +100,9 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
     for (const auto& r : runs)
         max_steps = std::max(max_steps, static_cast<int32_t>(r.steps.size()));
     view.steps_available = max_steps;
-    if (runs.empty() || (view.figure_mode && view.figure_panel == "accuracy-vs-steps")) {
+    const bool report_figure = view.figure_mode && (view.figure_panel == "accuracy-vs-steps" ||
+                                                    view.figure_panel == "pareto");
+    if (runs.empty() || report_figure) {
         if (runs.empty())
             ImGui::TextDisabled("No runs. Pick policies and press Play, or open a session.");
         draw_reports(options, view);
@@ -105,7 +116,8 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         std::max(options.column_min_width, avail / cols - ImGui::GetStyle().ItemSpacing.x);
     const bool inspecting = view.pinned_pos >= 0;
     const bool has_reports = options.sweeps && !options.sweeps->empty();
-    const float reserve = ImGui::GetFontSize() * ((inspecting ? 24 : 8) + (has_reports ? 13 : 0));
+    const float reserve = ImGui::GetFontSize() * ((inspecting ? 24 : 8) + (has_reports ? 13 : 0) +
+                                                  (options.pareto ? 20 : 0));
     const float height =
         std::max(ImGui::GetFontSize() * 10, ImGui::GetContentRegionAvail().y - reserve);
     const bool any_uniform = std::any_of(runs.begin(), runs.end(), [](const RunView& r) {

@@ -17,6 +17,7 @@
 #include "engine/trace/accuracy_sweep.h"
 #include "engine/trace/trace_types.h"
 #include "viz/lesson.h"
+#include "viz/pareto_data.h"
 
 namespace cl::viz {
 
@@ -93,6 +94,10 @@ struct CanvasOptions {
     // Reports of the open session drawn below the columns (the "accuracy-vs-steps" panel); null
     // or empty: none.
     const std::vector<trace::AccuracySweep>* sweeps = nullptr;
+    // A sweep's points (the "pareto" panel, below the columns); null: none.
+    const ParetoData* pareto = nullptr;
+    // Set by draw_canvas to the index of a Pareto point the user clicked this frame (-1: none).
+    int* pareto_clicked = nullptr;
 };
 
 // The whole canvas: one column per run, step-aligned, every panel of UX.md.

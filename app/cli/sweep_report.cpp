@@ -71,14 +71,8 @@ void print_sweep_status(const sweep::SweepStore& store) {
 
 nlohmann::json print_sweep_frontier(const sweep::SweepStore& store, bool all) {
     const auto points = store.points();
-    std::vector<sweep::PointMetrics> metrics;
-    std::vector<sweep::FrontierInput> xy;
-    for (const auto& p : points) {
-        metrics.push_back(sweep::point_metrics(p, sweep::baseline_of(points, p)));
-        xy.push_back({metrics.back().tokens_per_s, metrics.back().accuracy});
-    }
-    const auto overall_idx = sweep::pareto_front(xy);
-    const std::set<size_t> overall(overall_idx.begin(), overall_idx.end());
+    const auto swept = sweep::sweep_metrics(points);
+    const auto& metrics = swept.metrics;
     std::map<std::string, std::vector<size_t>> by_policy;  // policy -> point indices
     for (size_t i = 0; i < points.size(); ++i) by_policy[points[i].policy].push_back(i);
     nlohmann::json out = {{"file", store.path()}, {"points", nlohmann::json::array()}};
@@ -86,14 +80,13 @@ nlohmann::json print_sweep_frontier(const sweep::SweepStore& store, bool all) {
                 "tok/s", "speedup", "FLOPx", "eff", "agree", "parameters");
     for (const auto& [policy, idx] : by_policy) {
         std::vector<sweep::FrontierInput> sub;
-        for (size_t i : idx) sub.push_back(xy[i]);
+        for (size_t i : idx) sub.push_back({metrics[i].tokens_per_s, metrics[i].accuracy});
         std::set<size_t> front;
         for (size_t k : sweep::pareto_front(sub)) front.insert(idx[k]);
         for (size_t i : idx) {
             const bool on_front = front.count(i) > 0;
-            out["points"].push_back(
-                point_json(points[i], metrics[i], on_front, overall.count(i) > 0));
-            if (on_front || all) print_row(points[i], metrics[i], overall.count(i) > 0);
+            out["points"].push_back(point_json(points[i], metrics[i], on_front, swept.frontier[i]));
+            if (on_front || all) print_row(points[i], metrics[i], swept.frontier[i]);
         }
     }
     std::printf(

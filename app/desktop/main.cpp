@@ -13,6 +13,19 @@
 #include "engine/model/model.h"
 #include "viz/panels/panels.h"
 
+namespace {
+
+// --sweep FILE: the Pareto view; false when a headless figure cannot have it (exit code 2).
+bool open_sweep(cl::app::MainWindow& window, const QString& file, bool headless) {
+    const QString err = window.open_sweep(file);
+    if (err.isEmpty()) return true;
+    std::fprintf(stderr, "cachelens: %s\n", qPrintable(err));
+    window.statusBar()->showMessage(err);
+    return !headless;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     QSurfaceFormat fmt;
     fmt.setVersion(3, 3);
@@ -45,6 +58,7 @@ int main(int argc, char** argv) {
     QCommandLineOption session("session", "Replay a saved session (no model needed)", "FILE");
     QCommandLineOption step("step", "With --session: show this step", "N");
     QCommandLineOption no_record("no-record", "Do not record live runs into the session folder");
+    QCommandLineOption sweep_file("sweep", "Show a sweep results file's Pareto view", "FILE");
     QString panel_list;
     for (const auto& name : cl::viz::panel_names())
         panel_list += (panel_list.isEmpty() ? "" : ", ") + QString::fromStdString(name);
@@ -58,7 +72,8 @@ int main(int argc, char** argv) {
         "With --screenshot: also export the canvas figure (.png) or per-step metrics (.csv, .json)",
         "FILE");
     parser.addOptions({model, prompt, policies, advance, screenshot, threads, light, size, session,
-                       step, no_record, export_file, lesson, lesson_step, export_panel});
+                       step, no_record, export_file, lesson, lesson_step, export_panel,
+                       sweep_file});
     parser.process(arguments);
 
     cl::app::LaunchOptions o;
@@ -81,6 +96,9 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    if (parser.isSet(sweep_file) &&
+        !open_sweep(window, parser.value(sweep_file), parser.isSet(screenshot)))
+        return 2;
     if (window.replaying() && parser.isSet(step)) window.view().step = parser.value(step).toInt();
     if (window.in_lesson())
         for (int k = parser.value(lesson_step).toInt(); k > 0; --k) window.lesson_next();

@@ -95,7 +95,16 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
     m_canvas->set_draw([this] {
         viz::CanvasOptions options;
         if (source()) options.sweeps = &source()->accuracy_sweeps();
+        if (m_pareto) {
+            options.pareto = &*m_pareto;
+            options.pareto_clicked = &m_pareto_clicked;
+        }
         viz::draw_canvas(current_runs(), m_view, *m_canvas, options);
+        if (m_pareto_clicked >= 0) {
+            const int clicked = m_pareto_clicked;
+            m_pareto_clicked = -1;
+            QTimer::singleShot(0, this, [this, clicked] { run_pareto_point(clicked); });
+        }
         if (m_view.seek_request >= 0) {
             m_view.step = m_view.seek_request;
             m_view.seek_request = -1;

@@ -5,6 +5,7 @@
 #include <QMainWindow>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <set>
@@ -62,6 +63,10 @@ public:
     // are opened without it and never change.
     QString open_session(const QString& path, bool repair = true);
     QString save_session(const QString& path);  // a copy of the current recording
+    // The Pareto view of a sweep results file (below the columns); "" on success.
+    QString open_sweep(const QString& path);
+    // Loads a Pareto point's policy and parameters into the setup dock and runs it beside none.
+    void run_pareto_point(int index);
     bool replaying() const { return m_replay != nullptr; }
     static QString default_session_dir();
     static QStringList example_prompts();  // the setup dock's examples; the first is the default
@@ -120,6 +125,8 @@ private:
     int m_lesson_index = -1;
     void apply_lesson_step();
     std::vector<QWidget*> m_engine_controls;
+    std::optional<viz::ParetoData> m_pareto;  // an opened sweep (--sweep)
+    int m_pareto_clicked = -1;
 
     // Run setup
     QLabel* m_model_label = nullptr;

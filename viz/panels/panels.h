@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "viz/plot.h"
 #include "viz/viz_context.h"
 
 namespace cl::viz {
@@ -38,6 +39,10 @@ void draw_decode_order(ColumnContext& c);
 const std::vector<std::string>& panel_names();
 void draw_diff_strip(ColumnContext& c);
 void draw_accuracy_vs_steps(const std::vector<trace::AccuracySweep>& sweeps, const ViewState& view);
+// The Pareto view of a sweep; returns the index of a clicked point, or -1.
+int draw_pareto(const ParetoData& data, const ViewState& view);
+// The point of `data` within 6 px of screen position `mouse` in `plot` (the nearest), or -1.
+int pareto_point_at(const plot::Plot& plot, const ParetoData& data, ImVec2 mouse);
 void draw_throughput_chart(const std::vector<RunView>& runs, const ViewState& view);
 void draw_legend(const std::vector<RunView>& runs, const ViewState& view);
 // A token state's name; under uniform noise masked reads "noisy", decoded-now "changed now" and

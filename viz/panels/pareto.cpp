@@ -1,0 +1,118 @@
+// Panel "pareto": every point of a sweep as accuracy against throughput, one colour per policy,
+// Wilson 95% intervals as whiskers, the frontier over all points as a staircase. Hovering a
+// point shows its parameters and metrics; clicking it returns its index (the app loads its
+// parameters into the sliders and runs it beside `none`).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "viz/palette.h"
+#include "viz/panels/panels.h"
+#include "viz/plot.h"
+
+namespace cl::viz {
+namespace {
+
+// Distinct on both themes; policies take them in order of first appearance.
+constexpr ImU32 kPolicyColors[] = {IM_COL32(86, 180, 233, 255), IM_COL32(230, 159, 0, 255),
+                                   IM_COL32(0, 158, 115, 255),  IM_COL32(204, 121, 167, 255),
+                                   IM_COL32(213, 94, 0, 255),   IM_COL32(240, 228, 66, 255),
+                                   IM_COL32(0, 114, 178, 255),  IM_COL32(150, 150, 150, 255)};
+
+std::map<std::string, ImU32> policy_colors(const ParetoData& data) {
+    std::map<std::string, ImU32> colors;
+    size_t next = 0;
+    for (const auto& p : data.points)
+        if (!colors.count(p.policy))
+            colors[p.policy] =
+                kPolicyColors[next++ % (sizeof kPolicyColors / sizeof kPolicyColors[0])];
+    return colors;
+}
+
+std::string params_text(const ParetoPoint& p) {
+    std::string s;
+    for (const auto& [k, v] : p.params) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%s%s=%g", s.empty() ? "" : ", ", k.c_str(), v);
+        s += buf;
+    }
+    return s.empty() ? "(no parameters)" : s;
+}
+
+void draw_frontier(plot::Plot& plot, const ParetoData& data, ImU32 color) {
+    std::vector<const ParetoPoint*> front;
+    for (const auto& p : data.points)
+        if (p.frontier) front.push_back(&p);
+    std::sort(front.begin(), front.end(),
+              [](const auto* a, const auto* b) { return a->tokens_per_s < b->tokens_per_s; });
+    for (size_t i = 1; i < front.size(); ++i) {  // a staircase: accuracy holds until the next point
+        const ImVec2 a = plot.to_screen(front[i - 1]->tokens_per_s, front[i - 1]->accuracy);
+        const ImVec2 corner = plot.to_screen(front[i - 1]->tokens_per_s, front[i]->accuracy);
+        const ImVec2 b = plot.to_screen(front[i]->tokens_per_s, front[i]->accuracy);
+        plot.dl->AddLine(a, corner, color, 1.5f);
+        plot.dl->AddLine(corner, b, color, 1.5f);
+    }
+}
+
+void tooltip(const ParetoPoint& p) {
+    ImGui::BeginTooltip();
+    ImGui::Text("%s  %s", p.policy.c_str(), params_text(p).c_str());
+    ImGui::Text("accuracy %.1f%% [%.1f, %.1f]   %.1f tok/s   speedup %.2fx%s", 100 * p.accuracy,
+                100 * p.accuracy_lo, 100 * p.accuracy_hi, p.tokens_per_s, p.speedup,
+                p.frontier ? "   (on the frontier)" : "");
+    ImGui::TextDisabled("click: run these settings beside none");
+    ImGui::EndTooltip();
+}
+
+}  // namespace
+
+int pareto_point_at(const plot::Plot& plot, const ParetoData& data, ImVec2 m) {
+    int best = -1;
+    float best_d = 36.f;  // 6 px
+    for (size_t i = 0; i < data.points.size(); ++i) {
+        const ImVec2 s = plot.to_screen(data.points[i].tokens_per_s, data.points[i].accuracy);
+        const float d = (s.x - m.x) * (s.x - m.x) + (s.y - m.y) * (s.y - m.y);
+        if (d < best_d) {
+            best_d = d;
+            best = static_cast<int>(i);
+        }
+    }
+    return best;
+}
+
+int draw_pareto(const ParetoData& data, const ViewState& view) {
+    if (data.points.empty()) {
+        ImGui::TextDisabled("no sweep points (cachelens-cli sweep run SPEC --out FILE)");
+        return -1;
+    }
+    const auto& pal = palette(view.dark);
+    const auto colors = policy_colors(data);
+    double x1 = 0;
+    for (const auto& p : data.points) x1 = std::max(x1, p.tokens_per_s);
+    plot::Plot plot;
+    const std::string title = "accuracy vs tokens/s: " + data.title;
+    if (!plot::begin_plot(title.c_str(), {-1, ImGui::GetFontSize() * 16}, plot)) return -1;
+    plot::setup_axes(plot, 0, x1 * 1.08 + 1e-9, 0, 1.05);
+    draw_frontier(plot, data, pal.text_dim);
+    for (const auto& p : data.points) {
+        const ImU32 c = colors.at(p.policy);
+        const ImVec2 lo = plot.to_screen(p.tokens_per_s, p.accuracy_lo);
+        const ImVec2 hi = plot.to_screen(p.tokens_per_s, p.accuracy_hi);
+        plot.dl->AddLine(lo, hi, (c & 0x00FFFFFF) | 0x80000000, 1.f);
+        plot::plot_marker(plot, p.tokens_per_s, p.accuracy, c, p.frontier ? 4.5f : 3.f);
+    }
+    const int hovered = plot.hovered ? pareto_point_at(plot, data, ImGui::GetIO().MousePos) : -1;
+    plot::end_plot(plot);
+    for (const auto& [policy, c] : colors) plot::legend_item(policy.c_str(), c);
+    ImGui::NewLine();
+    ImGui::TextDisabled(
+        "%zu points; x: tokens/s, y: exact match; whiskers: Wilson 95%%; line: "
+        "the frontier over every policy",
+        data.points.size());
+    if (hovered < 0) return -1;
+    tooltip(data.points[static_cast<size_t>(hovered)]);
+    return ImGui::IsMouseClicked(ImGuiMouseButton_Left) ? hovered : -1;
+}
+
+}  // namespace cl::viz
