@@ -21,6 +21,12 @@
 namespace cl::sessions {
 namespace {
 
+trace::RunSummary complete_summary() {
+    trace::RunSummary s;
+    s.status = trace::RunStatus::Complete;
+    return s;
+}
+
 trace::RunInfo make_info(int32_t run_id, const std::string& policy, int L = 12, int N = 3) {
     trace::RunInfo i;
     i.run_id = run_id;
@@ -282,7 +288,7 @@ TEST(Sessions, ReplayStoreMatchesTheLiveStore) {
         fan.add(w.get());
         fan.on_run_start(make_info(5, "none"));
         for (int s = 0; s < 4; ++s) fan.publish(make_step(5, s));
-        fan.on_run_end(5, trace::RunSummary{.status = trace::RunStatus::Complete});
+        fan.on_run_end(5, complete_summary());
         ASSERT_TRUE(w->flush());
     }
     trace::TraceStore replay(false);
@@ -479,7 +485,7 @@ TEST(Sessions, AppendsComparisonsAndDeletesRuns) {
     auto w = SessionWriter::open(path);
     EXPECT_EQ(w->comparison_id(), 1);
     w->on_run_start(make_info(0, "third"));
-    w->on_run_end(0, trace::RunSummary{.status = trace::RunStatus::Complete});
+    w->on_run_end(0, complete_summary());
     ASSERT_TRUE(w->flush());
     w.reset();
     auto r = SessionReader::open(path);

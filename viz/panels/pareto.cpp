@@ -4,6 +4,7 @@
 // parameters into the sliders and runs it beside `none`).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -55,6 +56,19 @@ void draw_frontier(plot::Plot& plot, const ParetoData& data, ImU32 color) {
     }
 }
 
+// Throughput ticks along the bottom (the y axis is labelled by the plot frame).
+void draw_x_ticks(plot::Plot& plot, ImU32 color) {
+    for (int k = 0; k <= 4; ++k) {
+        const double x = plot.x0 + (plot.x1 - plot.x0) * k / 4.0;
+        char label[32];
+        std::snprintf(label, sizeof label, k == 4 ? "%.0f tok/s" : "%.0f", x);
+        const ImVec2 s = plot.to_screen(x, plot.y0);
+        const float w = ImGui::CalcTextSize(label).x;
+        const float left = k == 0 ? s.x + 2 : (k == 4 ? s.x - w - 2 : s.x - w / 2);
+        plot.dl->AddText({left, s.y - ImGui::GetFontSize() - 1}, color, label);
+    }
+}
+
 void tooltip(const ParetoPoint& p) {
     ImGui::BeginTooltip();
     ImGui::Text("%s  %s", p.policy.c_str(), params_text(p).c_str());
@@ -94,6 +108,7 @@ int draw_pareto(const ParetoData& data, const ViewState& view) {
     const std::string title = "accuracy vs tokens/s: " + data.title;
     if (!plot::begin_plot(title.c_str(), {-1, ImGui::GetFontSize() * 16}, plot)) return -1;
     plot::setup_axes(plot, 0, x1 * 1.08 + 1e-9, 0, 1.05);
+    draw_x_ticks(plot, pal.text_dim);
     draw_frontier(plot, data, pal.text_dim);
     for (const auto& p : data.points) {
         const ImU32 c = colors.at(p.policy);
