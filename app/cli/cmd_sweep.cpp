@@ -62,13 +62,18 @@ pid_t spawn_worker(const SweepCliOptions& o, int k) {
     return pid;
 }
 
+// On a terminal a bar redrawn in place; otherwise a line each time the count changes.
 void print_progress(size_t done, size_t at_start, size_t total, double seconds) {
+    static const bool tty = isatty(STDOUT_FILENO) != 0;
+    static size_t last_printed = SIZE_MAX;
+    if (!tty && done == last_printed) return;
+    last_printed = done;
     const size_t ran = done - at_start, left = total - done;
     const double eta = ran ? seconds / static_cast<double>(ran) * static_cast<double>(left) : 0;
     const int width = 30, filled = total ? static_cast<int>(width * done / total) : width;
-    std::printf("\r[%s%s] %zu/%zu points  %.0f s elapsed  ETA %s", std::string(filled, '#').c_str(),
-                std::string(width - filled, '.').c_str(), done, total, seconds,
-                ran ? (std::to_string(static_cast<int>(eta)) + " s").c_str() : "?");
+    std::printf("%s[%s%s] %zu/%zu points  %.0f s elapsed  ETA %s", tty ? "\r" : "\n",
+                std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done,
+                total, seconds, ran ? (std::to_string(static_cast<int>(eta)) + " s").c_str() : "?");
     std::fflush(stdout);
 }
 
@@ -102,7 +107,8 @@ int run_local_workers(const SweepCliOptions& o, size_t total, size_t at_start) {
 int run_sweep(const SweepCliOptions& o) {
     const auto spec = load_sweep_spec(o.spec_file);
     const auto points = expand_points(spec);
-    check_sweep_models(spec, o.threads);  // before anything is written
+    SweepModels models(o.threads);
+    check_sweep_models(spec, models);  // before anything is written
     if (o.executor == "slurm")
         return run_sweep_on_slurm(
             {o.spec_file, o.out, o.workers, o.threads, o.sbatch_args, o.wait, !o.no_submit});
@@ -114,7 +120,7 @@ int run_sweep(const SweepCliOptions& o) {
                 spec.name.c_str(), points.size(), at_start, o.workers, o.threads, o.out.c_str());
     if (o.workers == 1) {
         SweepWorkerOptions w{o.threads, 0, 1, "w0", true};
-        run_sweep_worker(spec, points, *store, w);
+        run_sweep_worker(spec, points, *store, w, models);
     } else if (const int failed = run_local_workers(o, points.size(), at_start)) {
         std::fprintf(stderr, "sweep: %d worker(s) failed; run the same command again to resume\n",
                      failed);
@@ -132,7 +138,8 @@ int run_worker(const SweepCliOptions& o) {
     auto store = sweep::SweepStore::create_or_resume(o.out, spec.canonical,
                                                      static_cast<int32_t>(points.size()));
     SweepWorkerOptions w{o.threads, o.shard, o.of, o.name, false};
-    run_sweep_worker(spec, points, *store, w);
+    SweepModels models(o.threads);
+    run_sweep_worker(spec, points, *store, w, models);
     return kOk;
 }
 

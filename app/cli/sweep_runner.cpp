@@ -25,21 +25,6 @@ ModelOptions model_options(const std::string& model, const std::string& device, 
     return o;
 }
 
-// The models a worker has loaded, by (model, device).
-class ModelCache {
-public:
-    explicit ModelCache(int threads) : m_threads(threads) {}
-    std::shared_ptr<Model> get(const std::string& model, const std::string& device) {
-        auto& slot = m_models[{model, device}];
-        if (!slot) slot = model_options(model, device, m_threads).load();
-        return slot;
-    }
-
-private:
-    int m_threads;
-    std::map<std::pair<std::string, std::string>, std::shared_ptr<Model>> m_models;
-};
-
 sweep::ItemResult item_result(const std::string& family, int32_t index, const ItemOutcome& r) {
     sweep::ItemResult it;
     it.family = family;
@@ -54,8 +39,8 @@ sweep::ItemResult item_result(const std::string& family, int32_t index, const It
     return it;
 }
 
-sweep::PointResult measure_point(const SweepSpec& spec, const SweepPointSpec& p, ModelCache& models,
-                                 int threads) {
+sweep::PointResult measure_point(const SweepSpec& spec, const SweepPointSpec& p,
+                                 SweepModels& models, int threads) {
     ScoringSetup setup;
     setup.model = models.get(p.model, p.device);
     setup.config = spec.sampler.resolve(*setup.model);
@@ -75,8 +60,13 @@ sweep::PointResult measure_point(const SweepSpec& spec, const SweepPointSpec& p,
 
 }  // namespace
 
-void check_sweep_models(const SweepSpec& spec, int threads) {
-    ModelCache models(threads);
+std::shared_ptr<Model> SweepModels::get(const std::string& model, const std::string& device) {
+    auto& slot = m_models[{model, device}];
+    if (!slot) slot = model_options(model, device, m_threads).load();
+    return slot;
+}
+
+void check_sweep_models(const SweepSpec& spec, SweepModels& models) {
     for (const auto& m : spec.models)
         for (const auto& d : spec.devices) {
             auto model = models.get(m, d);
@@ -86,11 +76,10 @@ void check_sweep_models(const SweepSpec& spec, int threads) {
 }
 
 int run_sweep_worker(const SweepSpec& spec, const std::vector<SweepPointSpec>& points,
-                     sweep::SweepStore& store, const SweepWorkerOptions& o) {
+                     sweep::SweepStore& store, const SweepWorkerOptions& o, SweepModels& models) {
     std::vector<std::pair<int32_t, std::string>> mine;
     for (const auto& p : points)
         if (p.index % o.of == o.shard) mine.emplace_back(p.index, p.key);
-    ModelCache models(o.threads);
     int ran = 0;
     while (auto idx = store.claim_next(mine, o.name)) {
         const auto& p = points.at(static_cast<size_t>(*idx));
