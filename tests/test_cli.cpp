@@ -132,9 +132,12 @@ TEST(Cli, UsageErrorsExitTwo) {
 }
 
 TEST(Cli, HelpForEveryCommand) {
-    for (const std::string c : {"", "generate", "inspect-model", "init-model", "train", "eval",
-                                "drift", "sweep-steps", "compare", "bench", "policies", "sessions",
-                                "sessions list", "sessions export", "replay"}) {
+    for (const std::string c :
+         {"",           "generate",  "inspect-model", "init-model",      "train",
+          "eval",       "drift",     "sweep-steps",   "compare",         "bench",
+          "policies",   "sessions",  "sessions list", "sessions export", "replay",
+          "sweep",      "sweep run", "sweep worker",  "sweep status",    "sweep frontier",
+          "sweep merge"}) {
         auto r = cli(c + " --help");
         EXPECT_EQ(r.code, 0) << c;
         EXPECT_NE(r.out.find("Usage"), std::string::npos) << c << r.out;

@@ -101,6 +101,26 @@ TEST(CliSweep, BadSpecsNameTheFieldAndWriteNothing) {
     EXPECT_EQ(cli("sweep status " + (dir / "broken.json").string()).code, 2);
 }
 
+TEST(CliSweep, BadCommandLinesAndFilesExitTwo) {
+    const auto dir = test::temp_dir("sweep");
+    const auto spec = write_spec(dir, base_spec());
+    const auto out = (dir / "r.clsweep").string();
+    auto r = cli("sweep worker " + spec + " --out " + out + " --shard 2 --of 2");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--shard"), std::string::npos) << r.out;
+    test::write_file(dir / "exists.clsweep", "x");
+    r = cli("sweep run " + spec + " --out " + (dir / "exists.clsweep").string() +
+            " --executor slurm --no-submit");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("exists already"), std::string::npos) << r.out;
+    r = cli("sweep merge --out " + out + " " + (dir / "missing").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("missing: no such file"), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(out));
+    EXPECT_EQ(cli("sweep frontier " + (dir / "exists.clsweep").string()).code, 2);
+    EXPECT_EQ(cli("sweep run " + spec + " --out " + out + " --workers 0").code, 2);
+}
+
 TEST(CliSweep, TheSameSpecGivesTheSameAccuracyAndAResumeRunsNothingTwice) {
     const auto dir = test::temp_dir("sweep");
     const auto spec = write_spec(dir, base_spec());
