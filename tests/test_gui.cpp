@@ -17,8 +17,10 @@
 #include "app/desktop/imgui_canvas.h"
 #include "app/desktop/main_window.h"
 #include "app/desktop/session_browser.h"
+#include "engine/tasks/task_suite.h"
 #include "sessions/session_reader.h"
 #include "sessions/session_writer.h"
+#include "sweep/sweep_store.h"
 #include "test_util.h"
 #include "viz/palette.h"
 
@@ -311,6 +313,73 @@ TEST(Gui, EveryBundledLessonStepsThroughToTheEndWithSpace) {
         w.end_lesson();
         EXPECT_FALSE(w.in_lesson());
     }
+}
+
+// A sweep results file (a real SQLite file, written through the store the CLI uses) opened in
+// the window: running one of its points puts that point's policy, parameters, sampler settings
+// and first task item into the docks and runs it beside none.
+TEST(Gui, AParetoPointRunsWithItsParametersBesideNone) {
+    const auto model = test::make_tiny_model("gui", 32, 2, 4, 4, 3);
+    const std::string spec =
+        R"({"format":"cachelens-sweep","version":1,"sampler":{"gen_length":16,"block_length":8,)"
+        R"("steps":16,"temperature":0,"seed":5},"tasks":{"families":["reverse"],"items":1,"seed":3}})";
+    const auto file = (test::temp_dir("gui-sweep") / "results.clsweep").string();
+    {
+        auto store = sweep::SweepStore::create_or_resume(file, spec, 2);
+        for (const auto& [index, policy, params] :
+             std::vector<std::tuple<int, std::string, std::map<std::string, double>>>{
+                 {0, "none", {}},
+                 {1, "dkv-decode", {{"refresh_interval", 3}, {"delay", 1}, {"block_reset", 0}}}}) {
+            sweep::PointResult p;
+            p.index = index;
+            p.model = "default";
+            p.policy = policy;
+            p.params = params;
+            p.key = sweep::point_key(p.model, p.device, p.policy, p.params);
+            p.items.push_back({"reverse", 0, true, 4, 10.0, 1e6, 2e6, 8, {}});
+            store->add_point(p);
+        }
+    }
+    LaunchOptions o;
+    o.model_dir = QString::fromStdString(model.string());
+    o.policies = {"none", "elastic"};
+    o.record = false;
+    MainWindow w(o);
+    w.resize(1400, 900);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_EQ(w.open_sweep(QString::fromStdString(file)).toStdString(), "");
+    w.canvas()->update();
+    QTest::qWait(50);
+    w.run_pareto_point(1);
+
+    const auto checked = [&](const char* policy) {
+        auto* box = w.findChild<QCheckBox*>(QString("policy/") + policy);
+        return box && box->isChecked();
+    };
+    EXPECT_TRUE(checked("none"));
+    EXPECT_TRUE(checked("dkv-decode"));
+    EXPECT_FALSE(checked("elastic"));
+    auto* interval =
+        w.findChild<QDoubleSpinBox*>(w.policy_param_widget_name("dkv-decode", "refresh_interval"));
+    ASSERT_NE(interval, nullptr);
+    EXPECT_EQ(interval->value(), 3);
+    tasks::TaskGenerator gen(3, tasks::Split::Eval);
+    const std::string first_item = gen.next("reverse").prompt;
+    ASSERT_TRUE(wait_for(
+        [&] {
+            const auto runs = w.bridge()->snapshot();
+            if (runs.size() != 2) return false;
+            for (const auto& run : runs)
+                if (run.info.policy == "dkv-decode")
+                    return run.info.policy_params.at("refresh_interval") == "3" &&
+                           run.info.policy_params.at("block_reset") == "0" &&
+                           run.info.gen_len == 16 && run.info.steps == 16 && run.info.seed == 5 &&
+                           run.info.prompt_text == first_item;
+            return false;
+        },
+        30000))
+        << "the point's policy, parameters, sampler and first task item run beside none";
 }
 
 }  // namespace

@@ -453,6 +453,32 @@ TEST(Viz, TheParetoViewIsDrawnBelowTheColumnsAndAlone) {
     EXPECT_NE(std::find(names.begin(), names.end(), "pareto"), names.end());
 }
 
+// A panel export is cropped to the rectangle its panels cover: the Pareto plot alone is far
+// smaller than the 1600x1000 canvas; a column panel spans every column.
+TEST(Viz, APanelExportKnowsTheRectangleItCovers) {
+    const auto data = pareto_data();
+    std::vector<RunView> runs{make_run("none", 12, 3), make_run("dkv-decode", 12, 3)};
+    ViewState view;
+    CanvasOptions options;
+    options.pareto = &data;
+    view.figure_mode = true;
+    view.figure_panel = "pareto";
+    canvas_vertices(runs, view, options);
+    const ImVec4 pareto = view.figure_extent;
+    EXPECT_GT(pareto.z - pareto.x, 800);
+    EXPECT_GT(pareto.w - pareto.y, 100);
+    EXPECT_LT(pareto.w - pareto.y, 600) << "the plot, not the whole canvas";
+    view.figure_panel = "timeline";
+    canvas_vertices(runs, view, options);
+    const ImVec4 timeline = view.figure_extent;
+    EXPECT_GT(timeline.z - timeline.x, 1200) << "both columns";
+    EXPECT_GT(timeline.w - timeline.y, 20);
+    EXPECT_LT(timeline.w - timeline.y, 500);
+    view.figure_panel.clear();  // a whole-canvas export is not cropped
+    canvas_vertices(runs, view, options);
+    EXPECT_LE(view.figure_extent.z, view.figure_extent.x);
+}
+
 TEST(Viz, AParetoPointIsPickedWhereItIsDrawn) {
     const auto data = pareto_data();
     plot::Plot p;

@@ -28,6 +28,17 @@ int32_t column_step(const RunView& run, const ViewState& view, int32_t max_steps
 
 namespace {
 
+// Grows the exported figure's rectangle by [a, b] (screen coordinates).
+void extend_figure(ViewState& view, ImVec2 a, ImVec2 b) {
+    if (!view.figure_mode || view.figure_panel.empty()) return;
+    ImVec4& e = view.figure_extent;
+    if (e.z <= e.x) {
+        e = {a.x, a.y, b.x, b.y};
+        return;
+    }
+    e = {std::min(e.x, a.x), std::min(e.y, a.y), std::max(e.z, b.x), std::max(e.w, b.y)};
+}
+
 // Draws `body` and, when the lesson highlights `name`, a thick frame around what it drew.
 template <typename F>
 void panel(const char* name, ViewState& view, F&& body) {
@@ -36,8 +47,9 @@ void panel(const char* name, ViewState& view, F&& body) {
     if (lit && view.scroll_to_highlight) ImGui::SetScrollHereY(0.05f);
     const ImVec2 start = ImGui::GetCursorScreenPos();
     body();
-    if (!lit) return;
     const ImVec2 end{start.x + ImGui::GetContentRegionAvail().x, ImGui::GetCursorScreenPos().y};
+    extend_figure(view, start, end);
+    if (!lit) return;
     ImGui::GetWindowDrawList()->AddRect({start.x - 2, start.y - 2}, {end.x + 2, end.y},
                                         palette(view.dark).trigger, 3.f, 0, 3.f);
 }
@@ -100,6 +112,7 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
     for (const auto& r : runs)
         max_steps = std::max(max_steps, static_cast<int32_t>(r.steps.size()));
     view.steps_available = max_steps;
+    view.figure_extent = {0, 0, 0, 0};
     const bool report_figure = view.figure_mode && (view.figure_panel == "accuracy-vs-steps" ||
                                                     view.figure_panel == "pareto");
     if (runs.empty() || report_figure) {
@@ -133,7 +146,11 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         ColumnContext c{
             run,   baseline_of(runs, run), view, textures, column_step(run, view, max_steps),
             inner, column_title(runs, run)};
-        if (view.figure_mode && !view.figure_panel.empty()) ImGui::TextUnformatted(c.title.c_str());
+        if (view.figure_mode && !view.figure_panel.empty()) {
+            const ImVec2 at = ImGui::GetCursorScreenPos();
+            ImGui::TextUnformatted(c.title.c_str());
+            extend_figure(view, at, {at.x + inner, ImGui::GetCursorScreenPos().y});
+        }
         panel("header", view, [&] { draw_header_metrics(c); });
         if (!view.figure_mode || view.figure_panel.empty()) ImGui::Separator();
         panel("tokens", view, [&] { draw_token_strip(c); });

@@ -47,6 +47,9 @@ struct ViewState {
     bool oracle_view = false;  // show oracle staleness instead of drift
     bool figure_mode = false;  // hide controls (exports)
     std::string figure_panel;  // with figure_mode: draw only this panel of every column
+    // Filled by draw_canvas in figure mode with a panel export: the screen rectangle the
+    // exported panels cover (min x, min y, max x, max y), so the host crops the image to it.
+    ImVec4 figure_extent{0, 0, 0, 0};
     bool align_by_progress = false;
     int32_t steps_available = 0;  // filled by draw_canvas for the transport
     // Requests from panels to the host (consumed by the host after the frame).

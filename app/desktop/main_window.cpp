@@ -247,6 +247,20 @@ QString MainWindow::open_session(const QString& path, bool repair) {
     }
 }
 
+namespace {
+// A panel export keeps only the rectangle its panels covered (plus a margin), not the empty rest
+// of the canvas. `extent` is in logical pixels; the image is in device pixels.
+QImage crop_to_figure(const QImage& img, const ImVec4& extent, double pixel_ratio) {
+    if (extent.z <= extent.x || extent.w <= extent.y) return img;
+    constexpr double kMargin = 8;
+    const QRect r(QPoint(static_cast<int>((extent.x - kMargin) * pixel_ratio),
+                         static_cast<int>((extent.y - kMargin) * pixel_ratio)),
+                  QPoint(static_cast<int>((extent.z + kMargin) * pixel_ratio),
+                         static_cast<int>((extent.w + kMargin) * pixel_ratio)));
+    return img.copy(r.intersected(img.rect()));
+}
+}  // namespace
+
 QString MainWindow::export_to(const QString& path, const QString& panel) {
     const auto runs = current_runs();
     if (path.endsWith(".csv", Qt::CaseInsensitive))
@@ -258,7 +272,8 @@ QString MainWindow::export_to(const QString& path, const QString& panel) {
     // Figure mode: the canvas without its controls, at the widget's full device resolution.
     m_view.figure_mode = true;
     m_view.figure_panel = panel.toStdString();
-    const QImage img = m_canvas->grabFramebuffer();
+    QImage img = m_canvas->grabFramebuffer();
+    if (!panel.isEmpty()) img = crop_to_figure(img, m_view.figure_extent, devicePixelRatioF());
     m_view.figure_mode = false;
     m_view.figure_panel.clear();
     m_canvas->update();

@@ -126,7 +126,9 @@ private:
     void apply_lesson_step();
     std::vector<QWidget*> m_engine_controls;
     std::optional<viz::ParetoData> m_pareto;  // an opened sweep (--sweep)
+    std::string m_sweep_spec_json;            // its spec: sampler and task items of every point
     int m_pareto_clicked = -1;
+    void apply_sweep_setting();  // the sweep's sampler and first task item into the setup dock
 
     // Run setup
     QLabel* m_model_label = nullptr;

@@ -1,12 +1,18 @@
 // The Pareto view in the window: a sweep results file opened with --sweep (or File > Open sweep)
 // is drawn below the columns; clicking a point loads its parameters into the setup dock and runs
-// that policy beside `none`.
+// that policy beside `none`, with the sweep's sampler settings and its first task item as the
+// prompt, so the column shows what the point measured.
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QPlainTextEdit>
+#include <QSpinBox>
 #include <QStatusBar>
+#include <nlohmann/json.hpp>
 
 #include "app/desktop/engine_bridge.h"
 #include "app/desktop/main_window.h"
+#include "engine/tasks/task_suite.h"
 #include "sweep/point_metrics.h"
 #include "sweep/sweep_store.h"
 
@@ -27,11 +33,46 @@ viz::ParetoData pareto_of(const sweep::SweepStore& store) {
     return data;
 }
 
+// The first eval item of the spec's first family (what the sweep ran first); "" when none.
+std::string first_task_prompt(const nlohmann::json& spec) {
+    const auto tasks = spec.value("tasks", nlohmann::json::object());
+    const auto families = tasks.value("families", std::vector<std::string>{"arith"});
+    if (families.empty()) return "";
+    tasks::TaskGenerator gen(tasks.value("seed", uint64_t{1}), tasks::Split::Eval);
+    return gen.next(families.front()).prompt;
+}
+
 }  // namespace
+
+void MainWindow::apply_sweep_setting() {
+    // The spec was validated when the sweep ran; a key it leaves out keeps the dock's value.
+    const auto spec = nlohmann::json::parse(m_sweep_spec_json, nullptr, false);
+    if (spec.is_discarded() || !spec.is_object()) return;
+    const auto sampler = spec.value("sampler", nlohmann::json::object());
+    const auto set_int = [&](QSpinBox* box, const char* key) {
+        if (sampler.contains(key)) box->setValue(sampler[key].get<int>());
+    };
+    set_int(m_gen_length, "gen_length");
+    set_int(m_block_length, "block_length");
+    set_int(m_steps, "steps");
+    set_int(m_seed, "seed");
+    if (sampler.contains("temperature"))
+        m_temperature->setValue(sampler["temperature"].get<double>());
+    if (sampler.contains("threshold")) m_threshold->setValue(sampler["threshold"].get<double>());
+    if (sampler.contains("remasking"))
+        m_remasking->setCurrentIndex(sampler["remasking"] == "random" ? 1 : 0);
+    const std::string prompt = first_task_prompt(spec);
+    if (!prompt.empty()) {
+        m_prompt->setPlainText(QString::fromStdString(prompt));
+        m_chat_template->setChecked(true);  // sweeps generate with the chat template
+    }
+}
 
 QString MainWindow::open_sweep(const QString& path) {
     try {
-        m_pareto = pareto_of(*sweep::SweepStore::open(path.toStdString()));
+        const auto store = sweep::SweepStore::open(path.toStdString());
+        m_pareto = pareto_of(*store);
+        m_sweep_spec_json = store->info().spec_json;
     } catch (const sweep::SweepFileError& e) {
         return QString::fromStdString(e.what());
     }
@@ -58,6 +99,7 @@ void MainWindow::run_pareto_point(int index) {
         auto spin = it->second.params.find(key);
         if (spin != it->second.params.end()) spin->second->setValue(value);
     }
+    apply_sweep_setting();
     apply_setup();
     if (source() && !source()->playing()) source()->set_playing(true);
     statusBar()->showMessage(QString::fromStdString("Running " + point.policy + " beside none"));
