@@ -198,6 +198,48 @@ TEST(Policies, DkvDecodeRecomputesExactlyMaskedPlusJustDecoded) {
     EXPECT_GT(checked, 10);
 }
 
+// The steps at which a policy ran a full forward (every row of layer 0 recomputed).
+std::vector<int> full_steps(const PolicyRun& r) {
+    std::vector<int> out;
+    for (const auto& s : r.steps)
+        if (recomputed(*s, 0).size() == static_cast<size_t>(s->seq_len)) out.push_back(s->step);
+    return out;
+}
+
+// The steps 0..T-1 (blocks of `per_block` steps) for which `full(step, step_in_block)` holds.
+template <typename F>
+std::vector<int> schedule(int T, int per_block, F full) {
+    std::vector<int> out;
+    for (int t = 0; t < T; ++t)
+        if (full(t, t % per_block)) out.push_back(t);
+    return out;
+}
+
+// dKV-Cache's reference decode loop (generation_utils/llada_dkv_cache_decode.py): within each block
+// a full forward at steps 0 and 1 and wherever `i % cache_reloading_step == 0`; the greedy loop
+// at `i % cache_reloading_step == 0` only. 32 steps, blocks of 16 steps.
+TEST(Policies, DkvVariantsRefreshOnTheReferenceSchedule) {
+    for (int n : {1, 2, 3, 4, 5, 8, 16}) {
+        SCOPED_TRACE("N = " + std::to_string(n));
+        const auto decode = run("dkv-decode", {{"refresh_interval", n}});
+        EXPECT_EQ(full_steps(decode),
+                  schedule(32, 16, [n](int, int i) { return i <= 1 || i % n == 0; }));
+        const auto no_reset = run("dkv-decode", {{"refresh_interval", n}, {"block_reset", 0}});
+        EXPECT_EQ(full_steps(no_reset),
+                  schedule(32, 16, [n](int t, int) { return t == 0 || t % n == 0; }));
+        const auto greedy = run("dkv-greedy", {{"refresh_interval", n}, {"window", 1}}, 32, 16, 32,
+                                false, Remasking::Random);
+        EXPECT_EQ(full_steps(greedy), schedule(32, 16, [n](int, int i) { return i % n == 0; }));
+        // dkv-pd never recomputes the prompt after step 0; its response refreshes are at N, 2N...
+        const auto pd = run("dkv-pd", {{"refresh_interval", n}});
+        std::vector<int> refreshes;
+        for (const auto& s : pd.steps)
+            for (const auto& e : s->triggers)
+                if (e.kind == "interval") refreshes.push_back(s->step);
+        EXPECT_EQ(refreshes, schedule(32, 16, [n](int t, int) { return t > 0 && t % n == 0; }));
+    }
+}
+
 TEST(Policies, NoDelayAblationSkipsJustDecodedRows) {
     const PolicyRun r = run("dkv-decode", {{"refresh_interval", 100}, {"delay", 0}});
     const auto& s = *r.steps[5];
@@ -240,6 +282,7 @@ TEST(Policies, GreedyUsesThePlannedCommitsUnderRandomRemasking) {
                             false, Remasking::Random);
     for (size_t t = 1; t < r.steps.size(); ++t) {
         const auto& s = *r.steps[t];
+        if (s.step_in_block == 0) continue;  // a block starts with a full forward
         auto rows = recomputed(s, 0);
         for (int32_t c : s.committed) EXPECT_TRUE(rows.count(c)) << "D_t is recomputed";
         for (int32_t d : r.steps[t - 1]->committed)

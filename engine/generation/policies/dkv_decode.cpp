@@ -1,9 +1,10 @@
 // Policy `dkv-decode` (dKV-Cache-Decode, Ma et al. 2025): delayed caching of decoded tokens.
 // A token's K/V are cached one step after it is decoded (its first forward as a real token), so
 // each step recomputes M_{t-1} = still-masked rows + rows decoded at the previous step. Steps 0
-// and 1 of every block are full (the cache is rebuilt at step 1), then a full forward every N
-// steps. Options: `delay` 0 is the paper's no-delay ablation (decoded rows keep the K/V they had as
-// masks); `block_reset` 0 refreshes only every N steps.
+// and 1 of every block are full (the cache is rebuilt at step 1), and so is every step of the
+// block whose index is a multiple of N (the reference code's schedule: 0, 1, N, 2N, ...).
+// Options: `delay` 0 is the paper's no-delay ablation (decoded rows keep the K/V they had as
+// masks); `block_reset` 0 counts N over the whole run (steps 0, N, 2N, ...) with no block rebuild.
 #include "engine/generation/policies/row_set_policy.h"
 
 namespace cl::policies {
@@ -45,7 +46,10 @@ protected:
             return full_choice("block-start", ctx.step_in_block == 0
                                                   ? "full forward at block start"
                                                   : "cache rebuilt (step 1 of block)");
-        if (m_steps_since_full + 1 >= n)
+        // dKV-Cache's decode loop refreshes when the block's step index is a multiple of N (the
+        // reference's `i % cache_reloading_step == 0`), not N steps after the step-1 rebuild.
+        const int64_t step = m_p.block_reset ? ctx.step_in_block : ctx.step;
+        if (step % n == 0)
             return full_choice("interval", "full forward every " + std::to_string(n) + " steps");
         RowChoice c;
         c.rows = masked_rows(ctx);

@@ -1,6 +1,7 @@
 // Policy `dkv-greedy` (dKV-Cache-Greedy): recompute only D_t (the rows decoded this step, known in
 // advance under random remasking), D_{t-1}, and a window of w positions around D_{t-1}; everything
-// else, other masks included, is reused stale. A full forward every N steps. Lossy by design.
+// else, other masks included, is reused stale. A full forward at the steps 0, N, 2N, ... of every
+// block. Lossy by design.
 // When the commit order is not known in advance (low-confidence remasking), D_t is replaced by
 // the current block's masked rows, and the step's trigger says so.
 #include "engine/generation/policies/row_set_policy.h"
@@ -37,8 +38,11 @@ protected:
         const int64_t n = m_p.refresh_interval;
         const int64_t w = m_p.window;
         if (ctx.step == 0) return full_choice("first-step");
-        if (m_steps_since_full + 1 >= n)
-            return full_choice("interval", "full forward every " + std::to_string(n) + " steps");
+        // The reference starts every block without a cache and refreshes at the block's steps
+        // 0, N, 2N, ... (`i % cache_reloading_step == 0`).
+        if (ctx.step_in_block % n == 0)
+            return full_choice(ctx.step_in_block == 0 ? "block-start" : "interval",
+                               "full forward every " + std::to_string(n) + " steps of a block");
         RowChoice c;
         c.reason = "greedy-window";
         if (ctx.planned_commits && !ctx.planned_commits->empty()) {

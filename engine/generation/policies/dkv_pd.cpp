@@ -32,8 +32,7 @@ protected:
         if (ctx.step == 0) return full_choice("first-step");
         const int64_t n = m_p.refresh_interval;
         RowChoice c;
-        if (++m_since_refresh >= n) {
-            m_since_refresh = 0;
+        if (ctx.step % n == 0) {  // steps N, 2N, ... of the run
             c.rows = range(ctx.prompt_len, ctx.seq_len);
             c.reason = "interval";
             c.detail = "response refresh (every " + std::to_string(n) + " steps), prompt reused";
@@ -48,7 +47,6 @@ protected:
 
 private:
     Params m_p;
-    int64_t m_since_refresh = 0;
 };
 
 CL_REGISTER_POLICY(DkvPd);

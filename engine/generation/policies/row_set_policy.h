@@ -24,14 +24,10 @@ public:
         m_cache = net.make_cache(seq_len, false);
         m_device = net.device();
         m_seq_len = seq_len;
-        m_steps_since_full = 0;
     }
     void begin_step(const StepContext& ctx) override {
         m_choice = choose(ctx);
-        if (m_choice.full) {
-            m_steps_since_full = 0;
-        } else {
-            ++m_steps_since_full;
+        if (!m_choice.full) {
             auto& r = m_choice.rows;
             std::sort(r.begin(), r.end());
             r.erase(std::unique(r.begin(), r.end()), r.end());
@@ -93,7 +89,6 @@ protected:
     std::vector<detail::LayerCache> m_cache;
     torch::Device m_device{torch::kCPU};
     int64_t m_seq_len = 0;
-    int64_t m_steps_since_full = 0;
     RowChoice m_choice;
     detail::RowSet m_rows;  // the rows of a partial step
 };
