@@ -1,0 +1,166 @@
+// Parsing and checking the desktop app's command line (launch_args.h).
+#include "app/desktop/launch_args.h"
+
+#include <QCommandLineParser>
+#include <stdexcept>
+
+#include "engine/generation/policy_registry.h"
+#include "viz/panels/panels.h"
+
+namespace cl::app {
+namespace {
+
+// A bad option value: the message names the option and says what it accepts.
+struct BadValue : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+int integer_value(const QCommandLineParser& parser, const QString& name, int lo, int hi,
+                  int fallback) {
+    if (!parser.isSet(name)) return fallback;
+    bool ok = false;
+    const int v = parser.value(name).toInt(&ok);
+    if (!ok || v < lo || v > hi)
+        throw BadValue(QString("--%1 %2: expected a whole number from %3 to %4")
+                           .arg(name, parser.value(name))
+                           .arg(lo)
+                           .arg(hi)
+                           .toStdString());
+    return v;
+}
+
+QSize size_value(const QCommandLineParser& parser) {
+    const QString text = parser.value("size");
+    const auto wh = text.split('x');
+    bool ok_w = false, ok_h = false;
+    const int w = wh.size() == 2 ? wh[0].toInt(&ok_w) : 0;
+    const int h = wh.size() == 2 ? wh[1].toInt(&ok_h) : 0;
+    if (!ok_w || !ok_h || w < 320 || h < 240 || w > 16384 || h > 16384)
+        throw BadValue(
+            ("--size " + text + ": expected WxH from 320x240 to 16384x16384, e.g. 1280x720")
+                .toStdString());
+    return {w, h};
+}
+
+QStringList policy_list(const QCommandLineParser& parser) {
+    if (!parser.isSet("policies")) return {};
+    const QStringList names = parser.value("policies").split(',', Qt::SkipEmptyParts);
+    if (names.isEmpty()) throw BadValue("--policies: name at least one policy");
+    for (const auto& name : names)
+        if (!find_policy(name.trimmed().toStdString())) {
+            QStringList known;
+            for (const auto& info : list_policies()) known << QString::fromStdString(info.name);
+            throw BadValue(
+                ("--policies: unknown policy '" + name + "' (known: " + known.join(", ") + ")")
+                    .toStdString());
+        }
+    QStringList out;
+    for (const auto& name : names) out << name.trimmed();
+    return out;
+}
+
+QString panel_value(const QCommandLineParser& parser) {
+    const QString panel = parser.value("export-panel");
+    if (panel.isEmpty()) return panel;
+    QStringList known;
+    for (const auto& name : viz::panel_names()) known << QString::fromStdString(name);
+    if (!known.contains(panel))
+        throw BadValue(
+            ("--export-panel " + panel + ": unknown panel (known: " + known.join(", ") + ")")
+                .toStdString());
+    if (!parser.value("export").endsWith(".png", Qt::CaseInsensitive))
+        throw BadValue("--export-panel needs --export FILE.png");
+    return panel;
+}
+
+void add_options(QCommandLineParser& parser) {
+    parser.setApplicationDescription(
+        "CacheLens: KV/feature caching in diffusion LLMs, live and side by side");
+    QString panels;
+    for (const auto& name : viz::panel_names())
+        panels += (panels.isEmpty() ? "" : ", ") + QString::fromStdString(name);
+    parser.addOptions({
+        {{"h", "help"}, "Show this help and exit"},
+        {{"v", "version"}, "Show the version and exit"},
+        {{"m", "model"}, "Model folder (default: the embedded model)", "DIR"},
+        {"prompt", "Prompt text", "TEXT"},
+        {"policies", "Comma-separated policies to show (cachelens-cli policies)", "LIST"},
+        {"advance", "Run N denoising steps before showing (headless figures)", "N"},
+        {"screenshot", "Render the window to a PNG and exit", "OUT.png"},
+        {"threads", "CPU threads for the engine", "N", "1"},
+        {"light", "Light theme"},
+        {"size", "Window size WxH", "WxH", "1600x1000"},
+        {"session", "Replay a saved session (no model needed)", "FILE"},
+        {"step", "With --session: show this step (0-based)", "N"},
+        {"no-record", "Do not record live runs into the session folder"},
+        {"sweep", "Show a sweep results file's Pareto view", "FILE"},
+        {"export",
+         "With --screenshot: also export the canvas figure (.png) or per-step "
+         "metrics (.csv, .json)",
+         "FILE"},
+        {"export-panel", "With --export FILE.png: only this panel (" + panels + ")", "NAME"},
+        {"lesson", "Start a lesson (a .lesson.json file)", "FILE"},
+        {"lesson-step", "With --lesson: go to this lesson step (0-based)", "K"},
+    });
+}
+
+LaunchArgs read_args(const QCommandLineParser& parser) {
+    LaunchArgs a;
+    LaunchOptions& o = a.options;
+    o.model_dir = parser.value("model");
+    o.prompt = parser.value("prompt");
+    o.policies = policy_list(parser);
+    o.threads = integer_value(parser, "threads", 1, 256, 1);
+    o.light = parser.isSet("light");
+    o.session = parser.value("session");
+    o.lesson = parser.value("lesson");
+    a.screenshot = parser.value("screenshot");
+    o.record = !parser.isSet("no-record") && a.screenshot.isEmpty();
+    a.advance = integer_value(parser, "advance", 0, 1 << 20, 0);
+    a.step = integer_value(parser, "step", 0, 1 << 20, -1);
+    a.lesson_step = integer_value(parser, "lesson-step", 0, 1000, 0);
+    a.export_file = parser.value("export");
+    a.export_panel = panel_value(parser);
+    a.sweep_file = parser.value("sweep");
+    a.size = size_value(parser);
+    if (!a.export_file.isEmpty() && a.screenshot.isEmpty())
+        throw BadValue("--export needs --screenshot OUT.png (the window is drawn first)");
+    if (a.step >= 0 && o.session.isEmpty()) throw BadValue("--step needs --session FILE");
+    return a;
+}
+
+}  // namespace
+
+LaunchParse parse_launch_args(const QStringList& arguments) {
+    QCommandLineParser parser;
+    add_options(parser);
+    LaunchParse out;
+    if (!parser.parse(arguments)) {
+        out.exit_code = 2;
+        out.error = parser.errorText() + " (cachelens --help lists the options)";
+        return out;
+    }
+    if (parser.isSet("help")) {
+        out.output = parser.helpText().replace("<executable_name>", "cachelens");
+        return out;
+    }
+    if (parser.isSet("version")) {
+        out.output = QString("cachelens %1\n").arg(CL_VERSION);
+        return out;
+    }
+    if (!parser.positionalArguments().isEmpty()) {
+        out.exit_code = 2;
+        out.error = "unexpected argument '" + parser.positionalArguments().first() +
+                    "' (cachelens --help lists the options)";
+        return out;
+    }
+    try {
+        out.args = read_args(parser);
+    } catch (const BadValue& e) {
+        out.exit_code = 2;
+        out.error = QString::fromStdString(e.what());
+    }
+    return out;
+}
+
+}  // namespace cl::app
