@@ -9,7 +9,9 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QImage>
+#include <QLabel>
 #include <QPushButton>
+#include <QSlider>
 #include <QSurfaceFormat>
 #include <QTableWidget>
 #include <QTest>
@@ -161,6 +163,52 @@ TEST(Gui, KeyboardStepsAndScrubs) {
     ASSERT_TRUE(press(Qt::Key_Space));
     EXPECT_TRUE(w.bridge()->playing());
     ASSERT_TRUE(press(Qt::Key_Space));
+}
+
+// One step cursor: a click in the scrubber's groove, a drag and the keys all move the view, and
+// the transport label always names the step the canvas shows (counted from 0, as --step).
+TEST(Gui, TheScrubberAndTheLabelFollowEverySeek) {
+    const auto model = test::make_tiny_model("gui", 32, 2, 4, 4, 3);
+    LaunchOptions o;
+    o.model_dir = QString::fromStdString(model.string());
+    o.prompt = "hi";
+    o.policies = {"none"};
+    o.record = false;
+    MainWindow w(o);
+    w.resize(1400, 900);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    w.advance_to(12);
+    ASSERT_TRUE(
+        wait_for([&] { return w.bridge()->max_step() >= 12 && !w.bridge()->busy(); }, 20000));
+    QTest::qWait(200);
+    auto* scrubber = w.findChild<QSlider*>("scrubber");
+    auto* label = w.findChild<QLabel*>("step_label");
+    ASSERT_NE(scrubber, nullptr);
+    ASSERT_NE(label, nullptr);
+    const int last = scrubber->maximum();
+    ASSERT_GE(last, 11);
+    // A click in the groove near the left end pages towards it: the view moves with the handle.
+    QTest::mouseClick(scrubber, Qt::LeftButton, {}, QPoint(3, scrubber->height() / 2));
+    EXPECT_LT(scrubber->value(), last);
+    EXPECT_EQ(w.view().step, scrubber->value()) << "a click in the groove seeks";
+    EXPECT_TRUE(label->text().startsWith(QString("step %1 / %2").arg(scrubber->value()).arg(last)))
+        << label->text().toStdString();
+    // A drag (the slider's tracking) seeks on every move.
+    scrubber->setSliderDown(true);
+    scrubber->setSliderPosition(5);
+    scrubber->setSliderDown(false);
+    EXPECT_EQ(w.view().step, 5);
+    EXPECT_TRUE(label->text().startsWith(QString("step 5 / %1").arg(last)));
+    // Seeks from elsewhere move the handle and the label.
+    w.go_home();
+    EXPECT_EQ(scrubber->value(), 0);
+    EXPECT_TRUE(label->text().startsWith(QString("step 0 / %1").arg(last)));
+    w.set_step(7);
+    EXPECT_EQ(scrubber->value(), 7);
+    w.go_end();
+    EXPECT_EQ(scrubber->value(), last);
+    EXPECT_TRUE(label->text().startsWith(QString("step %1 / %1").arg(last)));
 }
 
 TEST(Gui, SaveReopenGivesIdenticalViews) {

@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
 
     MainWindow window(a.options);
     if (const int rc = check_loaded(window, a); rc != 0 && a.headless()) return rc;
-    if (window.replaying() && a.step >= 0) window.view().step = a.step;
+    if (window.replaying() && a.step >= 0) window.set_step(a.step);
     for (int k = a.lesson_step; k > 0 && window.in_lesson(); --k) window.lesson_next();
     window.resize(a.size);
     window.show();

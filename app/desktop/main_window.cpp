@@ -106,9 +106,9 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
             QTimer::singleShot(0, this, [this, clicked] { run_pareto_point(clicked); });
         }
         if (m_view.seek_request >= 0) {
-            m_view.step = m_view.seek_request;
+            const int step = m_view.seek_request;
             m_view.seek_request = -1;
-            QTimer::singleShot(0, this, [this] { refresh_transport(); });
+            QTimer::singleShot(0, this, [this, step] { set_step(step); });
         }
     });
     if (!options.lesson.isEmpty()) {

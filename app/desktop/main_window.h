@@ -88,6 +88,7 @@ public slots:
     void jump_block(int direction);
     void go_home();
     void go_end();
+    void set_step(int step);
 
 protected:
     void closeEvent(QCloseEvent* e) override;
@@ -105,6 +106,10 @@ private:
     void load_model(const QString& dir);
     void set_theme(bool dark);
     void refresh_transport();
+    // The one step cursor: every seek (transport, keys, scrubber, canvas, lessons, --step) goes
+    // through set_step; -1 follows the newest step.
+    QString step_label() const;
+    int shown_step() const;  // the step the canvas shows (-1: none yet)
     std::vector<ColumnSpec> selected_columns() const;
     void save_settings() const;
     void set_engine_controls_enabled(bool on);

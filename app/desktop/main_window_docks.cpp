@@ -244,10 +244,9 @@ QWidget* MainWindow::build_transport() {
     m_scrubber = new QSlider(Qt::Horizontal);
     m_scrubber->setObjectName("scrubber");
     m_scrubber->setRange(0, 0);
-    connect(m_scrubber, &QSlider::sliderMoved, this, [this](int v) {
-        m_view.step = v;
-        m_canvas->update();
-    });
+    // Every user move (a click in the groove, a drag, the keyboard, the wheel) is a seek; the
+    // transport's own updates are made with the signals blocked.
+    connect(m_scrubber, &QSlider::valueChanged, this, [this](int v) { set_step(v); });
     h->addWidget(m_scrubber, 1);
     h->addWidget(new QLabel("speed"));
     m_speed = new QSpinBox();
@@ -277,6 +276,7 @@ QWidget* MainWindow::build_transport() {
     });
     h->addWidget(m_cancel);
     m_status = new QLabel();
+    m_status->setObjectName("step_label");
     m_status->setMinimumWidth(260);
     h->addWidget(m_status);
     return w;

@@ -90,7 +90,7 @@ void MainWindow::end_lesson() {
 
 void MainWindow::apply_lesson_step() {
     const auto& st = m_lesson.steps[static_cast<size_t>(m_lesson_index)];
-    m_view.step = st.step;
+    set_step(st.step);
     if (st.layer >= 0) m_view.layer = st.layer;
     m_view.oracle_view = st.oracle;
     m_view.highlight = st.panels;
