@@ -129,6 +129,15 @@ TEST(Cli, UsageErrorsExitTwo) {
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--accuracy-tasks: 'prose'"), std::string::npos) << r.out;
     EXPECT_EQ(cli("drift --model " + model.string() + " --max-distance 0 --items 1").code, 2);
+    // A bad column of --policies is named as --policies (it was "--policy", a flag compare,
+    // eval and bench do not have), with the column at fault.
+    for (const std::string cmd : {"compare --prompt hi", "eval --items 1", "bench"}) {
+        r = cli(cmd + " --model " + model.string() + " --policies none,bogus");
+        EXPECT_EQ(r.code, 2) << cmd;
+        EXPECT_NE(r.out.find("--policies: unknown policy 'bogus'"), std::string::npos) << r.out;
+    }
+    r = cli("compare --model " + model.string() + " --prompt hi --policies dkv-decode:delay=7");
+    EXPECT_NE(r.out.find("--policies: dkv-decode:delay=7: "), std::string::npos) << r.out;
 }
 
 TEST(Cli, HelpForEveryCommand) {

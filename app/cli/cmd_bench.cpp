@@ -10,6 +10,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
+#include "app/cli/progress.h"
 #include "app/cli/task_scoring.h"
 #include "engine/base/errors.h"
 #include "engine/base/stats.h"
@@ -81,7 +82,7 @@ int run_bench(BenchOptions o) {
         for (const auto& p : list_policies()) names.push_back(p.name);
     else
         names = split_list(o.policies);
-    for (const auto& n : names) resolve_policy_params(n, {});
+    policy_columns(names, {});  // every policy checked before anything runs
     names.erase(std::remove(names.begin(), names.end(), "none"), names.end());
     names.insert(names.begin(), "none");  // the baseline comes first
     if (o.accuracy_items > 0)
@@ -104,6 +105,9 @@ int run_bench(BenchOptions o) {
 
     nlohmann::json results = nlohmann::json::array();
     std::vector<int32_t> prompt_tokens;
+    ProgressBar bar("runs", modes.size() * prompts.size() *
+                                (1 + static_cast<size_t>(o.repeats) * names.size()));
+    size_t runs_done = 0;
     for (const auto& mode : modes) {
         std::printf("\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s)\n",
                     mode.c_str(), (long long)base_cfg.gen_length, (long long)base_cfg.block_length,
@@ -115,6 +119,7 @@ int run_bench(BenchOptions o) {
         for (size_t pi = 0; pi < prompts.size(); ++pi) {
             const auto warm = run_policy(model, prompts[pi], base_cfg, "none", {}, 0,
                                          o.model.threads);  // warm-up
+            bar.update(++runs_done, mode + " warm-up");
             if (prompt_tokens.size() < prompts.size()) prompt_tokens.push_back(warm.prompt_len);
             // Repeats go round-robin over the policies, so that a slow moment of the machine
             // lands on every policy alike instead of on one policy's repeats. Their step records
@@ -126,7 +131,9 @@ int run_bench(BenchOptions o) {
                     reps[n].push_back(run_policy(model, prompts[pi], cfg, n,
                                                  o.params.for_policy(n, names.size() == 1), 0,
                                                  o.model.threads));
+                    bar.update(++runs_done, mode + " " + n);
                 }
+            bar.clear();  // the rows go where the bar was
             std::map<std::string, PolicyRun> med;
             for (auto& [n, runs] : reps) {
                 std::sort(runs.begin(), runs.end(), [](const PolicyRun& a, const PolicyRun& b) {

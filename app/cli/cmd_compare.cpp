@@ -47,9 +47,7 @@ std::unique_ptr<sessions::SessionWriter> open_recorder(const CompareOptions& o) 
 // The policy columns, validated before any model runs, with the baseline `none` first.
 std::vector<std::string> column_specs(const CompareOptions& o) {
     auto names = split_list(o.policies);
-    if (names.empty()) throw InputError("--policies: no policy given");
-    for (const auto& n : names)
-        resolve_policy_params(parse_column(n).first, parse_column(n).second);  // validate first
+    policy_columns(names, o.params);  // every column checked before any model runs
     if (std::find(names.begin(), names.end(), "none") == names.end())
         names.insert(names.begin(), "none");
     return names;

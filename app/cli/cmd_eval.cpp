@@ -4,6 +4,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
+#include "app/cli/progress.h"
 #include "app/cli/task_scoring.h"
 #include "engine/base/errors.h"
 #include "engine/generation/policy_registry.h"
@@ -31,11 +32,7 @@ int run_eval(const EvalOptions& o) {
     check_scored_families(families);
     check_item_count(o.items, 100000);
     const auto columns = split_list(o.policies);
-    std::vector<Column> resolved;
-    for (const auto& spec : columns) {  // validate every column before the long run
-        resolved.push_back(column_policy_params(spec, o.params));
-        resolve_policy_params(resolved.back().first, resolved.back().second);
-    }
+    const std::vector<Column> resolved = policy_columns(columns, o.params);  // before the run
     const GenerationConfig cfg = o.sampler.resolve(*model);
     nlohmann::json out = nlohmann::json::array();
     print_accuracy_header();
@@ -43,11 +40,15 @@ int run_eval(const EvalOptions& o) {
     // verdict differs from the baseline's (fixed + broken), a paired view that the accuracies
     // alone hide.
     std::map<std::string, std::vector<bool>> baseline_ok;
+    ProgressBar bar("items", columns.size() * families.size() * static_cast<size_t>(o.items));
+    size_t done = 0;
     for (size_t c = 0; c < columns.size(); ++c) {
         const auto& [policy, params] = resolved[c];
         const ScoringSetup setup{model, cfg, policy, params, o.model.threads};
         for (const auto& family : families) {
-            const auto s = score_family(setup, family, o.items, o.task_seed, o.show);
+            const auto s = score_family(setup, family, o.items, o.task_seed, o.show,
+                                        [&] { bar.update(++done, columns[c] + " " + family); });
+            bar.clear();  // the row goes where the bar was
             const auto base = baseline_ok.find(family);
             out.push_back(accuracy_row(columns[c], family, s,
                                        base == baseline_ok.end() ? nullptr : &base->second));

@@ -11,6 +11,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/progress.h"
 #include "app/cli/sweep_report.h"
 #include "app/cli/sweep_runner.h"
 #include "app/cli/sweep_slurm.h"
@@ -62,27 +63,12 @@ pid_t spawn_worker(const SweepCliOptions& o, int k) {
     return pid;
 }
 
-// On a terminal a bar redrawn in place; otherwise a line each time the count changes.
-void print_progress(size_t done, size_t at_start, size_t total, double seconds) {
-    static const bool tty = isatty(STDOUT_FILENO) != 0;
-    static size_t last_printed = SIZE_MAX;
-    if (!tty && done == last_printed) return;
-    last_printed = done;
-    const size_t ran = done - at_start, left = total - done;
-    const double eta = ran ? seconds / static_cast<double>(ran) * static_cast<double>(left) : 0;
-    const int width = 30, filled = total ? static_cast<int>(width * done / total) : width;
-    std::printf("%s[%s%s] %zu/%zu points  %.0f s elapsed  ETA %s", tty ? "\r" : "\n",
-                std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done,
-                total, seconds, ran ? (std::to_string(static_cast<int>(eta)) + " s").c_str() : "?");
-    std::fflush(stdout);
-}
-
 // Starts the workers and draws a progress bar from the results file until they all exit.
 int run_local_workers(const SweepCliOptions& o, size_t total, size_t at_start) {
     std::vector<pid_t> pids;
     pids.reserve(static_cast<size_t>(o.workers));
     for (int k = 0; k < o.workers; ++k) pids.push_back(spawn_worker(o, k));
-    const auto t0 = std::chrono::steady_clock::now();
+    ProgressBar bar("points", total, stdout);
     auto reader = sweep::SweepStore::open(o.out);
     int failed = 0;
     size_t running = pids.size();
@@ -96,11 +82,9 @@ int run_local_workers(const SweepCliOptions& o, size_t total, size_t at_start) {
                 --running;
             }
         }
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        print_progress(reader->finished_keys().size(), at_start, total, s);
+        bar.update(reader->finished_keys().size(), "", at_start);
     }
-    std::printf("\n");
+    bar.finish();
     return failed;
 }
 

@@ -5,6 +5,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/progress.h"
 #include "engine/base/errors.h"
 #include "engine/model/model.h"
 #include "engine/training/trainer.h"
@@ -19,13 +20,6 @@ struct TrainCliOptions {
     std::vector<std::string> mixture;
     std::string noise = "masked";
 };
-
-std::string eta_text(double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%dh%02dm%02ds", static_cast<int>(s) / 3600,
-                  static_cast<int>(s) / 60 % 60, static_cast<int>(s) % 60);
-    return buf;
-}
 
 int run_train(TrainCliOptions o) {
     set_thread_count(o.threads);
@@ -52,22 +46,21 @@ int run_train(TrainCliOptions o) {
             o.train.mixture[fam] = std::stod(m.substr(eq + 1));
         }
     }
-    const bool tty = isatty(STDERR_FILENO) != 0;
-    o.train.on_progress = [tty](const TrainProgress& p) {
-        const int width = 30;
-        const int filled = static_cast<int>(width * p.step / std::max<int64_t>(1, p.total_steps));
-        std::string bar(static_cast<size_t>(filled), '#');
-        bar += std::string(static_cast<size_t>(width - filled), '.');
-        std::fprintf(stderr, "%s[%s] step %lld/%lld loss %.4f val %.4f lr %.2e %.0f tok/s ETA %s%s",
-                     tty ? "\r" : "", bar.c_str(), (long long)p.step, (long long)p.total_steps,
-                     p.loss, p.val_loss, p.lr, p.tokens_per_s, eta_text(p.eta_s).c_str(),
-                     tty ? "" : "\n");
+    // The bar counts from the first step this process trains (a resumed run's ETA is its own).
+    auto bar = std::make_shared<ProgressBar>("steps", static_cast<size_t>(o.train.total_steps));
+    auto first_step = std::make_shared<int64_t>(-1);
+    o.train.on_progress = [bar, first_step](const TrainProgress& p) {
+        if (*first_step < 0) *first_step = p.step;
+        char note[128];
+        std::snprintf(note, sizeof note, "loss %.4f val %.4f lr %.2e %.0f tok/s", p.loss,
+                      p.val_loss, p.lr, p.tokens_per_s);
+        bar->update(static_cast<size_t>(p.step), note, static_cast<size_t>(*first_step));
         spdlog::debug("step {} loss {:.4f} val {:.4f}", p.step, p.loss, p.val_loss);
     };
     spdlog::info("training into {} ({})", o.train.out_dir.string(),
                  o.train.resume ? "resuming" : "fresh");
     auto r = train_model(o.train);
-    std::fprintf(stderr, "\n");
+    bar->finish();
     spdlog::info("stopped at step {} after {:.0f} s: loss {:.4f}, val {:.4f}, {} tokens seen{}",
                  r.steps_done, r.seconds, r.final_loss, r.final_val_loss, r.tokens_seen,
                  r.finished ? "" : " (resume with --resume)");

@@ -61,13 +61,35 @@ std::pair<std::string, std::map<std::string, double>> column_policy_params(
     // A bare --param key applies to every policy that has it; policy.key to that policy only.
     std::map<std::string, double> params;
     const auto* info = find_policy(name);
-    if (!info) throw InputError("unknown policy '" + name + "' (see `cachelens-cli policies`)");
+    if (!info)
+        throw InputError("--policies: unknown policy '" + name +
+                         "' (see `cachelens-cli policies`)");
     for (const auto& [k, v] : options.for_policy(name, true))
         for (const auto& p : info->params)
             if (p.name == k) params[k] = v;
     for (const auto& [k, v] : options.for_policy(name, false)) params[k] = v;  // qualified
     for (const auto& [k, v] : column_params) params[k] = v;
     return {name, params};
+}
+
+std::vector<std::pair<std::string, std::map<std::string, double>>> policy_columns(
+    const std::vector<std::string>& specs, const ParamOptions& options) {
+    if (specs.empty()) throw InputError("--policies: no policy given");
+    std::vector<std::pair<std::string, std::map<std::string, double>>> out;
+    for (const auto& spec : specs) {
+        out.push_back(column_policy_params(spec, options));
+        try {
+            resolve_policy_params(out.back().first, out.back().second);
+        } catch (const InputError& e) {
+            // The registry names its own setting ("policy: ...", "param: ..."): here the user
+            // typed the column into --policies (or --param), so say which column.
+            const std::string what = e.what();
+            const size_t cut = e.setting().empty() ? 0 : e.setting().size() + 2;
+            throw InputError("--policies: " + spec + ": " +
+                             what.substr(std::min(cut, what.size())));
+        }
+    }
+    return out;
 }
 
 PolicyMetrics compare_with_baseline(const PolicyRun& run, const PolicyRun& base) {

@@ -40,6 +40,11 @@ std::pair<std::string, std::map<std::string, double>> parse_column(const std::st
 std::pair<std::string, std::map<std::string, double>> column_policy_params(
     const std::string& spec, const ParamOptions& options);
 
+// The columns of a --policies list with their parameters (--param values, then the column's own),
+// each checked against the registry before anything runs. Errors name --policies.
+std::vector<std::pair<std::string, std::map<std::string, double>>> policy_columns(
+    const std::vector<std::string>& specs, const ParamOptions& options);
+
 PolicyMetrics compare_with_baseline(const PolicyRun& run, const PolicyRun& baseline);
 
 }  // namespace cl::cli

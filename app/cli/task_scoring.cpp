@@ -46,7 +46,7 @@ double FamilyScore::tokens_per_s() const {
 }
 
 FamilyScore score_family(const ScoringSetup& setup, const std::string& family, int items,
-                         uint64_t task_seed, bool show) {
+                         uint64_t task_seed, bool show, const std::function<void()>& on_item) {
     tasks::TaskGenerator gen(task_seed, tasks::Split::Eval);
     FamilyScore score;
     for (int i = 0; i < items; ++i) {
@@ -59,6 +59,7 @@ FamilyScore score_family(const ScoringSetup& setup, const std::string& family, i
         if (show)
             std::printf("  [%s] %s -> %s (expected %s)\n", r.correct ? "ok" : "xx",
                         item.prompt.c_str(), r.summary.final_text.c_str(), item.answer.c_str());
+        if (on_item) on_item();
     }
     return score;
 }

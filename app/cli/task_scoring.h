@@ -2,6 +2,7 @@
 // `sweep-steps` share (one definition of how an item is run and judged).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -48,8 +49,10 @@ struct FamilyScore {
 };
 
 // The first `items` eval items of a family (task seed `task_seed`); `show` prints each one.
+// `on_item` is called after each item (progress).
 FamilyScore score_family(const ScoringSetup& setup, const std::string& family, int items,
-                         uint64_t task_seed, bool show = false);
+                         uint64_t task_seed, bool show = false,
+                         const std::function<void()>& on_item = {});
 
 // How a column's verdicts differ from the baseline's on the same items.
 struct Paired {
