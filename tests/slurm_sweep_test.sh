@@ -27,7 +27,15 @@ cat > "$work/spec.json" <<'SPEC'
 SPEC
 export OPENBLAS_NUM_THREADS=1
 "$cli" sweep run "$work/spec.json" --out "$work/local.clsweep" > "$work/local.txt"
-"$cli" sweep run "$work/spec.json" --out "$work/slurm.clsweep" --executor slurm --workers 3 --wait > "$work/slurm.txt"
+# Bounded well inside CTest's 300 s, so that a stuck scheduler fails with its own account (and the
+# trap still stops the cluster) instead of a bare CTest timeout that leaves the daemons running.
+if ! timeout 180 "$cli" sweep run "$work/spec.json" --out "$work/slurm.clsweep" --executor slurm \
+    --workers 3 --wait > "$work/slurm.txt" 2>&1; then
+  echo "the Slurm sweep failed or ran past 180 s; its output, the queue and the nodes:"
+  cat "$work/slurm.txt"; squeue -a || true; sinfo -N -l || true
+  tail -n 20 "$work"/cluster/*.log 2>/dev/null || true
+  exit 1
+fi
 "$cli" sweep frontier "$work/local.clsweep" --json "$work/local.json" > /dev/null
 "$cli" sweep frontier "$work/slurm.clsweep" --json "$work/slurm.json" > /dev/null
 "$src/scripts/compare-sweeps" "$work/local.json" "$work/slurm.json" --speed-factor 2

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -94,8 +95,8 @@ int run_sweep(const SweepCliOptions& o) {
     SweepModels models(o.threads);
     check_sweep_models(spec, models);  // before anything is written
     if (o.executor == "slurm")
-        return run_sweep_on_slurm(
-            {o.spec_file, o.out, o.workers, o.threads, o.sbatch_args, o.wait, !o.no_submit});
+        return run_sweep_on_slurm({o.spec_file, o.out, o.workers, o.threads, o.sbatch_args, o.wait,
+                                   !o.no_submit, static_cast<int32_t>(points.size())});
     auto store = sweep::SweepStore::create_or_resume(o.out, spec.canonical,
                                                      static_cast<int32_t>(points.size()));
     store->clear_claims();  // no worker of an earlier run is alive
@@ -169,6 +170,23 @@ void add_worker(CLI::App& cmd, Runner& run) {
     });
 }
 
+// A glob such as RESULTS.shard-* also matches SQLite's -wal, -shm and -journal files beside
+// the shards while a sweep runs: they are not results files, so they are left out when their
+// database is listed too.
+std::vector<std::string> results_files(const std::vector<std::string>& files) {
+    std::vector<std::string> out;
+    for (const auto& f : files) {
+        bool companion = false;
+        for (const std::string suffix : {"-wal", "-shm", "-journal"})
+            if (f.size() > suffix.size() && f.ends_with(suffix) &&
+                std::find(files.begin(), files.end(), f.substr(0, f.size() - suffix.size())) !=
+                    files.end())
+                companion = true;
+        if (!companion) out.push_back(f);
+    }
+    return out;
+}
+
 void add_readers(CLI::App& cmd, Runner& run) {
     auto o = std::make_shared<SweepCliOptions>();
     auto* status = cmd.add_subcommand("status", "Progress of results files (or a sweep's shards)");
@@ -178,14 +196,15 @@ void add_readers(CLI::App& cmd, Runner& run) {
             return with_sweep_errors([&] {
                 size_t finished = 0;
                 int32_t total = 0;
-                for (const auto& f : o->files) {
+                const auto files = results_files(o->files);
+                for (const auto& f : files) {
                     auto store = sweep::SweepStore::open(f);
                     print_sweep_status(*store);
                     finished += store->finished_keys().size();
                     total = store->info().total_points;  // every shard holds the whole spec's count
                 }
-                if (o->files.size() > 1)
-                    std::printf("all %zu files: %zu of %d points finished\n", o->files.size(),
+                if (files.size() > 1)
+                    std::printf("all %zu files: %zu of %d points finished\n", files.size(),
                                 finished, total);
                 return int{kOk};
             });
@@ -212,7 +231,7 @@ void add_readers(CLI::App& cmd, Runner& run) {
     merge->callback([m, &run] {
         run = [m] {
             return with_sweep_errors([&] {
-                sweep::merge_sweep_files(m->files, m->out);
+                sweep::merge_sweep_files(results_files(m->files), m->out);
                 print_sweep_status(*sweep::SweepStore::open(m->out));
                 return int{kOk};
             });

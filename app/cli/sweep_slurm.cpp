@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "app/cli/cli_common.h"
+#include "app/cli/progress.h"
 #include "app/cli/sweep_report.h"
 #include "engine/base/errors.h"
 #include "sweep/sweep_store.h"
@@ -82,6 +85,35 @@ CommandResult run_program(std::vector<std::string> args) {
     return r;
 }
 
+// Points finished in the shard files that exist so far (a task that has not started has none).
+size_t finished_in(const std::vector<std::string>& shards) {
+    size_t n = 0;
+    for (const auto& f : shards) {
+        if (!fs::exists(f)) continue;
+        try {
+            n += sweep::SweepStore::open(f)->finished_keys().size();
+        } catch (const sweep::SweepFileError&) {
+            // being created by its task: counted at the next look
+        }
+    }
+    return n;
+}
+
+// Until job `id` has left the queue (squeue lists only pending and running jobs), a progress bar
+// from the shard files every 2 s.
+void wait_for_array(const std::string& id, const SlurmSweep& s) {
+    ProgressBar bar("points", static_cast<size_t>(s.total_points), stdout);
+    const auto shards = slurm_shard_files(s.out, s.tasks);
+    while (true) {
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+        bar.update(finished_in(shards));
+        const auto q = run_program({"squeue", "-h", "-j", id});
+        if (!q.started || q.code != 0 || q.out.find_first_not_of(" \n") == std::string::npos) break;
+    }
+    bar.update(finished_in(shards));
+    bar.finish();
+}
+
 }  // namespace
 
 std::vector<std::string> slurm_shard_files(const std::string& out, int tasks) {
@@ -96,16 +128,16 @@ int run_sweep_on_slurm(const SlurmSweep& s) {
         throw InputError(s.out +
                          ": exists already; a Slurm sweep merges its shards into a new "
                          "file (its shard files resume)");
-    const fs::path dir = s.out + ".slurm";
+    const fs::path dir = fs::absolute(s.out + ".slurm");  // task logs land here from any node
     fs::create_directories(dir);
     const std::string self = fs::read_symlink("/proc/self/exe").string();
     const fs::path script = dir / "job.sh";
     std::ofstream(script) << job_script(s, self, dir);
     std::printf("sweep: wrote %s (%d array tasks x %d threads)\n", script.c_str(), s.tasks,
                 s.threads);
+    std::fflush(stdout);
     if (!s.submit) return kOk;
     std::vector<std::string> cmd = {"sbatch", "--parsable"};
-    if (s.wait) cmd.emplace_back("--wait");
     cmd.insert(cmd.end(), s.sbatch_args.begin(), s.sbatch_args.end());
     cmd.push_back(script.string());
     const auto r = run_program(cmd);
@@ -123,7 +155,19 @@ int run_sweep_on_slurm(const SlurmSweep& s) {
             s.out.c_str(), s.out.c_str(), s.out.c_str());
         return kOk;
     }
-    sweep::merge_sweep_files(slurm_shard_files(s.out, s.tasks), s.out);
+    std::fflush(stdout);
+    const std::string id = r.out.substr(0, r.out.find_first_of(";\n"));  // "ID" or "ID;cluster"
+    wait_for_array(id, s);
+    const auto shards = slurm_shard_files(s.out, s.tasks);
+    const size_t done = finished_in(shards);
+    if (done < static_cast<size_t>(s.total_points)) {
+        std::fprintf(stderr,
+                     "sweep: the array ended with %zu of %d points finished, not merged; task "
+                     "logs in %s; the same command resumes the shards\n",
+                     done, s.total_points, dir.c_str());
+        return kRuntimeFailure;
+    }
+    sweep::merge_sweep_files(shards, s.out);
     auto merged = sweep::SweepStore::open(s.out);
     print_sweep_status(*merged);
     print_sweep_frontier(*merged);

@@ -3,6 +3,7 @@
 // shared across nodes; `sweep merge` (or --wait, which merges when the array ends) joins them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct SlurmSweep {
     std::vector<std::string> sbatch_args;  // e.g. --partition=debug
     bool wait = false;                     // block until the array ends, then merge
     bool submit = true;                    // false: only write the job script
+    int32_t total_points = 0;              // the spec's points (progress while waiting)
 };
 
 std::vector<std::string> slurm_shard_files(const std::string& out, int tasks);
