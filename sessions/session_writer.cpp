@@ -104,6 +104,11 @@ SessionWriter::~SessionWriter() {
     }
     m_cv.notify_all();
     if (m_thread.joinable()) m_thread.join();
+    // A closed session is a plain file (no -wal/-shm beside it), so opening it read-only (a
+    // bundled lesson, a session a user received) writes nothing next to it. While another
+    // connection has it open this fails and changes nothing; it stays a valid WAL file.
+    if (m_db.get())
+        sqlite3_exec(m_db.get(), "PRAGMA journal_mode = DELETE", nullptr, nullptr, nullptr);
 }
 
 bool SessionWriter::wants(const trace::ProbeRequest& r) const {

@@ -6,12 +6,17 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QLabel>
+#include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QSlider>
+#include <QSpinBox>
 #include <QSurfaceFormat>
 #include <QTableWidget>
 #include <QTest>
@@ -49,18 +54,23 @@ int count_color(const QImage& img, const QRect& rect, QRgb rgb, int tol = 6) {
     return n;
 }
 
+// Options for a window on the tiny test model, not recording.
+LaunchOptions tiny_model_options(const QString& prompt, const QStringList& policies) {
+    LaunchOptions o;
+    o.model_dir = QString::fromStdString(test::make_tiny_model("gui", 32, 2, 4, 4, 3).string());
+    o.prompt = prompt;
+    o.policies = policies;
+    o.record = false;
+    return o;
+}
+
 QRgb rgb_of(ImU32 c) {
     return qRgb((c >> IM_COL32_R_SHIFT) & 0xff, (c >> IM_COL32_G_SHIFT) & 0xff,
                 (c >> IM_COL32_B_SHIFT) & 0xff);
 }
 
 TEST(Gui, PlayStepsChangeASliderAndScreenshot) {
-    const auto model = test::make_tiny_model("gui", 32, 2, 4, 4, 3);
-    LaunchOptions o;
-    o.model_dir = QString::fromStdString(model.string());
-    o.prompt = "What is 1 + 2?";
-    o.policies = {"none", "dkv-decode", "elastic"};
-    o.record = false;
+    auto o = tiny_model_options("What is 1 + 2?", {"none", "dkv-decode", "elastic"});
     MainWindow w(o);
     w.resize(1400, 900);
     w.show();
@@ -130,13 +140,36 @@ TEST(Gui, PlayStepsChangeASliderAndScreenshot) {
     QTest::mouseClick(play, Qt::LeftButton);
 }
 
+// A prompt that is a task item shows its expected answer and, when a run completes, the verdict
+// (accuracy appeared nowhere in the app); other prompts show none.
+TEST(Gui, ATaskItemPromptIsJudgedWhenItsRunCompletes) {
+    auto o = tiny_model_options("What is 12 + 30?", {"none", "fast-dual"});
+    MainWindow w(o);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    auto& before = w.source()->runs(w.view());
+    ASSERT_EQ(before.size(), 2u);
+    ASSERT_TRUE(before[0].answer.has_value());
+    EXPECT_EQ(before[0].answer->expected, "42");
+    EXPECT_FALSE(before[0].answer->complete);
+    w.advance_to(1 << 20);
+    ASSERT_TRUE(wait_for(
+        [&] {
+            const auto& runs = w.source()->runs(w.view());
+            return runs.size() == 2 && runs[0].answer && runs[0].answer->complete &&
+                   runs[1].answer && runs[1].answer->complete;
+        },
+        60000));
+    for (const auto& run : w.source()->runs(w.view())) {
+        const bool correct =
+            tasks::exact_match(tasks::TaskItem{"arith", "", "", "42"}, run.summary->final_text);
+        EXPECT_EQ(run.answer->correct, correct) << run.info.policy;
+        EXPECT_EQ(run.answer->answered, tasks::extract_answer(run.summary->final_text));
+    }
+}
+
 TEST(Gui, KeyboardStepsAndScrubs) {
-    const auto model = test::make_tiny_model("gui", 32, 2, 4, 4, 3);
-    LaunchOptions o;
-    o.model_dir = QString::fromStdString(model.string());
-    o.prompt = "hi";
-    o.policies = {"none", "fast-dual"};
-    o.record = false;
+    auto o = tiny_model_options("hi", {"none", "fast-dual"});
     MainWindow w(o);
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
@@ -168,12 +201,7 @@ TEST(Gui, KeyboardStepsAndScrubs) {
 // One step cursor: a click in the scrubber's groove, a drag and the keys all move the view, and
 // the transport label always names the step the canvas shows (counted from 0, as --step).
 TEST(Gui, TheScrubberAndTheLabelFollowEverySeek) {
-    const auto model = test::make_tiny_model("gui", 32, 2, 4, 4, 3);
-    LaunchOptions o;
-    o.model_dir = QString::fromStdString(model.string());
-    o.prompt = "hi";
-    o.policies = {"none"};
-    o.record = false;
+    auto o = tiny_model_options("hi", {"none"});
     MainWindow w(o);
     w.resize(1400, 900);
     w.show();
@@ -211,12 +239,36 @@ TEST(Gui, TheScrubberAndTheLabelFollowEverySeek) {
     EXPECT_TRUE(label->text().startsWith(QString("step %1 / %1").arg(last)));
 }
 
-TEST(Gui, SaveReopenGivesIdenticalViews) {
-    const auto model = test::make_tiny_model("gui", 32, 2, 4, 4, 3);
+// Remembered generation settings survive a restart on the same model (the model's defaults
+// overwrote them at every start); another model folder starts from its own defaults.
+TEST(Gui, RememberedSettingsWinOverTheModelDefaultsForTheSameModel) {
+    const auto model = test::make_tiny_model("gui-remember", 32, 1, 4, 4, 3);
+    const QString dir = QFileInfo(QString::fromStdString(model.string())).absoluteFilePath();
+    {
+        QSettings s;
+        s.setValue("gen_length", 48);
+        s.setValue("block_length", 16);
+        s.setValue("steps", 24);
+        s.setValue("model_dir", dir);
+    }
     LaunchOptions o;
-    o.model_dir = QString::fromStdString(model.string());
-    o.prompt = "What is 1 + 2?";
-    o.policies = {"none", "dkv-decode"};
+    o.model_dir = dir;
+    o.record = false;
+    {
+        MainWindow w(o);
+        ASSERT_NE(w.bridge(), nullptr);
+        EXPECT_EQ(w.findChild<QSpinBox*>("gen_length")->value(), 48);
+        EXPECT_EQ(w.findChild<QSpinBox*>("block_length")->value(), 16);
+        EXPECT_EQ(w.findChild<QSpinBox*>("steps")->value(), 24);
+    }
+    QSettings().setValue("model_dir", "/elsewhere");
+    MainWindow other(o);
+    EXPECT_NE(other.findChild<QSpinBox*>("gen_length")->value(), 48) << "the model's default";
+    QSettings().remove("gen_length");
+}
+
+TEST(Gui, SaveReopenGivesIdenticalViews) {
+    auto o = tiny_model_options("What is 1 + 2?", {"none", "dkv-decode"});
     o.record = true;
     MainWindow w(o);
     w.show();
@@ -252,6 +304,20 @@ TEST(Gui, SaveReopenGivesIdenticalViews) {
     EXPECT_EQ(w.view().step, 0);
     w.step_forward();
     EXPECT_EQ(w.view().step, 1);
+    // The setup dock shows the replayed runs' prompt and settings, read-only; the live values
+    // come back with the live engine.
+    auto* replay_setup = w.findChild<QLabel*>("replay_setup");
+    auto* prompt = w.findChild<QPlainTextEdit*>("prompt");
+    ASSERT_NE(replay_setup, nullptr);
+    EXPECT_TRUE(replay_setup->isVisibleTo(&w));
+    EXPECT_NE(replay_setup->text().indexOf("What is 1 + 2?"), -1)
+        << replay_setup->text().toStdString();
+    EXPECT_FALSE(prompt->isEnabled());
+    w.back_to_live();
+    EXPECT_FALSE(w.replaying());
+    EXPECT_FALSE(replay_setup->isVisibleTo(&w));
+    EXPECT_TRUE(prompt->isEnabled());
+    EXPECT_TRUE(play->isEnabled());
 }
 
 TEST(Gui, BadSessionFilesGiveAMessageNotACrash) {
@@ -299,10 +365,24 @@ TEST(Gui, SessionBrowserListsAndOpensSessions) {
     }
     EXPECT_TRUE(saw_unreadable);
     EXPECT_TRUE(saw_policies);
+    // A double-click on the good row opens it (it did nothing; only the Open button did).
+    EXPECT_FALSE(w.replaying());
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    auto* dock = w.findChild<QDockWidget*>("sessions");
+    ASSERT_NE(dock, nullptr);
+    dock->raise();  // tabbed behind Run setup
+    QTest::qWait(50);
+    ASSERT_TRUE(table->isVisible());
+    ASSERT_EQ(browser->row_count(), 2);  // raising the dock keeps the folder it was showing
     for (int r = 0; r < 2; ++r) {
-        if (browser->path_at(r).endsWith("good.clsession")) {
-            EXPECT_EQ(browser->on_open(browser->path_at(r)).toStdString(), "");
-        }
+        if (!browser->path_at(r).endsWith("good.clsession")) continue;
+        table->selectRow(r);
+        const QRect cell = table->visualItemRect(table->item(r, 0));
+        // A real double-click is a press, a release and a double-click event on the same cell;
+        // QTest's mouseDClick alone leaves the view without its pressed cell.
+        QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+        QTest::mouseDClick(table->viewport(), Qt::LeftButton, {}, cell.center());
     }
     EXPECT_TRUE(w.replaying());
 }
@@ -361,6 +441,12 @@ TEST(Gui, EveryBundledLessonStepsThroughToTheEndWithSpace) {
         w.end_lesson();
         EXPECT_FALSE(w.in_lesson());
     }
+    // Back to the live engine ends a lesson running over its replay (its banner and Space-advance
+    // stayed over the live runs).
+    ASSERT_EQ(w.start_lesson(lessons.front()).toStdString(), "");
+    w.back_to_live();
+    EXPECT_FALSE(w.in_lesson());
+    EXPECT_TRUE(w.view().lesson_banner.empty());
 }
 
 // A sweep results file (a real SQLite file, written through the store the CLI uses) opened in

@@ -1,4 +1,3 @@
-#include <random>
 // Sessions: round trips, migrations, crashes and bad files. Real SQLite files in a temp folder.
 #include <signal.h>
 #include <sys/resource.h>
@@ -6,9 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "sessions/blob_codec.h"
@@ -236,6 +237,34 @@ TEST(Sessions, RecordReadRoundTripIsIdentical) {
     ASSERT_EQ(meta.size(), 6u);
     EXPECT_DOUBLE_EQ(meta[3]["wall_ms"].get<double>(), 4.5);
     EXPECT_TRUE(r->check().empty());
+}
+
+// A closed session is a plain file: opening it read-only (a bundled lesson, a file someone sent)
+// writes nothing beside it (it left -wal and -shm files in assets/lessons), and a compacted copy
+// is one too.
+TEST(Sessions, ReadingAClosedSessionWritesNothingBesideIt) {
+    const auto dir = test::temp_dir("s-plain");
+    const auto path = (dir / "a.clsession").string();
+    write_session(path, 1, 4);
+    const auto beside = [&] {
+        std::vector<std::string> names;
+        for (const auto& e : std::filesystem::directory_iterator(dir))
+            names.push_back(e.path().filename().string());
+        std::sort(names.begin(), names.end());
+        return names;
+    };
+    EXPECT_EQ(beside(), std::vector<std::string>{"a.clsession"});
+    {
+        auto r = SessionReader::open(path, false);
+        EXPECT_EQ(r->runs().size(), 1u);
+        EXPECT_EQ(r->step_scalars(r->runs()[0].run_id).size(), 4u);
+        EXPECT_EQ(beside(), std::vector<std::string>{"a.clsession"}) << "while open";
+        r->copy_to((dir / "b.clsession").string());
+    }
+    EXPECT_EQ(beside(), (std::vector<std::string>{"a.clsession", "b.clsession"}));
+    auto copy = SessionReader::open((dir / "b.clsession").string(), false);
+    EXPECT_EQ(copy->runs().size(), 1u);
+    EXPECT_EQ(beside(), (std::vector<std::string>{"a.clsession", "b.clsession"}));
 }
 
 TEST(Sessions, AttentionPrecisionIsAWriterOption) {

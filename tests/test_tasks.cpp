@@ -48,6 +48,28 @@ TEST(Tasks, ReversalAndExtraction) {
     EXPECT_THROW(g.next("poetry"), std::invalid_argument);
 }
 
+// A prompt written as a task item is recognised with the item's answer, computed from the prompt
+// alone; any other text is not (the app checks typed and example prompts with this).
+TEST(Tasks, TaskPromptsAreRecognisedWithTheirAnswers) {
+    for (const std::string family : {"arith", "reverse", "kv"}) {
+        TaskGenerator g(5, Split::Eval);
+        for (int i = 0; i < 100; ++i) {
+            const auto item = g.next(family);
+            const auto got = recognise_task_prompt(item.prompt);
+            ASSERT_TRUE(got.has_value()) << item.prompt;
+            EXPECT_EQ(got->family, family);
+            EXPECT_EQ(got->answer, item.answer) << item.prompt;
+        }
+    }
+    EXPECT_EQ(recognise_task_prompt("What is 99999999999999999999 + 1?")->answer,
+              "100000000000000000000");
+    EXPECT_EQ(recognise_task_prompt("What is 000 + 000?")->answer, "0");
+    for (const std::string other :
+         {"", "What is 1 + ?", "what is 1 + 2?", "What is 1 + 2? Be brief.",
+          "Reverse the list: 12 3", "Remember: king=417. What is sea?", "Continue: In the"})
+        EXPECT_FALSE(recognise_task_prompt(other).has_value()) << other;
+}
+
 TEST(Tasks, PairedExactTestOfFixedAndBrokenItems) {
     // By hand: 3 vs 8 discordant items -> 2 * (1 + 11 + 55 + 165) / 2^11.
     EXPECT_NEAR(stats::paired_exact_p(3, 8), 2.0 * 232 / 2048, 1e-12);

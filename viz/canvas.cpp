@@ -58,8 +58,10 @@ void panel(const char* name, ViewState& view, F&& body) {
 void draw_reports(const CanvasOptions& options, ViewState& view) {
     if (options.pareto) {
         panel("pareto", view, [&] {
-            if (!ImGui::CollapsingHeader("Pareto: accuracy vs throughput (sweep)",
-                                         ImGuiTreeNodeFlags_DefaultOpen))
+            if (view.figure_mode)  // a figure has a title, not a collapsible header
+                ImGui::TextUnformatted("Pareto: accuracy vs throughput (sweep)");
+            else if (!ImGui::CollapsingHeader("Pareto: accuracy vs throughput (sweep)",
+                                              ImGuiTreeNodeFlags_DefaultOpen))
                 return;
             const int clicked = draw_pareto(*options.pareto, view);
             if (options.pareto_clicked && clicked >= 0) *options.pareto_clicked = clicked;

@@ -97,6 +97,7 @@ void plot_marker(Plot& p, double x, double y, ImU32 color, float r) {
 
 void end_plot(Plot& p) {
     p.dl->PopClipRect();
+    if (!p.label_y_ends) return;
     char buf[64];
     const bool dark = ImGui::GetStyle().Colors[ImGuiCol_WindowBg].x < 0.5f;
     std::snprintf(buf, sizeof buf, "%.3g", p.y1);

@@ -13,6 +13,7 @@ struct Plot {
     ImVec2 min, max;  // plotting rectangle in screen space
     double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
     bool hovered = false;
+    bool label_y_ends = true;  // end_plot writes y0 and y1 beside the frame (off: own gridlines)
     ImVec2 to_screen(double x, double y) const;
     double x_at(float screen_x) const;
 };

@@ -31,6 +31,15 @@ struct RunView {
     std::string status;                         // e.g. "re-running to step 40"
     // Throughput samples (tokens/s over time) for the live chart.
     std::vector<float> throughput;
+    // When the prompt is a task item (arithmetic, reversal, key-value recall): the answer it
+    // expects and, once the run is complete, what the run answered. Filled by the host.
+    struct AnswerCheck {
+        std::string expected;
+        std::string answered;  // "" until the run is complete
+        bool complete = false;
+        bool correct = false;
+    };
+    std::optional<AnswerCheck> answer;
 };
 
 // [SECTION] ViewState: what the viewer looks at. Never part of the trace.

@@ -1,5 +1,7 @@
 #include "app/desktop/run_source.h"
 
+#include "app/desktop/answer_check.h"
+
 namespace cl::app {
 
 LiveSource::LiveSource(std::shared_ptr<Model> model, int threads)
@@ -8,7 +10,10 @@ LiveSource::LiveSource(std::shared_ptr<Model> model, int threads)
 std::vector<viz::RunView>& LiveSource::runs(const viz::ViewState&) {
     // Copy the engine's columns only when it published something new, not on every frame.
     const uint64_t generation = m_bridge.generation();
-    if (generation != m_copied_generation || m_runs.empty()) m_runs = m_bridge.snapshot();
+    if (generation != m_copied_generation || m_runs.empty()) {
+        m_runs = m_bridge.snapshot();
+        check_answers(m_runs);
+    }
     m_copied_generation = generation;
     return m_runs;
 }

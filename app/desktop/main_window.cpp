@@ -72,7 +72,12 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
     tabifyDockWidget(setup_dock, browser_dock);
     setup_dock->raise();
     connect(browser_dock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
-        if (visible) m_browser->set_folder(default_session_dir());
+        // Shown: list the folder it shows (the sessions folder until set), refreshed.
+        if (!visible) return;
+        if (m_browser->folder().isEmpty())
+            m_browser->set_folder(default_session_dir());
+        else
+            m_browser->refresh();
     });
     build_menus();
 
@@ -125,7 +130,12 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
             m_record_path = default_session_dir() + "/session-" +
                             QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss") + ".clsession";
         }
-        load_model(dir);
+        // Remembered generation settings win over the model's defaults for the model they were
+        // remembered with (they were overwritten at every start).
+        const bool remembered =
+            settings.contains("gen_length") &&
+            settings.value("model_dir").toString() == QFileInfo(dir).absoluteFilePath();
+        load_model(dir, !remembered);
     }
 
     m_poll = new QTimer(this);
@@ -169,11 +179,15 @@ void MainWindow::save_settings() const {
     s.setValue("gen_length", m_gen_length->value());
     s.setValue("block_length", m_block_length->value());
     s.setValue("steps", m_steps->value());
+    if (m_model)
+        s.setValue(
+            "model_dir",
+            QFileInfo(QString::fromStdString(m_model->directory().string())).absoluteFilePath());
     s.setValue("dark", m_view.dark);
     s.setValue("geometry", saveGeometry());
 }
 
-void MainWindow::load_model(const QString& dir) {
+void MainWindow::load_model(const QString& dir, bool model_defaults) {
     if (dir.isEmpty()) {
         m_model_label->setText(
             "No model: the embedded default model is missing (assets/models/). Use File > Open "
@@ -190,10 +204,12 @@ void MainWindow::load_model(const QString& dir) {
         m_live = std::make_unique<LiveSource>(m_model, m_threads);
         // Recording starts before the first runs, so every run of this window is in the session.
         if (!m_record_path.isEmpty()) bridge()->set_recording(m_record_path.toStdString());
-        const auto& d = m_model->generation_defaults();
-        m_gen_length->setValue(static_cast<int>(d.gen_length));
-        m_block_length->setValue(static_cast<int>(d.block_length));
-        m_steps->setValue(static_cast<int>(d.steps));
+        if (model_defaults) {
+            const auto& d = m_model->generation_defaults();
+            m_gen_length->setValue(static_cast<int>(d.gen_length));
+            m_block_length->setValue(static_cast<int>(d.block_length));
+            m_steps->setValue(static_cast<int>(d.steps));
+        }
         m_model_label->setText(QString("%1 (%2 M parameters, %3 layers, %4)")
                                    .arg(QString::fromStdString(m_model->name()))
                                    .arg(m_model->parameter_count() / 1e6, 0, 'f', 2)
@@ -227,6 +243,39 @@ void MainWindow::set_engine_controls_enabled(bool on) {
     }
 }
 
+void MainWindow::back_to_live() {
+    if (in_lesson()) end_lesson();  // its banner and Space-advance belong to the replay
+    m_replay.reset();
+    set_engine_controls_enabled(true);
+    show_replay_setup(false);
+    setWindowTitle("CacheLens");
+    set_step(-1);
+}
+
+void MainWindow::show_replay_setup(bool replaying) {
+    m_setup_form->setEnabled(!replaying);
+    m_replay_setup->setVisible(replaying);
+    if (!replaying || !m_replay) return;
+    const auto& runs = m_replay->runs(m_view);
+    if (runs.empty()) return;
+    const auto& info = runs.front().info;
+    QString columns;
+    for (const auto& r : runs)
+        columns += (columns.isEmpty() ? "" : ", ") + QString::fromStdString(r.info.policy);
+    m_replay_setup->setText(
+        QString("<b>Replay</b> (read-only; File &gt; Back to live engine returns)<br>"
+                "model %1 on %2<br>G = %3, block %4, %5 steps, seed %6<br>columns: %7<br>"
+                "prompt: %8")
+            .arg(QString::fromStdString(info.model_name).toHtmlEscaped(),
+                 QString::fromStdString(info.device).toHtmlEscaped())
+            .arg(info.gen_len)
+            .arg(info.block_len)
+            .arg(info.steps)
+            .arg(info.seed)
+            .arg(columns.toHtmlEscaped(),
+                 QString::fromStdString(info.prompt_text).toHtmlEscaped()));
+}
+
 QString MainWindow::open_session(const QString& path, bool repair) {
     try {
         auto replay = ReplaySource::open(path.toStdString(), repair);
@@ -234,6 +283,7 @@ QString MainWindow::open_session(const QString& path, bool repair) {
         m_replay = std::move(replay);
         m_view.step = -1;
         set_engine_controls_enabled(false);
+        show_replay_setup(true);
         setWindowTitle("CacheLens \u2014 replay: " + QFileInfo(path).fileName());
         statusBar()->showMessage(
             QString("Replaying %1 (%2 runs); File > Back to live engine returns.")

@@ -63,6 +63,7 @@ public:
     // are opened without it and never change.
     QString open_session(const QString& path, bool repair = true);
     QString save_session(const QString& path);  // a copy of the current recording
+    void back_to_live();                        // closes a replay (and a lesson running over it)
     // The Pareto view of a sweep results file (below the columns); "" on success.
     QString open_sweep(const QString& path);
     // Loads a Pareto point's policy and parameters into the setup dock and runs it beside none.
@@ -103,7 +104,9 @@ private:
     QWidget* build_setup_dock();
     QWidget* build_policies_dock();
     QWidget* build_transport();
-    void load_model(const QString& dir);
+    // `model_defaults`: put the model's generation defaults into the setup dock (a newly opened
+    // model); false keeps what is there (remembered values at start-up, a device switch).
+    void load_model(const QString& dir, bool model_defaults = true);
     void set_theme(bool dark);
     void refresh_transport();
     // The one step cursor: every seek (transport, keys, scrubber, canvas, lessons, --step) goes
@@ -113,6 +116,7 @@ private:
     std::vector<ColumnSpec> selected_columns() const;
     void save_settings() const;
     void set_engine_controls_enabled(bool on);
+    void show_replay_setup(bool replaying);     // the setup dock for a replay or the live engine
     std::vector<viz::RunView>& current_runs();  // the source's columns for this frame
     int available_steps() const;
 
@@ -137,6 +141,8 @@ private:
 
     // Run setup
     QLabel* m_model_label = nullptr;
+    QLabel* m_replay_setup = nullptr;  // in replay: the replayed runs' prompt and settings
+    QWidget* m_setup_form = nullptr;   // the live setup (disabled in replay)
     QPlainTextEdit* m_prompt = nullptr;
     QComboBox* m_examples = nullptr;
     QCheckBox* m_chat_template = nullptr;

@@ -71,7 +71,20 @@ QStringList MainWindow::example_prompts() {
 }
 
 QWidget* MainWindow::build_setup_dock() {
+    // In replay the form is disabled and a summary of the replayed runs' setup sits above it
+    // (the form keeps the live engine's values for when the user returns to it).
+    auto* outer = new QWidget();
+    auto* v = new QVBoxLayout(outer);
+    v->setContentsMargins(0, 0, 0, 0);
+    m_replay_setup = new QLabel();
+    m_replay_setup->setObjectName("replay_setup");
+    m_replay_setup->setWordWrap(true);
+    m_replay_setup->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_replay_setup->hide();
+    v->addWidget(m_replay_setup);
     auto* w = new QWidget();
+    m_setup_form = w;
+    v->addWidget(w, 1);
     auto* layout = new QFormLayout(w);
     m_model_label = new QLabel("(no model)");
     m_model_label->setWordWrap(true);
@@ -98,6 +111,10 @@ QWidget* MainWindow::build_setup_dock() {
     m_block_length = spin(1, 4096, 32);
     m_steps = spin(1, 65536, 64);
     m_seed = spin(0, 1 << 30, 0);
+    m_gen_length->setObjectName("gen_length");
+    m_block_length->setObjectName("block_length");
+    m_steps->setObjectName("steps");
+    m_seed->setObjectName("seed");
     layout->addRow("Gen length", m_gen_length);
     layout->addRow("Block length", m_block_length);
     layout->addRow("Steps", m_steps);
@@ -134,7 +151,7 @@ QWidget* MainWindow::build_setup_dock() {
     layout->addRow("Device", m_device);
     // The model lives on one device: switching reloads it there (runs restart).
     connect(m_device, &QComboBox::currentIndexChanged, this, [this](int) {
-        if (m_model) load_model(QString::fromStdString(m_model->directory().string()));
+        if (m_model) load_model(QString::fromStdString(m_model->directory().string()), false);
     });
     m_oracle = new QCheckBox("Oracle mode (full forward beside the cached one)");
     layout->addRow("", m_oracle);
@@ -155,7 +172,7 @@ QWidget* MainWindow::build_setup_dock() {
     m_engine_controls.push_back(apply);
     connect(apply, &QPushButton::clicked, this, &MainWindow::apply_setup);
     layout->addRow("", apply);
-    return w;
+    return outer;
 }
 
 QWidget* MainWindow::build_policies_dock() {
@@ -189,6 +206,10 @@ QWidget* MainWindow::build_policies_dock() {
             s->setValue(spec.default_value);
             s->setToolTip(QString::fromStdString(param_tooltip(spec)));
             s->setKeyboardTracking(false);
+            // Enter applies a typed value and gives the keys back to the transport (Space, the
+            // arrows), which a focused spin box would otherwise keep.
+            connect(s, &QAbstractSpinBox::editingFinished, this,
+                    [this] { m_canvas->setFocus(Qt::OtherFocusReason); });
             auto* label = new QLabel(QString::fromStdString(spec.name) +
                                      QString(" [%1]").arg(spec.paper_default));
             label->setToolTip("the value in brackets is the paper default");

@@ -112,12 +112,7 @@ void MainWindow::build_file_menu() {
         });
     }
     auto* live = file->addAction("Back to &live engine");
-    connect(live, &QAction::triggered, this, [this] {
-        m_replay.reset();
-        set_engine_controls_enabled(true);
-        setWindowTitle("CacheLens");
-        m_canvas->update();
-    });
+    connect(live, &QAction::triggered, this, &MainWindow::back_to_live);
     file->addSeparator();
     auto* quit = file->addAction("&Quit");
     quit->setShortcut(QKeySequence::Quit);

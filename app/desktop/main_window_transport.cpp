@@ -126,7 +126,7 @@ QString MainWindow::step_label() const {
     int planned = 0;
     for (const auto& run : const_cast<MainWindow*>(this)->current_runs())
         planned = std::max(planned, run.info.steps);
-    if (!replaying() && planned > 0 && available < planned)
+    if (!replaying() && available > 0 && available < planned)
         text += QString("  (%1 of %2 steps made, %3%)")
                     .arg(available)
                     .arg(planned)

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "app/desktop/answer_check.h"
 #include "app/desktop/run_source.h"
 #include "engine/trace/trace_store.h"
 
@@ -40,6 +41,7 @@ std::unique_ptr<ReplaySource> ReplaySource::open(const std::string& path, bool r
     if (!ids.empty())
         reader->load_into(store, ids, /*with_attention=*/false);  // attention: on demand
     for (int32_t id : store.run_ids()) source->m_runs.push_back(replay_view(store, id));
+    check_answers(source->m_runs);
     source->m_reader = std::move(reader);
     source->m_path = path;
     return source;

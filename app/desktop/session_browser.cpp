@@ -33,12 +33,15 @@ SessionBrowser::SessionBrowser(QWidget* parent) : QWidget(parent) {
         connect(b, &QPushButton::clicked, this, fn);
         h->addWidget(b);
     };
-    add("Open", [this] {
+    const auto open_selected = [this] {
         const auto p = selected_path();
         if (p.isEmpty() || !on_open) return;
         const QString err = on_open(p);
         if (!err.isEmpty()) QMessageBox::warning(this, "Cannot open session", err);
-    });
+    };
+    add("Open", open_selected);
+    // A double-click (or Enter) on a row opens it, as in every file list.
+    connect(m_table, &QTableWidget::cellActivated, this, open_selected);
     add("Rename", [this] {
         const auto p = selected_path();
         if (p.isEmpty()) return;

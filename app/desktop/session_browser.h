@@ -16,6 +16,7 @@ public:
     explicit SessionBrowser(QWidget* parent = nullptr);
     void set_folder(const QString& folder);
     void refresh();
+    const QString& folder() const { return m_folder; }
     // The host opens a session (replay); returns "" or an error.
     std::function<QString(const QString& path)> on_open;
     int row_count() const;

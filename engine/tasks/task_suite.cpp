@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <regex>
 #include <stdexcept>
 
 #include "engine/base/errors.h"
@@ -206,6 +207,62 @@ std::vector<std::string> load_kjv_verses() {
             "prose task: `bible` printed no text (install Debian's bible-kjv and bible-kjv-text "
             "packages)");
     return verses;
+}
+
+namespace {
+
+// Decimal addition of two digit strings of any length, without leading zeros.
+std::string add_decimal(const std::string& a, const std::string& b) {
+    std::string out;
+    int carry = 0;
+    for (size_t i = 0; i < std::max(a.size(), b.size()) || carry; ++i) {
+        const int da = i < a.size() ? a[a.size() - 1 - i] - '0' : 0;
+        const int db = i < b.size() ? b[b.size() - 1 - i] - '0' : 0;
+        const int s = da + db + carry;
+        out.insert(out.begin(), static_cast<char>('0' + s % 10));
+        carry = s / 10;
+    }
+    const auto first = out.find_first_not_of('0');
+    return first == std::string::npos ? "0" : out.substr(first);
+}
+
+std::optional<TaskItem> recognise_arith(const std::string& prompt) {
+    static const std::regex re(R"(What is (\d{1,40}) \+ (\d{1,40})\?)");
+    std::smatch m;
+    if (!std::regex_match(prompt, m, re)) return std::nullopt;
+    return TaskItem{"arith", prompt, "", add_decimal(m[1].str(), m[2].str())};
+}
+
+std::optional<TaskItem> recognise_reverse(const std::string& prompt) {
+    static const std::regex re(R"(Reverse the list: (\d( \d){0,63}))");
+    std::smatch m;
+    if (!std::regex_match(prompt, m, re)) return std::nullopt;
+    std::string digits;
+    for (char c : m[1].str())
+        if (c != ' ') digits += c;
+    std::reverse(digits.begin(), digits.end());
+    std::string answer;
+    for (size_t i = 0; i < digits.size(); ++i) answer += (i ? " " : "") + std::string(1, digits[i]);
+    return TaskItem{"reverse", prompt, "", answer};
+}
+
+std::optional<TaskItem> recognise_kv(const std::string& prompt) {
+    static const std::regex whole(R"(Remember:((?: \w+=\d+[,.])+) What is (\w+)\?)");
+    static const std::regex pair(R"((\w+)=(\d+))");
+    std::smatch m;
+    if (prompt.size() > 4000 || !std::regex_match(prompt, m, whole)) return std::nullopt;
+    const std::string pairs = m[1].str(), key = m[2].str();
+    for (std::sregex_iterator it(pairs.begin(), pairs.end(), pair), end; it != end; ++it)
+        if ((*it)[1].str() == key) return TaskItem{"kv", prompt, "", (*it)[2].str()};
+    return std::nullopt;  // the key is not in the list: no answer to check
+}
+
+}  // namespace
+
+std::optional<TaskItem> recognise_task_prompt(const std::string& prompt) {
+    for (auto* recognise : {recognise_arith, recognise_reverse, recognise_kv})
+        if (auto item = recognise(prompt)) return item;
+    return std::nullopt;
 }
 
 }  // namespace cl::tasks

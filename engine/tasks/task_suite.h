@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -54,6 +55,12 @@ private:
     Difficulty m_difficulty;
     std::vector<std::string> m_verses;
 };
+
+// The task item a prompt is, when it is written as one of the scored families writes its prompts
+// ("What is 047 + 385?", "Reverse the list: 1 7 9", "Remember: king=417, sea=338. What is sea?"),
+// with the answer computed from the prompt; nullopt for any other text. Lets the app show whether
+// a typed or example prompt was answered correctly.
+std::optional<TaskItem> recognise_task_prompt(const std::string& prompt);
 
 // Extracts the text after the last "Answer:" (trimmed, up to a newline); "" when absent.
 std::string extract_answer(const std::string& generated);

@@ -25,6 +25,29 @@ void metric(const char* label, const char* fmt, double v, const char* formula,
     }
     ImGui::SameLine(0, ImGui::GetFontSize() * 0.9f);
 }
+
+// "answer 432: correct" for a task-item prompt (the app's one accuracy figure per run).
+void draw_answer_check(const RunView& run, const Palette& pal) {
+    if (!run.answer) return;
+    const auto& a = *run.answer;
+    if (!a.complete) {
+        ImGui::TextDisabled("task item: expects %s", a.expected.c_str());
+    } else {
+        ImGui::PushStyleColor(ImGuiCol_Text, a.correct ? pal.accent : pal.bad);
+        ImGui::Text("answer %s: %s", a.answered.empty() ? "(none)" : a.answered.c_str(),
+                    a.correct ? "correct" : "wrong");
+        ImGui::PopStyleColor();
+        if (!a.correct) {
+            ImGui::SameLine();
+            ImGui::TextDisabled("(expected %s)", a.expected.c_str());
+        }
+    }
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "The prompt is a task-suite item: exact match of the text after the last \"Answer:\" "
+            "with the answer computed from the prompt");
+}
+
 }  // namespace
 
 void draw_header_metrics(ColumnContext& c) {
@@ -37,6 +60,7 @@ void draw_header_metrics(ColumnContext& c) {
     for (const auto& [k, v] : c.run.info.policy_params) params += k + "=" + v + " ";
     ImGui::TextDisabled("%s%s", params.c_str(),
                         c.run.status.empty() ? "" : ("  [" + c.run.status + "]").c_str());
+    draw_answer_check(c.run, pal);
     const ColumnMetrics m = column_metrics(c.run, c.baseline, c.step);
     char raw[256];
     std::snprintf(raw, sizeof raw, "%d tokens / %.1f ms", m.generated, m.wall_ms);

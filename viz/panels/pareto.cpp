@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
@@ -69,6 +70,34 @@ void draw_x_ticks(plot::Plot& plot, ImU32 color) {
     }
 }
 
+// Accuracy gridlines every 10 points, labelled inside the left edge, instead of the frame's end
+// labels: the axis is zoomed to the points' intervals, so its ends are not round numbers.
+void draw_y_grid(plot::Plot& plot, ImU32 line, ImU32 text) {
+    for (int k = static_cast<int>(std::ceil(plot.y0 * 10 - 1e-9));
+         k <= static_cast<int>(std::floor(plot.y1 * 10 + 1e-9)); ++k) {
+        const ImVec2 a = plot.to_screen(plot.x0, k / 10.0), b = plot.to_screen(plot.x1, k / 10.0);
+        plot.dl->AddLine(a, b, line, 1.f);
+        char label[16];
+        std::snprintf(label, sizeof label, "%d%%", k * 10);
+        // Above its line, or below it at the top edge; none on the bottom edge (x tick labels).
+        const float h = ImGui::GetFontSize();
+        if (a.y > plot.max.y - 2) continue;
+        plot.dl->AddText({a.x + 3, a.y - h < plot.min.y ? a.y + 1 : a.y - h}, text, label);
+    }
+}
+
+// The accuracy range to show: every interval, rounded out to 10 points (0..1 at most).
+std::pair<double, double> accuracy_range(const ParetoData& data) {
+    double lo = 1, hi = 0;
+    for (const auto& p : data.points) {
+        lo = std::min(lo, p.accuracy_lo);
+        hi = std::max(hi, p.accuracy_hi);
+    }
+    lo = std::max(0.0, std::floor(lo * 10) / 10);
+    hi = std::min(1.0, std::ceil(hi * 10) / 10);
+    return {lo, std::max(hi, lo + 0.1) + 0.02};  // room above the top row of markers
+}
+
 void tooltip(const ParetoPoint& p) {
     ImGui::BeginTooltip();
     ImGui::Text("%s  %s", p.policy.c_str(), params_text(p).c_str());
@@ -107,7 +136,10 @@ int draw_pareto(const ParetoData& data, const ViewState& view) {
     plot::Plot plot;
     const std::string title = "accuracy vs tokens/s: " + data.title;
     if (!plot::begin_plot(title.c_str(), {-1, ImGui::GetFontSize() * 16}, plot)) return -1;
-    plot::setup_axes(plot, 0, x1 * 1.08 + 1e-9, 0, 1.05);
+    const auto [y0, y1] = accuracy_range(data);
+    plot::setup_axes(plot, 0, x1 * 1.08 + 1e-9, y0, y1);
+    plot.label_y_ends = false;  // the gridlines carry the percentages
+    draw_y_grid(plot, pal.grid, pal.text_dim);
     draw_x_ticks(plot, pal.text_dim);
     draw_frontier(plot, data, pal.text_dim);
     for (const auto& p : data.points) {
