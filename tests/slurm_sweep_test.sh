@@ -11,6 +11,9 @@ command -v slurmctld >/dev/null || { echo "skipped: Slurm is not installed (apt-
 rm -rf "$work"; mkdir -p "$work"
 if [ -n "${SLURM_CONF:-}" ] && sinfo >/dev/null 2>&1; then
   echo "using the running cluster of SLURM_CONF=$SLURM_CONF"
+elif pgrep -x 'slurmctld|slurmd' >/dev/null; then
+  echo "skipped: a Slurm cluster is already running on this host; set SLURM_CONF to test with it"
+  exit 77
 else
   trap '"$src/scripts/slurm-local" stop "$work/cluster"' EXIT
   conf=$("$src/scripts/slurm-local" start "$work/cluster")
