@@ -44,8 +44,13 @@ json column_value(const Stmt& s, int index, Column column) {
             if (text.empty()) return nullptr;
             try {
                 return json::parse(text);
-            } catch (const json::exception& e) {
-                throw SessionError(std::string("corrupt JSON: ") + e.what());
+            } catch (const json::parse_error& e) {
+                // The parser's own message ("[json.exception.parse_error.101] ...") means
+                // nothing to a user; where it broke does.
+                throw SessionError("corrupt (not valid JSON at byte " + std::to_string(e.byte) +
+                                   " of " + std::to_string(text.size()) + ")");
+            } catch (const json::exception&) {
+                throw SessionError("corrupt (not valid JSON)");
             }
         }
         case Column::None:

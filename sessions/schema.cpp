@@ -1,6 +1,7 @@
 #include "sessions/schema.h"
 
 #include <functional>
+#include <vector>
 
 namespace cl::sessions {
 namespace {
@@ -53,9 +54,32 @@ void migrate_v3_to_v4(Db& db) {
         "created_utc TEXT NOT NULL)");
 }
 
+// v4 -> v5: comparisons as their own rows, with their runs by column. A run belongs to the
+// comparison it was made in and to every later one that kept it (a slider move re-runs one
+// column; the others carry over). Older files had one comparison per recorder: their runs keep
+// the id they have, in the order they were made.
+void migrate_v4_to_v5(Db& db) {
+    db.exec(
+        "CREATE TABLE comparison (comparison_id INTEGER PRIMARY KEY, created_utc TEXT NOT NULL, "
+        "label TEXT NOT NULL DEFAULT '')");
+    // The key's columns first: SQLite 3.40's integrity_check reports a NOT NULL column placed
+    // between a WITHOUT ROWID table's key columns as NULL.
+    db.exec(
+        "CREATE TABLE comparison_run (comparison_id INTEGER NOT NULL, column_index INTEGER NOT "
+        "NULL, run_id INTEGER NOT NULL, PRIMARY KEY (comparison_id, column_index)) WITHOUT ROWID");
+    db.exec("CREATE INDEX comparison_run_by_run ON comparison_run(run_id)");
+    db.exec(
+        "INSERT INTO comparison(comparison_id, created_utc) SELECT comparison_id, "
+        "coalesce(min(started_utc), '') FROM run GROUP BY comparison_id");
+    db.exec(
+        "INSERT INTO comparison_run(comparison_id, run_id, column_index) SELECT comparison_id, "
+        "run_id, row_number() OVER (PARTITION BY comparison_id ORDER BY run_id) - 1 FROM run");
+}
+
 const std::vector<std::function<void(Db&)>>& migrations() {
     static const std::vector<std::function<void(Db&)>> m{
-        migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4};  // index i: v(i+1) -> v(i+2)
+        migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4,
+        migrate_v4_to_v5};  // index i: v(i+1) -> v(i+2)
     return m;
 }
 
@@ -65,6 +89,25 @@ bool has_tables(Db& db) {
 }
 
 }  // namespace
+
+bool table_exists(Db& db, const std::string& table) {
+    Stmt s(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name = ?");
+    s.bind(1, table);
+    return s.step() && s.col_int(0) > 0;
+}
+
+void delete_run_rows(Db& db, int64_t run_id) {
+    const bool comparisons = table_exists(db, "comparison_run");
+    for (const char* table : {"attention", "array", "step", "comparison_run", "run"}) {
+        if (!comparisons && std::string(table) == "comparison_run") continue;
+        Stmt s(db, std::string("DELETE FROM ") + table + " WHERE run_id = ?");
+        s.bind(1, run_id).run();
+    }
+    if (comparisons)
+        db.exec(
+            "DELETE FROM comparison WHERE comparison_id NOT IN (SELECT comparison_id FROM "
+            "comparison_run)");
+}
 
 void create_schema(Db& db, int version) {
     db.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
@@ -116,6 +159,23 @@ int check_and_migrate(Db& db, bool allow_write) {
         throw;
     }
     return version;
+}
+
+void delete_comparison_rows(Db& db, int64_t comparison_id, const std::set<int64_t>& kept_runs) {
+    std::vector<int64_t> orphans;
+    {
+        Stmt s(db,
+               "SELECT run_id FROM comparison_run WHERE comparison_id = ?1 AND run_id NOT IN "
+               "(SELECT run_id FROM comparison_run WHERE comparison_id != ?1)");
+        s.bind(1, comparison_id);
+        while (s.step())
+            if (!kept_runs.count(s.col_int(0))) orphans.push_back(s.col_int(0));
+    }
+    for (int64_t run : orphans) delete_run_rows(db, run);
+    Stmt m(db, "DELETE FROM comparison_run WHERE comparison_id = ?");
+    m.bind(1, comparison_id).run();
+    Stmt d(db, "DELETE FROM comparison WHERE comparison_id = ?");
+    d.bind(1, comparison_id).run();
 }
 
 }  // namespace cl::sessions

@@ -97,6 +97,30 @@ std::vector<RunRecord> SessionReader::runs() {
     return out;
 }
 
+std::vector<ComparisonRecord> SessionReader::comparisons() {
+    std::vector<ComparisonRecord> out;
+    Stmt s(m_db,
+           "SELECT c.comparison_id, c.created_utc, m.run_id FROM comparison c JOIN comparison_run "
+           "m ON m.comparison_id = c.comparison_id ORDER BY c.comparison_id, m.column_index");
+    while (s.step()) {
+        if (out.empty() || out.back().comparison_id != s.col_int(0))
+            out.push_back({s.col_int(0), s.col_text(1), {}});
+        out.back().run_ids.push_back(s.col_int(2));
+    }
+    return out;
+}
+
+std::map<int64_t, int64_t> SessionReader::run_bytes() {
+    std::map<int64_t, int64_t> bytes;
+    // length() of a blob reads its size from the row header, not the blob itself.
+    for (const char* table : {"array", "attention"}) {
+        Stmt s(m_db,
+               std::string("SELECT run_id, sum(length(data)) FROM ") + table + " GROUP BY run_id");
+        while (s.step()) bytes[s.col_int(0)] += s.col_int(1);
+    }
+    return bytes;
+}
+
 trace::RunSummary SessionReader::read_summary(const Stmt& s, int column, const std::string& where) {
     trace::RunSummary summary;
     try {
@@ -295,11 +319,20 @@ std::vector<std::string> SessionReader::check() {
 void SessionReader::delete_run(int64_t run_id) {
     if (!m_writable) throw SessionError(m_info.path + ": read-only, cannot delete");
     m_db.exec("BEGIN IMMEDIATE");
-    for (const char* table : {"attention", "array", "step", "run"}) {
-        Stmt s(m_db, std::string("DELETE FROM ") + table + " WHERE run_id = ?");
-        s.bind(1, run_id).run();
-    }
+    delete_run_rows(m_db, run_id);
     m_db.exec("COMMIT");
+}
+
+void SessionReader::delete_comparison(int64_t comparison_id) {
+    if (!m_writable) throw SessionError(m_info.path + ": read-only, cannot delete");
+    m_db.exec("BEGIN IMMEDIATE");
+    try {
+        delete_comparison_rows(m_db, comparison_id, {});
+        m_db.exec("COMMIT");
+    } catch (...) {
+        sqlite3_exec(m_db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
 }
 
 void SessionReader::rename(const std::string& name) {

@@ -5,6 +5,7 @@
 // owns its own connection; use one reader per thread.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,14 @@ struct RunRecord {
     int64_t step_count = 0;
 };
 
+// A comparison: the runs shown side by side, by column (a run can sit in several: the columns a
+// slider move did not re-run carry over into the next comparison).
+struct ComparisonRecord {
+    int64_t comparison_id = 0;
+    std::string created_utc;
+    std::vector<int64_t> run_ids;  // by column
+};
+
 struct SessionInfo {
     std::string path, name, created_utc, app_version;
     int schema_version = 0;        // after migration
@@ -44,6 +53,11 @@ public:
 
     const SessionInfo& info() const { return m_info; }
     std::vector<RunRecord> runs();
+    // Every comparison holding at least one run, oldest first.
+    std::vector<ComparisonRecord> comparisons();
+    // Bytes each run's records take (step arrays and attention maps; SQLite's page overhead
+    // aside), by run id: what deleting a run would give back.
+    std::map<int64_t, int64_t> run_bytes();
     // Every step's scalars (the step table, record_schema.h's step_fields()) as JSON keyed by
     // field name, without decoding any array: what the per-step CSV and listings need.
     std::vector<json> step_scalars(int64_t run_id);
@@ -60,6 +74,8 @@ public:
 
     // Maintenance (need a writable file).
     void delete_run(int64_t run_id);
+    // A comparison and the runs no other comparison holds.
+    void delete_comparison(int64_t comparison_id);
     void rename(const std::string& name);
     void set_note(int64_t run_id, const std::string& note);
     void vacuum();

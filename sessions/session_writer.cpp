@@ -92,7 +92,12 @@ SessionWriter::SessionWriter(std::string path, WriterOptions options)
         "PRAGMA synchronous = NORMAL");  // WAL + NORMAL: durable at checkpoints, never corrupt
     m_run_fields = fields_in_table(m_db, "run", run_fields());
     m_step_fields = fields_in_table(m_db, "step", step_fields());
-    Stmt s(m_db, "SELECT coalesce(max(comparison_id), -1) + 1 FROM run");
+    m_has_comparison_tables = table_exists(m_db, "comparison_run");
+    const std::string next_id =
+        m_has_comparison_tables ? "SELECT max(coalesce((SELECT max(comparison_id) FROM run), -1), "
+                                  "coalesce((SELECT max(comparison_id) FROM comparison), -1)) + 1"
+                                : "SELECT coalesce(max(comparison_id), -1) + 1 FROM run";
+    Stmt s(m_db, next_id);
     if (s.step()) m_comparison = static_cast<int32_t>(s.col_int(0));
     m_thread = std::thread([this] { thread_main(); });
 }
@@ -126,40 +131,34 @@ bool SessionWriter::wants(const trace::ProbeRequest& r) const {
     return false;
 }
 
-void SessionWriter::on_run_start(const trace::RunInfo& info) {
+void SessionWriter::enqueue(Item item) {
     {
         std::lock_guard lock(m_mutex);
-        m_queue.emplace_back(RunStart{info});
+        m_queue.push_back(std::move(item));
         ++m_enqueued;
     }
     m_cv.notify_one();
+}
+
+void SessionWriter::on_run_start(const trace::RunInfo& info) {
+    enqueue(RunStart{info});
 }
 
 void SessionWriter::publish(std::shared_ptr<const trace::StepRecord> record) {
-    {
-        std::lock_guard lock(m_mutex);
-        m_queue.emplace_back(std::move(record));
-        ++m_enqueued;
-    }
-    m_cv.notify_one();
+    enqueue(std::move(record));
 }
 
 void SessionWriter::on_run_end(int32_t run_id, const trace::RunSummary& summary) {
-    {
-        std::lock_guard lock(m_mutex);
-        m_queue.emplace_back(RunEnd{run_id, summary});
-        ++m_enqueued;
-    }
-    m_cv.notify_one();
+    enqueue(RunEnd{run_id, summary});
 }
 
 void SessionWriter::add_report(const trace::AccuracySweep& sweep) {
-    {
-        std::lock_guard lock(m_mutex);
-        m_queue.emplace_back(Report{kAccuracySweepKind, to_json(sweep).dump()});
-        ++m_enqueued;
-    }
-    m_cv.notify_one();
+    enqueue(Report{kAccuracySweepKind, to_json(sweep).dump()});
+}
+
+void SessionWriter::begin_comparison(const std::vector<int32_t>& runs_by_column, bool lap,
+                                     bool keep_every_lap) {
+    enqueue(NewComparison{runs_by_column, lap, keep_every_lap});
 }
 
 bool SessionWriter::flush() {
@@ -248,6 +247,8 @@ void SessionWriter::write_item(const Item& item) {
         write_run_end(end->run_id, end->summary);
     else if (const auto* report = std::get_if<Report>(&item))
         insert_report(m_db, report->kind, report->body);
+    else if (const auto* comparison = std::get_if<NewComparison>(&item))
+        write_new_comparison(*comparison);
     else
         write_step(*std::get<std::shared_ptr<const trace::StepRecord>>(item));
 }
@@ -264,9 +265,64 @@ void SessionWriter::write_run_start(const trace::RunInfo& info) {
     s.run();
     const int64_t id = sqlite3_last_insert_rowid(m_db.get());
     m_db_run[info.run_id] = id;
+    const auto planned = m_planned_column.find(info.run_id);
+    if (planned != m_planned_column.end()) {
+        add_to_comparison(id, planned->second);
+        m_planned_column.erase(planned);
+    } else {
+        add_to_comparison(id, m_next_column++);
+    }
     const auto a =
         encode_array(info.initial_tokens, {static_cast<int64_t>(info.initial_tokens.size())}, true);
     insert_array(id, -1, std::string(kInitialTokensArray), a);
+}
+
+void SessionWriter::ensure_comparison_row() {
+    if (m_comparison_written || !m_has_comparison_tables) return;
+    Stmt s(m_db,
+           "INSERT INTO comparison(comparison_id, created_utc) VALUES "
+           "(?, strftime('%Y-%m-%dT%H:%M:%SZ','now'))");
+    s.bind(1, int64_t{m_comparison}).run();
+    m_comparison_written = true;
+}
+
+void SessionWriter::add_to_comparison(int64_t db_run, int32_t column) {
+    if (!m_has_comparison_tables) return;
+    ensure_comparison_row();
+    Stmt s(m_db,
+           "INSERT OR REPLACE INTO comparison_run(comparison_id, run_id, column_index) VALUES "
+           "(?,?,?)");
+    s.bind(1, int64_t{m_comparison}).bind(2, db_run).bind(3, int64_t{column}).run();
+}
+
+void SessionWriter::write_new_comparison(const NewComparison& c) {
+    if (!m_has_comparison_tables) return;  // an older file keeps one comparison per recorder
+    std::set<int64_t> carried;
+    for (int32_t engine_id : c.runs_by_column) {
+        const auto it = m_db_run.find(engine_id);
+        if (it != m_db_run.end()) carried.insert(it->second);
+    }
+    if (m_comparison_written) {
+        // A comparison replaced before any of its runs made a step (a setup applied twice, two
+        // quick slider moves) is dropped: it shows nothing.
+        const bool empty = m_steps_in_comparison == 0;
+        if (empty || (c.lap && m_comparison_is_lap && !c.keep_every_lap))
+            delete_comparison_rows(m_db, m_comparison, carried);
+        ++m_comparison;
+        m_comparison_written = false;
+    }
+    m_comparison_is_lap = c.lap;
+    m_steps_in_comparison = 0;
+    m_planned_column.clear();
+    m_next_column = static_cast<int32_t>(c.runs_by_column.size());
+    for (size_t column = 0; column < c.runs_by_column.size(); ++column) {
+        const int32_t engine_id = c.runs_by_column[column];
+        const auto it = m_db_run.find(engine_id);
+        if (it != m_db_run.end())
+            add_to_comparison(it->second, static_cast<int32_t>(column));
+        else
+            m_planned_column[engine_id] = static_cast<int32_t>(column);
+    }
 }
 
 void SessionWriter::write_run_end(int32_t run_id, const trace::RunSummary& summary) {
@@ -293,6 +349,7 @@ void SessionWriter::insert_array(int64_t run, int32_t step, const std::string& n
 
 void SessionWriter::write_step(const trace::StepRecord& r) {
     const int64_t run = m_db_run.at(r.run_id);
+    ++m_steps_in_comparison;
     const auto& fields = m_step_fields;
     if (!m_insert_step) {
         std::string values;

@@ -53,6 +53,14 @@ public:
     void publish(std::shared_ptr<const trace::StepRecord> record) override;
     void on_run_end(int32_t run_id, const trace::RunSummary& summary) override;
 
+    // Starts a new comparison: the runs shown side by side, by column. `runs_by_column` holds an
+    // engine run id per column: runs already recorded carry over (a slider move re-runs one
+    // column), the others are runs about to start. A loop `lap` replaces the previous comparison
+    // when that was a lap too (dropping the runs only it held), unless `keep_every_lap`. Without
+    // any call, every run of this writer joins one comparison in the order it starts (the CLI).
+    void begin_comparison(const std::vector<int32_t>& runs_by_column, bool lap = false,
+                          bool keep_every_lap = false);
+
     // Queues a report (an accuracy sweep) to be stored beside the runs; flush() commits it.
     void add_report(const trace::AccuracySweep& sweep);
 
@@ -64,7 +72,6 @@ public:
     double cpu_ms() const;
     size_t unwritten_steps() const;
     const std::string& path() const { return m_path; }
-    int32_t comparison_id() const { return m_comparison; }
 
 private:
     SessionWriter(std::string path, WriterOptions options);
@@ -78,13 +85,22 @@ private:
     struct Report {
         std::string kind, body;
     };
-    using Item = std::variant<RunStart, std::shared_ptr<const trace::StepRecord>, RunEnd, Report>;
+    struct NewComparison {
+        std::vector<int32_t> runs_by_column;
+        bool lap = false, keep_every_lap = false;
+    };
+    using Item = std::variant<RunStart, std::shared_ptr<const trace::StepRecord>, RunEnd, Report,
+                              NewComparison>;
 
     void thread_main();
     void write_batch(std::deque<Item>& batch);
     void write_item(const Item& item);
     void write_run_start(const trace::RunInfo& info);
     void write_run_end(int32_t run_id, const trace::RunSummary& summary);
+    void write_new_comparison(const NewComparison& c);
+    void ensure_comparison_row();
+    void add_to_comparison(int64_t db_run, int32_t column);
+    void enqueue(Item item);
     void write_step(const trace::StepRecord& r);
     void write_attention(int64_t run, const trace::StepRecord& r);
     void insert_array(int64_t run, int32_t step, const std::string& name, const EncodedArray& e);
@@ -92,8 +108,17 @@ private:
     std::string m_path;
     WriterOptions m_options;
     Db m_db;
+    // Writer thread only: the comparison runs join, whether its row exists yet (a comparison
+    // nobody ran into is never written), the next free column and the columns planned for runs
+    // that have not started yet.
     int32_t m_comparison = 0;
-    std::map<int32_t, int64_t> m_db_run;  // engine run id -> session run id
+    bool m_comparison_written = false;
+    bool m_comparison_is_lap = false;
+    int64_t m_steps_in_comparison = 0;    // steps written since the comparison began
+    bool m_has_comparison_tables = true;  // v5 and later
+    int32_t m_next_column = 0;
+    std::map<int32_t, int32_t> m_planned_column;  // engine run id -> column
+    std::map<int32_t, int64_t> m_db_run;          // engine run id -> session run id
     // The record fields this file has columns for (all of them unless it is an older version).
     std::vector<Field<trace::RunInfo>> m_run_fields;
     std::vector<Field<trace::StepRecord>> m_step_fields;

@@ -27,9 +27,21 @@ expect_run(2 "--export needs --screenshot" ${APP} --export ${OUT}/b.png)
 expect_run(2 "--step needs --session" ${APP} --step 3)
 expect_run(2 "unexpected argument 'stray'" ${APP} stray)
 expect_run(2 "Unknown option" ${APP} --no-such-option)
-# A model folder that does not exist: a headless figure is an error that names it.
-expect_run(2 "no model loaded.*${OUT}/missing" ${APP} --model ${OUT}/missing --no-record
-           --screenshot ${OUT}/c.png)
+# A model folder that does not exist: a headless figure is an error that names it (the window
+# falls back to the embedded model, but a figure of the wrong model is no figure).
+expect_run(2 "Model not loaded: ${OUT}/missing: model folder not found" ${APP} --model
+           ${OUT}/missing --no-record --screenshot ${OUT}/c.png)
 if(EXISTS ${OUT}/c.png)
   message(FATAL_ERROR "a failed load wrote a screenshot")
+endif()
+# The same for a session that does not open: its path once, no screenshot.
+expect_run(2 "cachelens: ${OUT}/none.clsession: session file not found" ${APP} --session
+           ${OUT}/none.clsession --no-record --screenshot ${OUT}/d.png)
+execute_process(COMMAND ${APP} --session ${OUT}/none.clsession --no-record --screenshot
+                ${OUT}/d.png OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if("${out}${err}" MATCHES "none.clsession.*none.clsession")
+  message(FATAL_ERROR "the session's path is named twice:\n${out}${err}")
+endif()
+if(EXISTS ${OUT}/d.png)
+  message(FATAL_ERROR "a failed session wrote a screenshot")
 endif()

@@ -12,14 +12,17 @@
 #include <QFileInfo>
 #include <QImage>
 #include <QLabel>
+#include <QMenu>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSettings>
 #include <QSlider>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QSurfaceFormat>
-#include <QTableWidget>
 #include <QTest>
+#include <QTreeWidget>
 
 #include "app/desktop/imgui_canvas.h"
 #include "app/desktop/main_window.h"
@@ -320,6 +323,166 @@ TEST(Gui, SaveReopenGivesIdenticalViews) {
     EXPECT_TRUE(play->isEnabled());
 }
 
+// Recording keeps one comparison per Play and per slider re-run (the columns not re-run carry
+// over) and a loop's last lap only; the replay offers every comparison, the Sessions dock lists
+// them and the status bar names the file with its size. A minute of live use replayed as 73
+// columns side by side before.
+TEST(Gui, RecordingKeepsAComparisonPerPlayAndReRunAndALoopsLastLap) {
+    auto o = tiny_model_options("hi", {"none", "dkv-decode"});
+    o.record = true;
+    MainWindow w(o);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    const QString path = w.recording_path();
+    ASSERT_FALSE(path.isEmpty());
+    auto finished = [&] {
+        for (const auto& r : w.bridge()->snapshot())
+            if (!r.summary) return false;
+        return !w.bridge()->busy();
+    };
+    auto comparisons = [&] {
+        EXPECT_EQ(w.bridge()->flush_recording(), "");
+        return sessions::SessionReader::open(path.toStdString(), false)->comparisons();
+    };
+    w.advance_to(1 << 20);
+    ASSERT_TRUE(wait_for(finished, 30000));
+    const int32_t first_dkv = w.bridge()->snapshot()[1].info.run_id;
+    auto* refresh =
+        w.findChild<QDoubleSpinBox*>(w.policy_param_widget_name("dkv-decode", "refresh_interval"));
+    ASSERT_NE(refresh, nullptr);
+    refresh->setValue(refresh->value() + 1);
+    ASSERT_TRUE(wait_for(
+        [&] { return w.bridge()->snapshot()[1].info.run_id != first_dkv && finished(); }, 30000));
+    auto c = comparisons();
+    ASSERT_EQ(c.size(), 2u) << path.toStdString();
+    EXPECT_EQ(c[1].run_ids[0], c[0].run_ids[0]) << "the none column carried over";
+    EXPECT_NE(c[1].run_ids[1], c[0].run_ids[1]);
+    // Three laps or more, then loop off: the last lap stays beside the Play and the re-run.
+    auto* loop = w.findChild<QCheckBox*>("loop");
+    loop->setChecked(true);
+    ASSERT_TRUE(wait_for([&] { return w.bridge()->snapshot()[0].throughput.size() >= 4; }, 60000));
+    loop->setChecked(false);
+    ASSERT_TRUE(wait_for([&] { return !w.bridge()->playing() && finished(); }, 30000));
+    c = comparisons();
+    ASSERT_EQ(c.size(), 3u);
+    EXPECT_EQ(sessions::SessionReader::open(path.toStdString(), false)->runs().size(), 5u);
+    auto* recording = w.findChild<QLabel*>("recording");
+    QTest::qWait(1100);  // refreshed every second
+    EXPECT_NE(recording->text().indexOf(QFileInfo(path).fileName()), -1);
+    EXPECT_NE(recording->text().indexOf("MB"), -1) << recording->text().toStdString();
+    // The Sessions dock lists the three comparisons under the file.
+    auto* browser = w.session_browser();
+    browser->set_folder(QFileInfo(path).absolutePath());
+    int row = -1;
+    for (int r = 0; r < browser->row_count(); ++r)
+        if (browser->path_at(r) == path) row = r;
+    ASSERT_GE(row, 0);
+    EXPECT_EQ(browser->comparison_count(row), 3);
+    // The replay shows the latest and offers the others.
+    ASSERT_EQ(w.open_session(path).toStdString(), "");
+    auto* picker = w.findChild<QComboBox*>("replay_comparisons");
+    ASSERT_NE(picker, nullptr);
+    EXPECT_TRUE(picker->isVisibleTo(&w));
+    ASSERT_EQ(picker->count(), 3);
+    emit picker->activated(2);  // the oldest: the first Play
+    ASSERT_TRUE(w.replaying());
+    const auto& shown = w.source()->runs(w.view());
+    ASSERT_EQ(shown.size(), 2u);
+    EXPECT_EQ(shown[1].info.run_id, c[0].run_ids[1]);
+    EXPECT_EQ(picker->currentIndex(), 2);
+    // Recording off: the status bar says so and new runs go nowhere.
+    w.back_to_live();
+    auto* record = w.findChild<QAction*>("record");
+    ASSERT_NE(record, nullptr);
+    record->setChecked(false);
+    EXPECT_TRUE(w.recording_path().isEmpty());
+    EXPECT_EQ(recording->text(), "not recording");
+    EXPECT_EQ(w.bridge()->flush_recording(), "");  // after the queued switch
+    EXPECT_EQ(w.bridge()->recording_path(), "");
+}
+
+// A session, lesson or model given at start that does not open: a dialog naming the file once,
+// the embedded model running instead, its controls usable (it was a dead window).
+TEST(Gui, WhatFailsAtStartIsReportedAndTheEmbeddedModelRunsInstead) {
+    for (const auto& [field, path] :
+         std::vector<std::pair<QString, QString>>{{"session", "/nonexistent/x.clsession"},
+                                                  {"lesson", "/nonexistent/lesson.json"},
+                                                  {"model", "/nonexistent/model"}}) {
+        LaunchOptions o;
+        o.record = false;
+        if (field == "session") o.session = path;
+        if (field == "lesson") o.lesson = path;
+        if (field == "model") o.model_dir = path;
+        MainWindow w(o);
+        const QString err = w.startup_error();
+        EXPECT_NE(err.indexOf(path), -1) << field.toStdString() << ": " << err.toStdString();
+        EXPECT_EQ(err.indexOf(path), err.lastIndexOf(path))
+            << "the path twice: " << err.toStdString();
+        auto* box = w.findChild<QMessageBox*>("startup_error");
+        ASSERT_NE(box, nullptr) << field.toStdString();
+        EXPECT_NE(box->text().indexOf("embedded default model"), -1) << box->text().toStdString();
+        ASSERT_NE(w.bridge(), nullptr) << field.toStdString() << ": the fallback model";
+        EXPECT_FALSE(w.replaying());
+        EXPECT_TRUE(w.findChild<QPushButton*>("play")->isEnabled());
+    }
+}
+
+TEST(Gui, AClosedDockComesBackFromTheViewMenuAndLessonsHaveNext) {
+    MainWindow w(tiny_model_options("hi", {"none"}));
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    auto* dock = w.findChild<QDockWidget*>("policies");
+    ASSERT_NE(dock, nullptr);
+    dock->close();
+    EXPECT_FALSE(dock->isVisible());
+    QAction* toggle = nullptr;
+    for (auto* menu : w.findChildren<QMenu*>())
+        if (menu->title() == "&Docks")
+            for (auto* a : menu->actions())
+                if (a == dock->toggleViewAction()) toggle = a;
+    ASSERT_NE(toggle, nullptr) << "View > Docks lists the policies dock";
+    toggle->trigger();
+    EXPECT_TRUE(dock->isVisible());
+    auto* next = w.findChild<QAction*>("lesson_next");
+    ASSERT_NE(next, nullptr);
+    ASSERT_EQ(w.start_lesson(MainWindow::bundled_lessons().front()).toStdString(), "");
+    const int before = w.lesson_index();
+    next->trigger();
+    EXPECT_EQ(w.lesson_index(), before + 1);
+}
+
+// A long advance says which column is how far with the time left, and Cancel says what it
+// stopped ("(re-running)" said neither, and Cancel gave no feedback).
+TEST(Gui, ALongAdvanceSaysHowFarAndCancelSaysWhatItStopped) {
+    MainWindow w(tiny_model_options("hi", {"none"}));
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    w.findChild<QSpinBox*>("gen_length")->setValue(1024);
+    w.findChild<QSpinBox*>("block_length")->setValue(1024);
+    w.findChild<QSpinBox*>("steps")->setValue(1024);
+    w.apply_setup();
+    w.advance_to(1024);
+    std::string work;
+    ASSERT_TRUE(wait_for(
+        [&] {
+            work = w.bridge()->work();
+            return work.find("s left") != std::string::npos;
+        },
+        30000));
+    EXPECT_EQ(work.rfind("none: step ", 0), 0u) << work;
+    EXPECT_NE(work.find(" of 1024 ("), std::string::npos) << work;
+    auto* cancel = w.findChild<QPushButton*>("cancel");
+    ASSERT_TRUE(wait_for([&] { return cancel->isEnabled(); }, 5000));
+    EXPECT_NE(w.findChild<QLabel*>("step_label")->text().indexOf("running none: step"), -1)
+        << w.findChild<QLabel*>("step_label")->text().toStdString();
+    QTest::mouseClick(cancel, Qt::LeftButton);
+    ASSERT_TRUE(wait_for([&] { return !w.bridge()->busy(); }, 10000));
+    EXPECT_TRUE(w.statusBar()->currentMessage().startsWith("Cancelled none: step "))
+        << w.statusBar()->currentMessage().toStdString();
+    EXPECT_LT(w.bridge()->max_step(), 1024);
+    EXPECT_EQ(w.bridge()->work(), "");
+}
+
 TEST(Gui, BadSessionFilesGiveAMessageNotACrash) {
     LaunchOptions o;
     o.model_dir = QString::fromStdString(test::make_tiny_model("gui", 32, 1, 4, 4, 3).string());
@@ -344,10 +507,7 @@ TEST(Gui, BadSessionFilesGiveAMessageNotACrash) {
 }
 
 TEST(Gui, SessionBrowserListsAndOpensSessions) {
-    LaunchOptions o;
-    o.record = false;
-    o.session = "-";
-    MainWindow w(o);
+    MainWindow w(tiny_model_options("hi", {"none"}));
     const auto dir = test::temp_dir("browser");
     // One real session (written by the lesson script's recorder) and one junk file.
     const auto lesson = MainWindow::bundled_lessons().front();
@@ -357,11 +517,11 @@ TEST(Gui, SessionBrowserListsAndOpensSessions) {
     auto* browser = w.session_browser();
     browser->set_folder(QString::fromStdString(dir.string()));
     ASSERT_EQ(browser->row_count(), 2);
-    auto* table = browser->findChild<QTableWidget*>("sessions");
+    auto* table = browser->findChild<QTreeWidget*>("sessions");
     bool saw_unreadable = false, saw_policies = false;
     for (int r = 0; r < 2; ++r) {
-        saw_unreadable |= table->item(r, 3)->text().startsWith("unreadable");
-        saw_policies |= table->item(r, 4)->text().contains("none");
+        saw_unreadable |= table->topLevelItem(r)->text(3).startsWith("unreadable");
+        saw_policies |= table->topLevelItem(r)->text(4).contains("none");
     }
     EXPECT_TRUE(saw_unreadable);
     EXPECT_TRUE(saw_policies);
@@ -377,8 +537,9 @@ TEST(Gui, SessionBrowserListsAndOpensSessions) {
     ASSERT_EQ(browser->row_count(), 2);  // raising the dock keeps the folder it was showing
     for (int r = 0; r < 2; ++r) {
         if (!browser->path_at(r).endsWith("good.clsession")) continue;
-        table->selectRow(r);
-        const QRect cell = table->visualItemRect(table->item(r, 0));
+        EXPECT_EQ(browser->comparison_count(r), 1);
+        table->setCurrentItem(table->topLevelItem(r));
+        const QRect cell = table->visualItemRect(table->topLevelItem(r));
         // A real double-click is a press, a release and a double-click event on the same cell;
         // QTest's mouseDClick alone leaves the view without its pressed cell.
         QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
@@ -388,10 +549,7 @@ TEST(Gui, SessionBrowserListsAndOpensSessions) {
 }
 
 TEST(Gui, PresetsSetEveryPolicyAtOnce) {
-    LaunchOptions o;
-    o.record = false;
-    o.session = "-";  // no engine needed to check the widgets
-    MainWindow w(o);
+    MainWindow w(tiny_model_options("hi", {"none"}));
     auto* combo = w.findChildren<QComboBox*>().front();
     for (auto* c : w.findChildren<QComboBox*>())
         if (c->itemText(0).startsWith("Preset")) combo = c;
@@ -410,10 +568,7 @@ TEST(Gui, PresetsSetEveryPolicyAtOnce) {
 TEST(Gui, EveryBundledLessonStepsThroughToTheEndWithSpace) {
     const auto lessons = MainWindow::bundled_lessons();
     ASSERT_GE(lessons.size(), 3);
-    LaunchOptions o;
-    o.record = false;
-    o.session = "-";  // start without a model: lessons replay their sessions
-    MainWindow w(o);
+    MainWindow w(tiny_model_options("hi", {"none"}));  // lessons replay their own sessions
     w.show();
     for (const auto& path : lessons) {
         SCOPED_TRACE(path.toStdString());
@@ -430,6 +585,12 @@ TEST(Gui, EveryBundledLessonStepsThroughToTheEndWithSpace) {
             const auto& st = lesson.steps[static_cast<size_t>(w.lesson_index())];
             EXPECT_EQ(w.view().step, st.step);
             EXPECT_EQ(w.view().highlight, st.panels);
+            // What the step's text points at is on screen in its session.
+            for (const auto& check : st.checks)
+                EXPECT_EQ(viz::evaluate_lesson_check(check, w.source()->runs(w.view()), st.step),
+                          "")
+                    << "lesson step " << w.lesson_index() + 1 << " '" << st.title << "' ("
+                    << check.kind << ")";
             w.canvas()->update();
             QTest::qWait(30);
             const int before = w.lesson_index();
@@ -438,6 +599,9 @@ TEST(Gui, EveryBundledLessonStepsThroughToTheEndWithSpace) {
             ++steps;
         }
         EXPECT_EQ(steps, static_cast<int>(lesson.steps.size()));
+        size_t checked = 0;
+        for (const auto& st : lesson.steps) checked += st.checks.size();
+        EXPECT_GT(checked, 0u) << "the lesson says what its steps show";
         w.end_lesson();
         EXPECT_FALSE(w.in_lesson());
     }

@@ -62,6 +62,28 @@ TEST(Metrics, SpeedupFlopRatioEfficiencyAgreementAndDivergence) {
     EXPECT_TRUE(std::isnan(run_metrics(r, nullptr).speedup));
 }
 
+// The live chart's series is tokens_per_s of every prefix, built a step at a time.
+TEST(Metrics, ThroughputSeriesIsTheRunsTokensPerSecondUpToEachStep) {
+    const StepList base{step(0, {1, 2, 5, kMask, kMask, kMask}, {2}, 10, 100),
+                        step(1, {1, 2, 5, 6, kMask, kMask}, {3}, 30, 100),
+                        step(2, {1, 2, 5, 6, 7, kEos}, {4, 5}, 10, 100)};
+    StepList growing(base.begin(), base.begin() + 1);
+    const RunSteps partial{&growing, 2, kEos}, whole{&base, 2, kEos};
+    std::vector<ThroughputSample> series;
+    extend_throughput_series(partial, series);
+    ASSERT_EQ(series.size(), 1u);
+    growing = base;
+    extend_throughput_series(partial, series);  // only the two new steps are added
+    ASSERT_EQ(series.size(), 3u);
+    for (int32_t t = 0; t < 3; ++t) {
+        const auto m = run_metrics(whole, nullptr, t);
+        EXPECT_DOUBLE_EQ(series[static_cast<size_t>(t)].tokens_per_s, m.tokens_per_s) << t;
+        EXPECT_DOUBLE_EQ(series[static_cast<size_t>(t)].elapsed_s, m.wall_ms / 1000.0) << t;
+        EXPECT_EQ(series[static_cast<size_t>(t)].step, t);
+    }
+    EXPECT_DOUBLE_EQ(series[2].tokens_per_s, 3 / 0.050);  // the EOS is not a token
+}
+
 TEST(Metrics, AgreementIgnoresPositionsMaskedOnEitherSide) {
     auto a = step(0, {1, 2, 5, kMask, 7, 7}, {}, 1, 1);
     auto b = step(0, {1, 2, 5, 6, kMask, 6}, {}, 1, 1);

@@ -236,7 +236,7 @@ TEST(Sessions, RecordReadRoundTripIsIdentical) {
     auto meta = r->step_scalars(runs[0].run_id);
     ASSERT_EQ(meta.size(), 6u);
     EXPECT_DOUBLE_EQ(meta[3]["wall_ms"].get<double>(), 4.5);
-    EXPECT_TRUE(r->check().empty());
+    for (const auto& problem : r->check()) ADD_FAILURE() << problem;
 }
 
 // A closed session is a plain file: opening it read-only (a bundled lesson, a file someone sent)
@@ -424,6 +424,28 @@ TEST(Sessions, CorruptBlobGivesAClearErrorNotACrash) {
     EXPECT_EQ(r->check().size(), 2u);
 }
 
+// A corrupt JSON cell names the file, the run and the field, and where the JSON broke, not the
+// parser's internals.
+TEST(Sessions, CorruptJsonCellIsNamedInUsersTerms) {
+    const auto path = (test::temp_dir("s") / "j.clsession").string();
+    write_session(path, 1, 2);
+    {
+        Db db(path, SQLITE_OPEN_READWRITE);
+        db.exec("UPDATE run SET summary_json = '{\"steps\": 2, oops'");
+    }
+    try {
+        SessionReader::open(path)->runs();
+        FAIL();
+    } catch (const SessionError& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find(path + ": run 1: summary: corrupt (not valid JSON at byte"),
+                  std::string::npos)
+            << m;
+        EXPECT_EQ(m.find("json.exception"), std::string::npos) << m;
+        EXPECT_EQ(m.find(path, m.find(path) + 1), std::string::npos) << "the path twice: " << m;
+    }
+}
+
 TEST(Sessions, KilledRecorderLeavesCommittedStepsAndAnAbortedRun) {
     const auto path = (test::temp_dir("s") / "killed.clsession").string();
     const pid_t child = fork();
@@ -512,7 +534,6 @@ TEST(Sessions, AppendsComparisonsAndDeletesRuns) {
     const auto path = (test::temp_dir("s") / "a.clsession").string();
     write_session(path, 2, 2);
     auto w = SessionWriter::open(path);
-    EXPECT_EQ(w->comparison_id(), 1);
     w->on_run_start(make_info(0, "third"));
     w->on_run_end(0, complete_summary());
     ASSERT_TRUE(w->flush());
@@ -521,6 +542,10 @@ TEST(Sessions, AppendsComparisonsAndDeletesRuns) {
     auto runs = r->runs();
     ASSERT_EQ(runs.size(), 3u);
     EXPECT_EQ(runs[2].comparison_id, 1);
+    const auto comparisons = r->comparisons();
+    ASSERT_EQ(comparisons.size(), 2u);  // one per writer, its runs in the order they started
+    EXPECT_EQ(comparisons[0].run_ids, (std::vector<int64_t>{runs[0].run_id, runs[1].run_id}));
+    EXPECT_EQ(comparisons[1].run_ids, std::vector<int64_t>{runs[2].run_id});
     r->delete_run(runs[0].run_id);
     r->rename("workshop");
     r->vacuum();
@@ -550,6 +575,118 @@ trace::AccuracySweep make_sweep() {
             s.points.push_back(p);
         }
     return s;
+}
+
+// A run written with steps, ended complete.
+void write_run(SessionWriter& w, int32_t run, const std::string& policy, int steps = 2) {
+    w.on_run_start(make_info(run, policy));
+    for (int s = 0; s < steps; ++s) w.publish(make_step(run, s));
+    w.on_run_end(run, complete_summary());
+}
+
+std::vector<std::string> policies_of(SessionReader& r, const ComparisonRecord& c) {
+    std::vector<std::string> out;
+    const auto runs = r.runs();
+    for (int64_t id : c.run_ids)
+        for (const auto& run : runs)
+            if (run.run_id == id) out.push_back(run.info.policy);
+    return out;
+}
+
+// The app's recording: each Play is a comparison; a slider move re-runs one column and the next
+// comparison carries the others over (the same rows, not copies); each loop lap replaces the lap
+// before it and deletes the runs only that lap held (the 73-column replay of issue #19).
+TEST(Sessions, EveryPlayAndReRunIsItsOwnComparison) {
+    const auto path = (test::temp_dir("s") / "c.clsession").string();
+    auto w = SessionWriter::open(path);
+    w->begin_comparison({0, 1});  // Play: columns none, dkv
+    write_run(*w, 0, "none");
+    write_run(*w, 1, "dkv");
+    w->begin_comparison({0, 7});  // a slider move, moved again before its run made a step...
+    write_run(*w, 7, "dkv-superseded", /*steps=*/0);
+    w->begin_comparison({0, 2});  // ...re-runs column 1
+    write_run(*w, 2, "dkv-moved");
+    w->begin_comparison({3, 4}, /*lap=*/true);  // loop lap 1: the re-run stays...
+    write_run(*w, 3, "none");
+    write_run(*w, 4, "dkv-lap1");
+    w->begin_comparison({5, 6}, /*lap=*/true);  // ...lap 2 replaces lap 1
+    write_run(*w, 5, "none");
+    write_run(*w, 6, "dkv-lap2");
+    ASSERT_TRUE(w->flush()) << w->error();
+    w.reset();
+    auto r = SessionReader::open(path);
+    const auto c = r->comparisons();
+    ASSERT_EQ(c.size(), 3u);
+    EXPECT_EQ(policies_of(*r, c[0]), (std::vector<std::string>{"none", "dkv"}));
+    EXPECT_EQ(policies_of(*r, c[1]), (std::vector<std::string>{"none", "dkv-moved"}));
+    EXPECT_EQ(c[1].run_ids[0], c[0].run_ids[0]);  // carried over, not copied
+    EXPECT_EQ(policies_of(*r, c[2]), (std::vector<std::string>{"none", "dkv-lap2"}));
+    EXPECT_EQ(r->runs().size(), 5u);  // lap 1's two runs and the superseded one are gone
+    EXPECT_TRUE(r->check().empty());
+    Db db(path, SQLITE_OPEN_READONLY);
+    Stmt orphans(db,
+                 "SELECT (SELECT count(*) FROM step WHERE run_id NOT IN (SELECT run_id FROM run))"
+                 " + (SELECT count(*) FROM array WHERE run_id NOT IN (SELECT run_id FROM run))");
+    ASSERT_TRUE(orphans.step());
+    EXPECT_EQ(orphans.col_int(0), 0) << "rows of deleted runs are left behind";
+}
+
+TEST(Sessions, EveryLapIsKeptWhenAskedFor) {
+    const auto path = (test::temp_dir("s") / "laps.clsession").string();
+    {
+        auto w = SessionWriter::open(path);
+        for (int32_t lap = 0; lap < 3; ++lap) {
+            w->begin_comparison({lap}, /*lap=*/true, /*keep_every_lap=*/true);
+            write_run(*w, lap, "lap" + std::to_string(lap));
+        }
+        ASSERT_TRUE(w->flush());
+    }
+    EXPECT_EQ(SessionReader::open(path)->comparisons().size(), 3u);
+}
+
+TEST(Sessions, DeletingAComparisonKeepsRunsAnotherOneHolds) {
+    const auto path = (test::temp_dir("s") / "d.clsession").string();
+    {
+        auto w = SessionWriter::open(path);
+        w->begin_comparison({0, 1});
+        write_run(*w, 0, "none");
+        write_run(*w, 1, "dkv");
+        w->begin_comparison({0, 2});
+        write_run(*w, 2, "elastic");
+        ASSERT_TRUE(w->flush());
+    }
+    auto r = SessionReader::open(path);
+    const auto bytes = r->run_bytes();
+    EXPECT_EQ(bytes.size(), 3u);
+    for (const auto& [run, b] : bytes) EXPECT_GT(b, 0) << run;
+    r->delete_comparison(r->comparisons().back().comparison_id);
+    ASSERT_EQ(r->comparisons().size(), 1u);
+    EXPECT_EQ(policies_of(*r, r->comparisons()[0]), (std::vector<std::string>{"none", "dkv"}));
+    EXPECT_EQ(r->runs().size(), 2u);  // elastic went; none stayed for the first comparison
+}
+
+TEST(Sessions, AV4FileGetsOneComparisonPerRecorder) {
+    const auto dir = test::temp_dir("s");
+    const auto path = (dir / "v4.clsession").string();
+    WriterOptions v4;
+    v4.schema_version = 4;
+    write_session(path, 2, 1, v4);
+    {
+        auto w = SessionWriter::open(path, v4);  // appends: migrates to the current version first
+        write_run(*w, 0, "later");
+        ASSERT_TRUE(w->flush());
+    }
+    const auto old = (dir / "v4-old.clsession").string();
+    write_session(old, 3, 1, v4);
+    auto r = SessionReader::open(old, /*repair=*/false);  // migrated in memory; the file stays v4
+    EXPECT_EQ(r->info().schema_version_found, 4);
+    ASSERT_EQ(r->comparisons().size(), 1u);
+    EXPECT_EQ(policies_of(*r, r->comparisons()[0]),
+              (std::vector<std::string>{"policy0", "policy1", "policy2"}));
+    auto appended = SessionReader::open(path);
+    ASSERT_EQ(appended->comparisons().size(), 2u);
+    EXPECT_EQ(policies_of(*appended, appended->comparisons()[1]),
+              std::vector<std::string>{"later"});
 }
 
 TEST(Sessions, StoresAccuracySweepsBesideTheRuns) {

@@ -355,6 +355,20 @@ TEST(Viz, ColumnsOfTwoModelsHaveTheirOwnBaselineAndTitle) {
     draw_all(runs, view, tex);
 }
 
+// Lesson 2 showed two columns both titled "dkv-decode": columns of one policy are named by the
+// parameters that differ between them.
+TEST(Viz, ColumnsOfOnePolicyAreNamedByWhatDiffers) {
+    std::vector<RunView> runs{make_run("none", 16, 2), make_run("dkv-decode", 16, 2),
+                              make_run("dkv-decode", 16, 2)};
+    runs[1].info.policy_params = {{"delay", "1"}, {"refresh_interval", "8"}};
+    runs[2].info.policy_params = {{"delay", "0"}, {"refresh_interval", "8"}};
+    EXPECT_EQ(column_title(runs, runs[0]), "none");
+    EXPECT_EQ(column_title(runs, runs[1]), "dkv-decode (delay=1)");
+    EXPECT_EQ(column_title(runs, runs[2]), "dkv-decode (delay=0)");
+    const std::vector<RunView> alone(runs.begin(), runs.begin() + 2);
+    EXPECT_EQ(column_title(alone, alone[1]), "dkv-decode");
+}
+
 // Total vertices ImGui emitted for one canvas frame: a panel that draws adds some.
 int canvas_vertices(std::vector<RunView>& runs, ViewState& view, const CanvasOptions& options) {
     ImGuiNull imgui;

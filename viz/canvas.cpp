@@ -90,10 +90,34 @@ const RunView* baseline_of(const std::vector<RunView>& runs, const RunView& run)
     return nullptr;
 }
 
+namespace {
+// The parameters of `run` whose value another column of the same policy does not share.
+std::string differing_params(const std::vector<RunView>& runs, const RunView& run) {
+    std::string out;
+    for (const auto& [key, value] : run.info.policy_params) {
+        bool differs = false;
+        for (const auto& r : runs) {
+            if (&r == &run || r.info.policy != run.info.policy) continue;
+            const auto it = r.info.policy_params.find(key);
+            differs |= it == r.info.policy_params.end() || it->second != value;
+        }
+        if (differs) out += (out.empty() ? "" : ", ") + key + "=" + value;
+    }
+    return out;
+}
+}  // namespace
+
 std::string column_title(const std::vector<RunView>& runs, const RunView& run) {
+    std::string title = run.info.policy;
     for (const auto& r : runs)
-        if (!same_model(r, run)) return run.info.policy + " @" + run.info.model_name;
-    return run.info.policy;
+        if (!same_model(r, run)) {
+            title += " @" + run.info.model_name;
+            break;
+        }
+    // Two columns of one policy are told apart by what differs ("dkv-decode (delay=0)").
+    const std::string differs = differing_params(runs, run);
+    if (!differs.empty()) title += " (" + differs + ")";
+    return title;
 }
 
 void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& textures,

@@ -1,5 +1,6 @@
 #include "viz/lesson.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -35,6 +36,15 @@ Lesson load_lesson(const std::string& path) {
                 const auto name = p.get<std::string>();
                 if (!known.count(name)) throw std::runtime_error("unknown panel '" + name + "'");
                 st.panels.insert(name);
+            }
+            for (const auto& c : s.value("checks", nlohmann::json::array())) {
+                LessonCheck check{c.at("kind").get<std::string>(), c.at("column").get<int>(),
+                                  c.value("other", 0)};
+                const auto& kinds = lesson_check_kinds();
+                if (std::find(kinds.begin(), kinds.end(), check.kind) == kinds.end())
+                    throw std::runtime_error("unknown check '" + check.kind + "'");
+                if (check.column < 1) throw std::runtime_error("check columns count from 1");
+                st.checks.push_back(check);
             }
             for (const auto& a : s.value("annotations", nlohmann::json::array()))
                 st.annotations.push_back({a.value("step", -1), a.value("position", -1),

@@ -9,13 +9,16 @@
 //                recompute,
 //                                                            // attention, drift, diff, inspector
 //                "layer": 3, "oracle": false,                 // optional view settings
-//                "annotations": [ { "step": 12, "position": 40, "layer": 3, "text": "..." } ] } ] }
+//                "annotations": [ { "step": 12, "position": 40, "layer": 3, "text": "..." } ],
+//                "checks": [ { "kind": "differs", "column": 3 } ] } ] }  // viz/lesson_checks.h
 #pragma once
 
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "viz/lesson_checks.h"
 
 namespace cl::viz {
 
@@ -31,6 +34,7 @@ struct LessonStep {
     bool oracle = false;
     std::set<std::string> panels;
     std::vector<Annotation> annotations;
+    std::vector<LessonCheck> checks;  // what the text says is on screen (tests check it)
 };
 
 struct Lesson {

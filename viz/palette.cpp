@@ -57,6 +57,21 @@ ImU32 action_color(trace::RowAction a, bool dark) {
     return p.skipped;
 }
 
+ImU32 series_color(size_t k, bool dark) {
+    // Sky blue, orange, bluish green, reddish purple, vermillion, yellow, blue, grey.
+    static constexpr ImU32 kDark[] = {IM_COL32(86, 180, 233, 255), IM_COL32(230, 159, 0, 255),
+                                      IM_COL32(0, 158, 115, 255),  IM_COL32(204, 121, 167, 255),
+                                      IM_COL32(213, 94, 0, 255),   IM_COL32(240, 228, 66, 255),
+                                      IM_COL32(0, 114, 178, 255),  IM_COL32(150, 150, 150, 255)};
+    // On white: sky blue, orange and yellow darkened until they hold 3:1 contrast.
+    static constexpr ImU32 kLight[] = {IM_COL32(0, 120, 180, 255), IM_COL32(190, 120, 0, 255),
+                                       IM_COL32(0, 130, 95, 255),  IM_COL32(170, 80, 135, 255),
+                                       IM_COL32(213, 94, 0, 255),  IM_COL32(150, 135, 0, 255),
+                                       IM_COL32(0, 90, 150, 255),  IM_COL32(110, 110, 110, 255)};
+    constexpr size_t n = sizeof kDark / sizeof kDark[0];
+    return dark ? kDark[k % n] : kLight[k % n];
+}
+
 ImU32 colormap_color(Colormap cmap, float t) {
     // Piecewise-linear fits of viridis and magma at 5 stops (the shaders use the same stops).
     static const float viridis[5][3] = {{0.267f, 0.005f, 0.329f},

@@ -4,6 +4,7 @@
 
 #include <imgui.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "engine/trace/trace_types.h"
@@ -20,6 +21,9 @@ struct Palette {
 const Palette& palette(bool dark);
 ImU32 state_color(trace::TokenState s, bool dark);
 ImU32 action_color(trace::RowAction a, bool dark);
+// Categorical colours for series (policies in a chart), Okabe-Ito, distinct and readable on the
+// theme's background: the light theme darkens the pale ones. Index k takes the k-th, cycling.
+ImU32 series_color(size_t k, bool dark);
 // CPU version of the shaders' colormaps (legends, tests): t in [0, 1].
 ImU32 colormap_color(Colormap cmap, float t);
 // Packs ImU32 (ABGR in ImGui) as RGBA8 bytes for textures.

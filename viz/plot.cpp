@@ -108,6 +108,19 @@ void end_plot(Plot& p) {
                   palette(dark).text_dim, buf);
 }
 
+void x_ticks(Plot& p, ImU32 color, const char* format, const char* unit) {
+    for (int k = 0; k <= 4; ++k) {
+        const double x = p.x0 + (p.x1 - p.x0) * k / 4.0;
+        char number[32], label[48];
+        std::snprintf(number, sizeof number, format, x);
+        std::snprintf(label, sizeof label, k == 4 ? "%s %s" : "%s", number, unit);
+        const ImVec2 s = p.to_screen(x, p.y0);
+        const float w = ImGui::CalcTextSize(label).x;
+        const float left = k == 0 ? s.x + 2 : (k == 4 ? s.x - w - 2 : s.x - w / 2);
+        p.dl->AddText({left, s.y - ImGui::GetFontSize() - 1}, color, label);
+    }
+}
+
 void legend_item(const char* label, ImU32 color) {
     const float h = ImGui::GetFontSize();
     const ImVec2 pos = ImGui::GetCursorScreenPos();

@@ -28,6 +28,9 @@ void plot_hline(Plot& plot, double y, ImU32 color, const char* label = nullptr);
 void plot_vline(Plot& plot, double x, ImU32 color);
 void plot_marker(Plot& plot, double x, double y, ImU32 color, float radius = 3.f);
 void end_plot(Plot& plot);
+// Five x labels inside the bottom edge (`format` for the number, the last one with `unit`); the
+// y axis is labelled by end_plot or the caller's gridlines.
+void x_ticks(Plot& plot, ImU32 color, const char* format, const char* unit);
 void legend_item(const char* label, ImU32 color);
 // A lesson annotation: a numbered ring at `center`; hovering it shows `text` in a tooltip.
 void annotation_marker(ImDrawList* dl, ImVec2 center, int number, const std::string& text,

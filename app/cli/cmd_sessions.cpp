@@ -50,6 +50,14 @@ void print_runs(SessionReader& r) {
     std::printf("  %4s %4s %-12s %-9s %6s %9s %8s  %s\n", "run", "cmp", "policy", "status", "steps",
                 "tok/s", "model", "prompt");
     for (const auto& run : r.runs()) print_run_row(run);
+    // What the app shows side by side: a run made once can sit in several comparisons.
+    std::printf("  %4s %-20s %s\n", "cmp", "created", "runs by column");
+    for (const auto& c : r.comparisons()) {
+        std::string ids;
+        for (int64_t id : c.run_ids) ids += (ids.empty() ? "" : " ") + std::to_string(id);
+        std::printf("  %4lld %-20s %s\n", (long long)c.comparison_id, c.created_utc.c_str(),
+                    ids.c_str());
+    }
     try {
         for (const auto& sweep : r.accuracy_sweeps())
             std::printf("  accuracy-vs-steps report: %zu points, policy %s, G=%d, B=%d\n",
@@ -66,9 +74,10 @@ int run_list(const SessionsOptions& o) {
                 if (e.path().extension() == ".clsession" || e.path().extension() == ".db") {
                     try {
                         auto r = SessionReader::open(e.path().string(), false);
-                        std::printf("%-50s %-20s %s %3zu runs %8.1f MB\n", e.path().c_str(),
-                                    r->info().name.c_str(), r->info().created_utc.c_str(),
-                                    r->runs().size(), r->info().file_bytes / 1e6);
+                        std::printf("%-50s %-20s %s %3zu runs %3zu comparisons %8.1f MB\n",
+                                    e.path().c_str(), r->info().name.c_str(),
+                                    r->info().created_utc.c_str(), r->runs().size(),
+                                    r->comparisons().size(), r->info().file_bytes / 1e6);
                     } catch (const sessions::SessionError& err) {
                         std::printf("%-50s unreadable: %s\n", e.path().c_str(), err.what());
                     }

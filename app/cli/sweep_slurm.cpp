@@ -143,20 +143,21 @@ int run_sweep_on_slurm(const SlurmSweep& s) {
     const auto r = run_program(cmd);
     if (!r.started)
         throw InputError("--executor slurm: cannot run sbatch (is Slurm installed and on PATH?)");
-    std::printf("%s", r.out.c_str());
     if (r.code != 0) {
+        std::fprintf(stderr, "%s", r.out.c_str());
         std::fprintf(stderr, "sweep: sbatch failed (exit %d); logs in %s\n", r.code, dir.c_str());
         return kRuntimeFailure;
     }
+    const std::string id = r.out.substr(0, r.out.find_first_of(";\n"));  // "ID" or "ID;cluster"
+    std::printf("sweep: submitted Slurm job array %s\n", id.c_str());
     if (!s.wait) {
         std::printf(
-            "sweep: submitted; progress: cachelens-cli sweep status %s.shard-*; when done: "
+            "sweep: progress: cachelens-cli sweep status %s.shard-*; when done: "
             "cachelens-cli sweep merge --out %s %s.shard-*\n",
             s.out.c_str(), s.out.c_str(), s.out.c_str());
         return kOk;
     }
     std::fflush(stdout);
-    const std::string id = r.out.substr(0, r.out.find_first_of(";\n"));  // "ID" or "ID;cluster"
     wait_for_array(id, s);
     const auto shards = slurm_shard_files(s.out, s.tasks);
     const size_t done = finished_in(shards);

@@ -1,6 +1,9 @@
 #include "app/desktop/engine_bridge.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <future>
 
 #include "engine/base/errors.h"
@@ -80,7 +83,7 @@ void EngineBridge::configure(const RunSetup& setup) {
                           std::lock_guard lock(m_data_mutex);
                           m_error.clear();
                       }
-                      for (size_t i = 0; i < m_columns.size(); ++i) rebuild(i);
+                      rebuild_all(/*lap=*/false);
                       m_max_step = 0;
                       ++m_generation;
                   }});
@@ -140,6 +143,9 @@ void EngineBridge::set_playing(bool playing) {
 void EngineBridge::set_loop(bool loop) {
     m_loop = loop;
 }
+void EngineBridge::set_record_every_lap(bool every_lap) {
+    m_record_every_lap = every_lap;
+}
 void EngineBridge::set_speed(int sps) {
     m_speed = sps;
 }
@@ -154,6 +160,7 @@ void EngineBridge::set_param(size_t column, const std::string& key, double value
                       if (column >= m_setup.columns.size()) return;
                       m_setup.columns[column].params[key] = value;
                       const int target = m_max_step.load();
+                      announce_comparison({column}, /*lap=*/false);
                       rebuild(column);
                       sync_to(column, target);  // re-run the column to where the others are
                   }});
@@ -167,9 +174,34 @@ std::vector<viz::RunView> EngineBridge::snapshot() const {
     return out;
 }
 
+std::string EngineBridge::work() const {
+    std::lock_guard lock(m_data_mutex);
+    return m_work;
+}
+
 std::string EngineBridge::last_error() const {
     std::lock_guard lock(m_data_mutex);
     return m_error;
+}
+
+void EngineBridge::announce_comparison(const std::vector<size_t>& rerun, bool lap) {
+    if (!m_writer) return;
+    std::vector<int32_t> runs_by_column;
+    int32_t next = m_next_run_id;
+    for (size_t i = 0; i < m_columns.size(); ++i) {
+        const bool rebuilt = std::find(rerun.begin(), rerun.end(), i) != rerun.end();
+        const auto& c = *m_columns[i];
+        // Engine thread: the only writer of `view`, so reading it here needs no lock.
+        runs_by_column.push_back(rebuilt ? next++ : c.gen ? c.view.info.run_id : -1);
+    }
+    m_writer->begin_comparison(runs_by_column, lap, m_record_every_lap);
+}
+
+void EngineBridge::rebuild_all(bool lap) {
+    std::vector<size_t> all(m_columns.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    announce_comparison(all, lap);
+    for (size_t i : all) rebuild(i);
 }
 
 void EngineBridge::rebuild(size_t i) {
@@ -213,19 +245,48 @@ bool EngineBridge::step_column(size_t i) {
     return true;
 }
 
+// "dkv-decode: step 12 of 40 (30%), ~3 s left": a column's progress towards `target`, the time
+// left extrapolated from the steps made so far in this call.
+std::string EngineBridge::progress_text(size_t i, int from, int target, double seconds) const {
+    const auto& c = *m_columns[i];
+    const int done = c.gen ? c.gen->steps_done() : 0;
+    char text[160];
+    const int percent = target > 0 ? 100 * done / target : 100;
+    if (done > from && done < target) {
+        const double left = seconds / (done - from) * (target - done);
+        std::snprintf(text, sizeof text, "%s: step %d of %d (%d%%), ~%.0f s left",
+                      m_setup.columns[i].policy.c_str(), done, target, percent, std::ceil(left));
+    } else {
+        std::snprintf(text, sizeof text, "%s: step %d of %d (%d%%)",
+                      m_setup.columns[i].policy.c_str(), done, target, percent);
+    }
+    return text;
+}
+
 void EngineBridge::sync_to(size_t i, int step) {
     m_busy = true;
     auto& c = *m_columns[i];
-    {
+    const int from = c.gen ? c.gen->steps_done() : 0;
+    // Planned steps: a run that decodes several tokens a step may end sooner.
+    const int target = c.gen ? std::min(step, static_cast<int>(c.gen->info().steps)) : step;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto report = [&] {
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const std::string text = progress_text(i, from, target, seconds);
         std::lock_guard lock(m_data_mutex);
-        c.view.status = "running to step " + std::to_string(step);
-    }
+        c.view.status = "running to step " + std::to_string(target) + " \u2014 " + text;
+        m_work = text;
+    };
+    report();
     while (c.gen && !c.gen->done() && c.gen->steps_done() < step && !m_cancel) {
         if (!step_column(i)) break;
+        report();
     }
     {
         std::lock_guard lock(m_data_mutex);
         c.view.status.clear();
+        m_work.clear();
     }
     int max_step = 0;
     for (const auto& col : m_columns)
@@ -254,8 +315,7 @@ void EngineBridge::thread_main() {
         m_max_step = max_step;
         if (!any) {
             if (m_loop) {
-                for (size_t i = 0; i < m_columns.size(); ++i)
-                    rebuild(i);  // next lap; throughput keeps its history
+                rebuild_all(/*lap=*/true);  // next lap; throughput keeps its history
                 m_max_step = 0;
             } else {
                 m_playing = false;

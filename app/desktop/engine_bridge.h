@@ -46,6 +46,9 @@ public:
     void advance_to(int step);              // every column to `step` (or its end)
     void set_playing(bool playing);
     void set_loop(bool loop);  // regenerate continuously (throughput chart)
+    // Recording a loop keeps its last lap only (each lap replaces the previous comparison)
+    // unless every lap is asked for.
+    void set_record_every_lap(bool every_lap);
     void set_param(size_t column, const std::string& key, double value);  // re-runs that column
     void set_speed(int steps_per_second);                                 // 0 = as fast as possible
     void cancel();  // stops a long re-run or advance in progress
@@ -63,26 +66,34 @@ public:
     int max_step() const { return m_max_step.load(); }
     uint64_t generation() const { return m_generation.load(); }
     std::string last_error() const;
+    // The re-run or advance in progress and how far it is ("" when idle).
+    std::string work() const;
 
 private:
     struct Column;
     void thread_main();
     void rebuild(size_t column);
+    // Tells the recorder which runs the next comparison shows, before `rerun` columns are
+    // rebuilt (in ascending order): they get the ids rebuild() assigns; the others carry over.
+    void announce_comparison(const std::vector<size_t>& rerun, bool lap);
+    void rebuild_all(bool lap);
     bool step_column(size_t column);  // false when finished
     void sync_to(size_t column, int step);
+    std::string progress_text(size_t column, int from, int target, double seconds) const;
 
     std::shared_ptr<Model> m_model;
     int m_threads;
     CommandQueue m_queue;
     std::thread m_thread;
     std::atomic<bool> m_stop{false}, m_playing{false}, m_loop{false}, m_busy{false},
-        m_cancel{false};
+        m_cancel{false}, m_record_every_lap{false};
     std::atomic<int> m_max_step{0}, m_speed{0};
     std::atomic<uint64_t> m_generation{0};
     RunSetup m_setup;                                // engine thread only
     std::vector<std::unique_ptr<Column>> m_columns;  // structure: engine thread; data: guarded
     mutable std::mutex m_data_mutex;
     std::string m_error;
+    std::string m_work;  // guarded by m_data_mutex
     int32_t m_next_run_id = 0;
     std::unique_ptr<sessions::SessionWriter>
         m_writer;  // engine thread creates/uses; flush from any thread

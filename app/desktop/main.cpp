@@ -28,8 +28,10 @@ int fail(const QString& message) {
 int check_loaded(MainWindow& window, const LaunchArgs& a) {
     const auto& o = a.options;
     const QString status = window.statusBar()->currentMessage();
+    // The messages name the file already (once).
+    if (!window.startup_error().isEmpty()) return fail(window.startup_error());
     if (!o.session.isEmpty() && !window.replaying())
-        return fail("cannot open session " + o.session + ": " + status);
+        return fail(status.isEmpty() ? "cannot open session " + o.session : status);
     if (!o.lesson.isEmpty() && !window.in_lesson())
         return fail("cannot start lesson " + o.lesson + ": " + status);
     if (o.session.isEmpty() && o.lesson.isEmpty() && !window.bridge())

@@ -23,6 +23,7 @@
 #include <QScrollArea>
 #include <QSettings>
 #include <QShortcut>
+#include <QSignalBlocker>
 #include <QSlider>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -49,36 +50,7 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
     m_canvas = new ImGuiCanvas(this);
     setCentralWidget(m_canvas);
 
-    auto* setup_dock = new QDockWidget("Run setup", this);
-    setup_dock->setObjectName("setup");
-    setup_dock->setWidget(build_setup_dock());
-    addDockWidget(Qt::LeftDockWidgetArea, setup_dock);
-    auto* policies_dock = new QDockWidget("Policies", this);
-    policies_dock->setObjectName("policies");
-    policies_dock->setWidget(build_policies_dock());
-    addDockWidget(Qt::RightDockWidgetArea, policies_dock);
-    auto* transport_dock = new QDockWidget("Transport", this);
-    transport_dock->setObjectName("transport");
-    transport_dock->setWidget(build_transport());
-    transport_dock->setFeatures(QDockWidget::NoDockWidgetFeatures);
-    transport_dock->setTitleBarWidget(new QWidget());
-    addDockWidget(Qt::BottomDockWidgetArea, transport_dock);
-    auto* browser_dock = new QDockWidget("Sessions", this);
-    browser_dock->setObjectName("sessions");
-    m_browser = new SessionBrowser();
-    m_browser->on_open = [this](const QString& path) { return open_session(path); };
-    browser_dock->setWidget(m_browser);
-    addDockWidget(Qt::LeftDockWidgetArea, browser_dock);
-    tabifyDockWidget(setup_dock, browser_dock);
-    setup_dock->raise();
-    connect(browser_dock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
-        // Shown: list the folder it shows (the sessions folder until set), refreshed.
-        if (!visible) return;
-        if (m_browser->folder().isEmpty())
-            m_browser->set_folder(default_session_dir());
-        else
-            m_browser->refresh();
-    });
+    build_docks();
     build_menus();
 
     // Settings (remembered between launches); command-line options win.
@@ -116,28 +88,8 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
             QTimer::singleShot(0, this, [this, step] { set_step(step); });
         }
     });
-    if (!options.lesson.isEmpty()) {
-        const QString err = start_lesson(options.lesson);
-        if (!err.isEmpty()) statusBar()->showMessage(err);
-    } else if (!options.session.isEmpty()) {
-        const QString err = open_session(options.session);
-        if (!err.isEmpty()) statusBar()->showMessage(err);
-    } else {
-        QString dir = options.model_dir;
-        if (dir.isEmpty()) dir = QString::fromStdString(default_model_dir().string());
-        if (options.record) {
-            QDir().mkpath(default_session_dir());
-            m_record_path = default_session_dir() + "/session-" +
-                            QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss") + ".clsession";
-        }
-        // Remembered generation settings win over the model's defaults for the model they were
-        // remembered with (they were overwritten at every start).
-        const bool remembered =
-            settings.contains("gen_length") &&
-            settings.value("model_dir").toString() == QFileInfo(dir).absoluteFilePath();
-        load_model(dir, !remembered);
-    }
-
+    open_at_start(options, settings);
+    refresh_recording_label();
     m_poll = new QTimer(this);
     connect(m_poll, &QTimer::timeout, this, [this] {
         if (!source()) return;
@@ -149,6 +101,42 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
         }
     });
     m_poll->start(33);
+}
+
+// Run setup and Sessions (tabbed, left), Policies (right), Transport (bottom, fixed).
+void MainWindow::build_docks() {
+    auto* setup_dock = new QDockWidget("Run setup", this);
+    setup_dock->setObjectName("setup");
+    setup_dock->setWidget(build_setup_dock());
+    addDockWidget(Qt::LeftDockWidgetArea, setup_dock);
+    auto* policies_dock = new QDockWidget("Policies", this);
+    policies_dock->setObjectName("policies");
+    policies_dock->setWidget(build_policies_dock());
+    addDockWidget(Qt::RightDockWidgetArea, policies_dock);
+    auto* transport_dock = new QDockWidget("Transport", this);
+    transport_dock->setObjectName("transport");
+    transport_dock->setWidget(build_transport());
+    transport_dock->setFeatures(QDockWidget::NoDockWidgetFeatures);
+    transport_dock->setTitleBarWidget(new QWidget());
+    addDockWidget(Qt::BottomDockWidgetArea, transport_dock);
+    auto* browser_dock = new QDockWidget("Sessions", this);
+    browser_dock->setObjectName("sessions");
+    m_browser = new SessionBrowser();
+    m_browser->on_open = [this](const QString& path, int64_t comparison) {
+        return open_session(path, true, comparison);
+    };
+    browser_dock->setWidget(m_browser);
+    addDockWidget(Qt::LeftDockWidgetArea, browser_dock);
+    tabifyDockWidget(setup_dock, browser_dock);
+    setup_dock->raise();
+    connect(browser_dock, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        // Shown: list the folder it shows (the sessions folder until set), refreshed.
+        if (!visible) return;
+        if (m_browser->folder().isEmpty())
+            m_browser->set_folder(default_session_dir());
+        else
+            m_browser->refresh();
+    });
 }
 
 MainWindow::~MainWindow() {
@@ -187,12 +175,13 @@ void MainWindow::save_settings() const {
     s.setValue("geometry", saveGeometry());
 }
 
-void MainWindow::load_model(const QString& dir, bool model_defaults) {
+bool MainWindow::load_model(const QString& dir, bool model_defaults) {
     if (dir.isEmpty()) {
         m_model_label->setText(
             "No model: the embedded default model is missing (assets/models/). Use File > Open "
             "model folder.");
-        return;
+        enable_live_controls();
+        return false;
     }
     QApplication::setOverrideCursor(Qt::WaitCursor);
     try {
@@ -204,6 +193,7 @@ void MainWindow::load_model(const QString& dir, bool model_defaults) {
         m_live = std::make_unique<LiveSource>(m_model, m_threads);
         // Recording starts before the first runs, so every run of this window is in the session.
         if (!m_record_path.isEmpty()) bridge()->set_recording(m_record_path.toStdString());
+        bridge()->set_record_every_lap(m_record_laps_action->isChecked());
         if (model_defaults) {
             const auto& d = m_model->generation_defaults();
             m_gen_length->setValue(static_cast<int>(d.gen_length));
@@ -217,12 +207,16 @@ void MainWindow::load_model(const QString& dir, bool model_defaults) {
                                    .arg(QString::fromStdString(m_model->device())));
         m_model_label->setToolTip(dir);
         QApplication::restoreOverrideCursor();
+        if (!m_replay) enable_live_controls();
         apply_setup();
     } catch (const std::exception& e) {
         QApplication::restoreOverrideCursor();
         m_model_label->setText(QString("Could not load: %1").arg(e.what()));
         statusBar()->showMessage(QString("Model not loaded: %1").arg(e.what()));
+        if (!m_replay) enable_live_controls();  // a model loaded before keeps running
+        return false;
     }
+    return true;
 }
 
 QString MainWindow::default_session_dir() {
@@ -234,19 +228,28 @@ std::vector<viz::RunView>& MainWindow::current_runs() {
     return source() ? source()->runs(m_view) : m_no_runs;
 }
 
-void MainWindow::set_engine_controls_enabled(bool on) {
+void MainWindow::set_engine_controls_enabled(bool on, const QString& why) {
+    // The reason is appended after " \u2014 " and removed again, so a tooltip never stacks two.
+    const QString separator = " \u2014 ";
     for (auto* w : m_engine_controls) {
+        const QString base = w->toolTip().section(separator, 0, 0);
         w->setEnabled(on);
-        w->setToolTip(on ? w->toolTip().section(" \u2014 replay", 0, 0)
-                         : w->toolTip() +
-                               " \u2014 replay of a saved session: the engine is not running");
+        w->setToolTip(on ? base : base + separator + why);
     }
+}
+
+// The engine's controls when no replay is shown: usable with a model, else disabled saying so.
+void MainWindow::enable_live_controls() {
+    if (m_live)
+        set_engine_controls_enabled(true);
+    else
+        set_engine_controls_enabled(false, "no model is loaded (File > Open model folder)");
 }
 
 void MainWindow::back_to_live() {
     if (in_lesson()) end_lesson();  // its banner and Space-advance belong to the replay
     m_replay.reset();
-    set_engine_controls_enabled(true);
+    enable_live_controls();
     show_replay_setup(false);
     setWindowTitle("CacheLens");
     set_step(-1);
@@ -255,6 +258,7 @@ void MainWindow::back_to_live() {
 void MainWindow::show_replay_setup(bool replaying) {
     m_setup_form->setEnabled(!replaying);
     m_replay_setup->setVisible(replaying);
+    fill_replay_comparisons();
     if (!replaying || !m_replay) return;
     const auto& runs = m_replay->runs(m_view);
     if (runs.empty()) return;
@@ -276,18 +280,42 @@ void MainWindow::show_replay_setup(bool replaying) {
                  QString::fromStdString(info.prompt_text).toHtmlEscaped()));
 }
 
-QString MainWindow::open_session(const QString& path, bool repair) {
+// The replayed file's comparisons, newest first, the shown one selected; hidden when there is
+// only one (or no replay).
+void MainWindow::fill_replay_comparisons() {
+    const QSignalBlocker block(m_replay_comparisons);
+    m_replay_comparisons->clear();
+    const size_t n = m_replay ? m_replay->comparisons().size() : 0;
+    m_replay_comparisons->setVisible(n > 1);
+    for (size_t k = n; k-- > 0;) {
+        const auto& c = m_replay->comparisons()[k];
+        m_replay_comparisons->addItem(QString("comparison %1 of %2 \u2014 %3, %4 runs")
+                                          .arg(k + 1)
+                                          .arg(n)
+                                          .arg(QString::fromStdString(c.created_utc))
+                                          .arg(c.run_ids.size()),
+                                      QVariant::fromValue<qlonglong>(c.comparison_id));
+        if (c.comparison_id == m_replay->comparison_id())
+            m_replay_comparisons->setCurrentIndex(m_replay_comparisons->count() - 1);
+    }
+}
+
+QString MainWindow::open_session(const QString& path, bool repair, int64_t comparison_id) {
     try {
-        auto replay = ReplaySource::open(path.toStdString(), repair);
+        auto replay = ReplaySource::open(path.toStdString(), repair, comparison_id);
         if (m_live) m_live->set_playing(false);
         m_replay = std::move(replay);
+        m_replay_repair = repair;
         m_view.step = -1;
-        set_engine_controls_enabled(false);
+        set_engine_controls_enabled(false, "replay of a saved session: the engine is not running");
         show_replay_setup(true);
         setWindowTitle("CacheLens \u2014 replay: " + QFileInfo(path).fileName());
         statusBar()->showMessage(
-            QString("Replaying %1 (%2 runs); File > Back to live engine returns.")
+            QString("Replaying %1 (comparison %2 of %3, %4 runs); File > Back to live engine "
+                    "returns.")
                 .arg(path)
+                .arg(m_replay_comparisons->currentIndex() + 1)
+                .arg(m_replay->comparisons().size())
                 .arg(m_replay->run_count()));
         m_canvas->update();
         refresh_transport();

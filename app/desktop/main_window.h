@@ -22,6 +22,9 @@ class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QSlider;
+class QMenu;
+class QAction;
+class QSettings;
 class QSpinBox;
 class QTimer;
 
@@ -61,14 +64,21 @@ public:
     // message ("" on success); nothing is changed when it fails.
     // `repair`: the file may be migrated and repaired in place (a user's session); bundled lessons
     // are opened without it and never change.
-    QString open_session(const QString& path, bool repair = true);
+    // `comparison_id`: the comparison to show (-1: the latest).
+    QString open_session(const QString& path, bool repair = true, int64_t comparison_id = -1);
     QString save_session(const QString& path);  // a copy of the current recording
-    void back_to_live();                        // closes a replay (and a lesson running over it)
+    // Records live runs into a new session in the sessions folder (on) or stops (off).
+    void set_recording(bool on);
+    QString recording_path() const { return m_record_path; }
+    void back_to_live();  // closes a replay (and a lesson running over it)
     // The Pareto view of a sweep results file (below the columns); "" on success.
     QString open_sweep(const QString& path);
     // Loads a Pareto point's policy and parameters into the setup dock and runs it beside none.
     void run_pareto_point(int index);
     bool replaying() const { return m_replay != nullptr; }
+    // What failed while the window opened (a session, lesson or model given on the command
+    // line), "" when everything opened; the window shows it in a dialog and falls back.
+    const QString& startup_error() const { return m_startup_error; }
     static QString default_session_dir();
     static QStringList example_prompts();  // the setup dock's examples; the first is the default
     // Export: canvas PNG in figure mode (no controls), or per-step metrics as CSV / JSON.
@@ -95,18 +105,23 @@ protected:
     void closeEvent(QCloseEvent* e) override;
 
 private:
+    void build_docks();
     void build_menus();
     void build_file_menu();
     void build_run_menu();
     void build_view_menu();
     void build_lessons_menu();
     void build_help_menu();
+    void build_recording_actions(QMenu* file);
+    void refresh_recording_label();
+    qint64 recording_bytes() const;  // the recorded session on disk (file and its log)
     QWidget* build_setup_dock();
     QWidget* build_policies_dock();
     QWidget* build_transport();
     // `model_defaults`: put the model's generation defaults into the setup dock (a newly opened
     // model); false keeps what is there (remembered values at start-up, a device switch).
-    void load_model(const QString& dir, bool model_defaults = true);
+    // Returns false (and says why in the status bar) when the folder does not load.
+    bool load_model(const QString& dir, bool model_defaults = true);
     void set_theme(bool dark);
     void refresh_transport();
     // The one step cursor: every seek (transport, keys, scrubber, canvas, lessons, --step) goes
@@ -115,7 +130,13 @@ private:
     int shown_step() const;  // the step the canvas shows (-1: none yet)
     std::vector<ColumnSpec> selected_columns() const;
     void save_settings() const;
-    void set_engine_controls_enabled(bool on);
+    void set_engine_controls_enabled(bool on, const QString& why = QString());
+    void enable_live_controls();
+    void open_at_start(const LaunchOptions& options, const QSettings& settings);
+    // Start-up failures: a non-blocking dialog (and startup_error()); fall_back also runs the
+    // embedded model.
+    void report_startup_error(const QString& title, const QString& error, const QString& what_now);
+    void fall_back(const QString& title, const QString& error, const QString& what_now);
     void show_replay_setup(bool replaying);     // the setup dock for a replay or the live engine
     std::vector<viz::RunView>& current_runs();  // the source's columns for this frame
     int available_steps() const;
@@ -130,6 +151,9 @@ private:
     QTimer* m_poll = nullptr;
     uint64_t m_seen_generation = 0;
     QString m_record_path;  // where live runs are recorded ("" = off)
+    QString m_startup_error;
+    QAction *m_record_action = nullptr, *m_record_laps_action = nullptr;
+    QLabel* m_record_label = nullptr;
     viz::Lesson m_lesson;
     int m_lesson_index = -1;
     void apply_lesson_step();
@@ -141,8 +165,11 @@ private:
 
     // Run setup
     QLabel* m_model_label = nullptr;
-    QLabel* m_replay_setup = nullptr;  // in replay: the replayed runs' prompt and settings
-    QWidget* m_setup_form = nullptr;   // the live setup (disabled in replay)
+    QLabel* m_replay_setup = nullptr;           // in replay: the replayed runs' prompt and settings
+    QComboBox* m_replay_comparisons = nullptr;  // in replay: the file's comparisons, one shown
+    bool m_replay_repair = true;                // how the replayed file was opened
+    void fill_replay_comparisons();
+    QWidget* m_setup_form = nullptr;  // the live setup (disabled in replay)
     QPlainTextEdit* m_prompt = nullptr;
     QComboBox* m_examples = nullptr;
     QCheckBox* m_chat_template = nullptr;

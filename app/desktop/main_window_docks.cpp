@@ -82,6 +82,18 @@ QWidget* MainWindow::build_setup_dock() {
     m_replay_setup->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_replay_setup->hide();
     v->addWidget(m_replay_setup);
+    m_replay_comparisons = new QComboBox();
+    m_replay_comparisons->setObjectName("replay_comparisons");
+    m_replay_comparisons->setToolTip("Every Play and re-run recorded in this session");
+    m_replay_comparisons->hide();
+    connect(m_replay_comparisons, qOverload<int>(&QComboBox::activated), this, [this](int index) {
+        if (!m_replay || index < 0) return;
+        const auto id = m_replay_comparisons->itemData(index).toLongLong();
+        const QString path = QString::fromStdString(m_replay->path());
+        const QString err = open_session(path, m_replay_repair, id);
+        if (!err.isEmpty()) statusBar()->showMessage(err);
+    });
+    v->addWidget(m_replay_comparisons);
     auto* w = new QWidget();
     m_setup_form = w;
     v->addWidget(w, 1);
@@ -280,6 +292,7 @@ QWidget* MainWindow::build_transport() {
     });
     h->addWidget(m_speed);
     m_loop = new QCheckBox("loop");
+    m_loop->setObjectName("loop");
     m_loop->setToolTip("Regenerate continuously so the throughput chart follows every slider move");
     connect(m_loop, &QCheckBox::toggled, this, [this](bool on) {
         if (!bridge()) return;
@@ -292,8 +305,16 @@ QWidget* MainWindow::build_transport() {
     m_cancel = new QPushButton("Cancel");
     m_cancel->setToolTip("Stop the re-run or advance in progress");
     m_cancel->setEnabled(false);
+    m_cancel->setObjectName("cancel");
     connect(m_cancel, &QPushButton::clicked, this, [this] {
-        if (bridge()) bridge()->cancel();
+        if (!bridge()) return;
+        // Say what stopped and where: the columns keep the steps made so far.
+        const QString work = QString::fromStdString(bridge()->work());
+        bridge()->cancel();
+        statusBar()->showMessage(work.isEmpty()
+                                     ? QString("Cancelled.")
+                                     : "Cancelled " + work + "; the steps made so far are kept.",
+                                 8000);
     });
     h->addWidget(m_cancel);
     m_status = new QLabel();

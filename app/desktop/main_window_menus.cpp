@@ -52,9 +52,7 @@ void MainWindow::build_menus() {
     build_help_menu();
 }
 
-// The File menu: models, sessions, export, quit.
-
-// The File menu: models, sessions, export, quit.
+// The File menu: models, sessions, export, recording, quit.
 void MainWindow::build_file_menu() {
     auto* file = menuBar()->addMenu("&File");
     auto* open_model = file->addAction("Open &model folder...");
@@ -114,12 +112,12 @@ void MainWindow::build_file_menu() {
     auto* live = file->addAction("Back to &live engine");
     connect(live, &QAction::triggered, this, &MainWindow::back_to_live);
     file->addSeparator();
+    build_recording_actions(file);
+    file->addSeparator();
     auto* quit = file->addAction("&Quit");
     quit->setShortcut(QKeySequence::Quit);
     connect(quit, &QAction::triggered, this, &QWidget::close);
 }
-
-// The Run menu: restart, transport shortcuts.
 
 // The Run menu: restart, transport shortcuts.
 void MainWindow::build_run_menu() {
@@ -156,9 +154,8 @@ void MainWindow::build_run_menu() {
     }
 }
 
-// The View menu: theme, colour map, oracle curves, alignment.
-
-// The View menu: theme, colour map, oracle curves, alignment.
+// The View menu: theme, colour map, oracle curves, alignment, and the docks (a closed dock comes
+// back from here).
 void MainWindow::build_view_menu() {
     auto* view = menuBar()->addMenu("&View");
     auto* dark = view->addAction("&Dark theme");
@@ -183,6 +180,9 @@ void MainWindow::build_view_menu() {
         m_view.align_by_progress = on;
         m_canvas->update();
     });
+    view->addSeparator();
+    auto* docks = view->addMenu("&Docks");
+    for (auto* dock : findChildren<QDockWidget*>()) docks->addAction(dock->toggleViewAction());
 }
 
 namespace {
@@ -215,14 +215,16 @@ void MainWindow::build_lessons_menu() {
     end_l->setShortcutContext(Qt::ApplicationShortcut);
     connect(end_l, &QAction::triggered, this, [this] { end_lesson(); });
     addAction(end_l);
+    // Space advances a lesson (the Play key); the menu entry is there to be found.
+    auto* next_l = lessons->addAction("Next lesson step\tSpace");
+    next_l->setObjectName("lesson_next");
+    connect(next_l, &QAction::triggered, this, [this] { lesson_next(); });
     auto* back_l = lessons->addAction("Previous lesson step");
     back_l->setShortcut(QKeySequence("Shift+Space"));
     back_l->setShortcutContext(Qt::ApplicationShortcut);
     connect(back_l, &QAction::triggered, this, [this] { lesson_prev(); });
     addAction(back_l);
 }
-
-// The Help menu.
 
 // The Help menu.
 void MainWindow::build_help_menu() {

@@ -26,21 +26,27 @@ viz::RunView replay_view(const trace::TraceStore& store, int32_t id) {
 
 }  // namespace
 
-std::unique_ptr<ReplaySource> ReplaySource::open(const std::string& path, bool repair) {
+std::unique_ptr<ReplaySource> ReplaySource::open(const std::string& path, bool repair,
+                                                 int64_t comparison_id) {
     auto reader = sessions::SessionReader::open(path, repair);
-    auto runs = reader->runs();
     std::unique_ptr<ReplaySource> source(new ReplaySource);
     source->m_sweeps = reader->accuracy_sweeps();
-    if (runs.empty() && source->m_sweeps.empty())
+    source->m_comparisons = reader->comparisons();
+    if (source->m_comparisons.empty() && source->m_sweeps.empty())
         throw sessions::SessionError(path + ": the session holds no runs");
-    // Show the latest comparison: the runs recorded together, side by side.
-    std::vector<int64_t> ids;
-    for (const auto& r : runs)
-        if (r.comparison_id == runs.back().comparison_id) ids.push_back(r.run_id);
-    trace::TraceStore store(false);
-    if (!ids.empty())
-        reader->load_into(store, ids, /*with_attention=*/false);  // attention: on demand
-    for (int32_t id : store.run_ids()) source->m_runs.push_back(replay_view(store, id));
+    // The comparison asked for (the latest by default): its runs side by side, by column.
+    const sessions::ComparisonRecord* shown = nullptr;
+    for (const auto& c : source->m_comparisons)
+        if (comparison_id < 0 || c.comparison_id == comparison_id) shown = &c;
+    if (!shown && comparison_id >= 0)
+        throw sessions::SessionError(path + ": has no comparison " + std::to_string(comparison_id));
+    if (shown) {
+        trace::TraceStore store(false);
+        reader->load_into(store, shown->run_ids, /*with_attention=*/false);  // attention: on demand
+        for (int64_t id : shown->run_ids)
+            source->m_runs.push_back(replay_view(store, static_cast<int32_t>(id)));
+        source->m_comparison = shown->comparison_id;
+    }
     check_answers(source->m_runs);
     source->m_reader = std::move(reader);
     source->m_path = path;

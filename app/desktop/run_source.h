@@ -61,7 +61,11 @@ public:
     bool busy() const override { return m_bridge.busy(); }
     std::string last_error() const override { return m_bridge.last_error(); }
     std::string session_file(std::string& error) override;
-    std::string activity() const override { return busy() ? "re-running" : ""; }
+    std::string activity() const override {
+        if (!busy()) return "";
+        const std::string work = m_bridge.work();
+        return work.empty() ? "running" : "running " + work;
+    }
 
 private:
     EngineBridge m_bridge;
@@ -69,14 +73,18 @@ private:
     uint64_t m_copied_generation = ~uint64_t{0};
 };
 
-// A replay of the latest comparison in a session file. Attention maps are read for the step and
-// layer on screen only, so a long session opens at once.
+// A replay of one comparison in a session file (the latest unless asked). Attention maps are
+// read for the step and layer on screen only, so a long session opens at once.
 class ReplaySource final : public RunSource {
 public:
     // Throws (SessionError and friends) naming the file; nothing is half-opened.
-    static std::unique_ptr<ReplaySource> open(const std::string& path, bool repair = true);
+    static std::unique_ptr<ReplaySource> open(const std::string& path, bool repair = true,
+                                              int64_t comparison_id = -1);
     const std::string& path() const { return m_path; }
     size_t run_count() const { return m_runs.size(); }
+    // Every comparison in the file, oldest first, and the one shown.
+    const std::vector<sessions::ComparisonRecord>& comparisons() const { return m_comparisons; }
+    int64_t comparison_id() const { return m_comparison; }
 
     std::vector<viz::RunView>& runs(const viz::ViewState& view) override;
     int available_steps() const override;
@@ -99,6 +107,8 @@ private:
     std::unique_ptr<sessions::SessionReader> m_reader;
     std::vector<viz::RunView> m_runs;
     std::vector<trace::AccuracySweep> m_sweeps;
+    std::vector<sessions::ComparisonRecord> m_comparisons;
+    int64_t m_comparison = -1;
     std::set<std::tuple<int32_t, int32_t, int32_t>> m_fetched;  // (run, step, layer)
 };
 

@@ -9,7 +9,7 @@
 #include <QInputDialog>
 #include <QMessageBox>
 #include <QPushButton>
-#include <QTableWidget>
+#include <QTreeWidget>
 #include <QVBoxLayout>
 #include <set>
 
@@ -19,66 +19,87 @@ namespace cl::app {
 
 SessionBrowser::SessionBrowser(QWidget* parent) : QWidget(parent) {
     auto* v = new QVBoxLayout(this);
-    m_table = new QTableWidget(0, 6);
-    m_table->setObjectName("sessions");
-    m_table->setHorizontalHeaderLabels({"name", "date", "model", "prompt", "policies", "size"});
-    m_table->horizontalHeader()->setStretchLastSection(true);
-    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
-    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    v->addWidget(m_table);
+    m_tree = new QTreeWidget();
+    m_tree->setObjectName("sessions");
+    m_tree->setColumnCount(6);
+    m_tree->setHeaderLabels({"name", "date", "model", "prompt", "policies", "size"});
+    m_tree->header()->setStretchLastSection(true);
+    m_tree->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_tree->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_tree->setRootIsDecorated(true);
+    v->addWidget(m_tree);
     auto* h = new QHBoxLayout();
-    auto add = [&](const QString& text, auto fn) {
+    auto add = [&](const QString& text, void (SessionBrowser::*fn)()) {
         auto* b = new QPushButton(text);
         connect(b, &QPushButton::clicked, this, fn);
         h->addWidget(b);
     };
-    const auto open_selected = [this] {
-        const auto p = selected_path();
-        if (p.isEmpty() || !on_open) return;
-        const QString err = on_open(p);
-        if (!err.isEmpty()) QMessageBox::warning(this, "Cannot open session", err);
-    };
-    add("Open", open_selected);
-    // A double-click (or Enter) on a row opens it, as in every file list.
-    connect(m_table, &QTableWidget::cellActivated, this, open_selected);
-    add("Rename", [this] {
-        const auto p = selected_path();
-        if (p.isEmpty()) return;
-        bool ok = false;
-        const QString name =
-            QInputDialog::getText(this, "Rename session", "Name", QLineEdit::Normal, "", &ok);
-        if (!ok) return;
-        try {
-            sessions::SessionReader::open(p.toStdString())->rename(name.toStdString());
-        } catch (const std::exception& e) {
-            QMessageBox::warning(this, "Cannot rename", e.what());
-        }
-        refresh();
-    });
-    add("Delete", [this] {
-        const auto p = selected_path();
-        if (p.isEmpty()) return;
-        if (QMessageBox::question(this, "Delete session",
-                                  "Delete " + QFileInfo(p).fileName() + "?") != QMessageBox::Yes)
-            return;
-        for (const char* suffix : {"", "-wal", "-shm"}) QFile::remove(p + suffix);
-        refresh();
-    });
-    add("Export...", [this] {
-        const auto p = selected_path();
-        if (p.isEmpty()) return;
-        const auto out = QFileDialog::getSaveFileName(
-            this, "Export a copy", QFileInfo(p).fileName(), "Sessions (*.clsession)");
-        if (out.isEmpty()) return;
-        try {
-            sessions::SessionReader::open(p.toStdString())->copy_to(out.toStdString());
-        } catch (const std::exception& e) {
-            QMessageBox::warning(this, "Cannot export", e.what());
-        }
-    });
-    add("Refresh", [this] { refresh(); });
+    add("Open", &SessionBrowser::open_selected);
+    // A double-click (or Enter) on a row opens it, as in every file list. A file row opens its
+    // latest comparison (its expand arrow shows the others).
+    connect(m_tree, &QTreeWidget::itemActivated, this, &SessionBrowser::open_selected);
+    add("Rename", &SessionBrowser::rename_selected);
+    add("Delete", &SessionBrowser::delete_selected);
+    add("Export...", &SessionBrowser::export_selected);
+    add("Refresh", &SessionBrowser::refresh);
     v->addLayout(h);
+}
+
+void SessionBrowser::open_selected() {
+    const auto p = selected_path();
+    if (p.isEmpty() || !on_open) return;
+    const QString err = on_open(p, selected_comparison());
+    if (!err.isEmpty()) QMessageBox::warning(this, "Cannot open session", err);
+}
+
+void SessionBrowser::rename_selected() {
+    const auto p = selected_path();
+    if (p.isEmpty()) return;
+    bool ok = false;
+    const QString name =
+        QInputDialog::getText(this, "Rename session", "Name", QLineEdit::Normal, "", &ok);
+    if (!ok) return;
+    try {
+        sessions::SessionReader::open(p.toStdString())->rename(name.toStdString());
+    } catch (const std::exception& e) {
+        QMessageBox::warning(this, "Cannot rename", e.what());
+    }
+    refresh();
+}
+
+// A file row deletes the file; a comparison row deletes that comparison (and the runs no other
+// comparison holds).
+void SessionBrowser::delete_selected() {
+    const auto p = selected_path();
+    if (p.isEmpty()) return;
+    const int64_t comparison = selected_comparison();
+    const QString what = comparison < 0 ? QFileInfo(p).fileName()
+                                        : m_tree->selectedItems().front()->text(0) + " of " +
+                                              QFileInfo(p).fileName();
+    if (QMessageBox::question(this, "Delete", "Delete " + what + "?") != QMessageBox::Yes) return;
+    if (comparison < 0) {
+        for (const char* suffix : {"", "-wal", "-shm"}) QFile::remove(p + suffix);
+    } else {
+        try {
+            sessions::SessionReader::open(p.toStdString())->delete_comparison(comparison);
+        } catch (const std::exception& e) {
+            QMessageBox::warning(this, "Cannot delete", e.what());
+        }
+    }
+    refresh();
+}
+
+void SessionBrowser::export_selected() {
+    const auto p = selected_path();
+    if (p.isEmpty()) return;
+    const auto out = QFileDialog::getSaveFileName(this, "Export a copy", QFileInfo(p).fileName(),
+                                                  "Sessions (*.clsession)");
+    if (out.isEmpty()) return;
+    try {
+        sessions::SessionReader::open(p.toStdString())->copy_to(out.toStdString());
+    } catch (const std::exception& e) {
+        QMessageBox::warning(this, "Cannot export", e.what());
+    }
 }
 
 void SessionBrowser::set_folder(const QString& folder) {
@@ -87,50 +108,97 @@ void SessionBrowser::set_folder(const QString& folder) {
 }
 
 int SessionBrowser::row_count() const {
-    return m_table->rowCount();
+    return m_tree->topLevelItemCount();
 }
 QString SessionBrowser::path_at(int row) const {
-    return m_table->item(row, 0)->data(Qt::UserRole).toString();
+    return m_tree->topLevelItem(row)->data(0, Qt::UserRole).toString();
+}
+int SessionBrowser::comparison_count(int row) const {
+    return m_tree->topLevelItem(row)->childCount();
 }
 
 QString SessionBrowser::selected_path() const {
-    const auto rows = m_table->selectionModel()->selectedRows();
-    return rows.isEmpty() ? QString() : path_at(rows.front().row());
+    const auto items = m_tree->selectedItems();
+    return items.isEmpty() ? QString() : items.front()->data(0, Qt::UserRole).toString();
+}
+
+int64_t SessionBrowser::selected_comparison() const {
+    const auto items = m_tree->selectedItems();
+    if (items.isEmpty() || !items.front()->parent()) return -1;
+    return items.front()->data(1, Qt::UserRole).toLongLong();
 }
 
 void SessionBrowser::refresh() {
-    m_table->setRowCount(0);
+    m_tree->clear();
     QDir dir(m_folder);
-    const auto files = dir.entryInfoList({"*.clsession"}, QDir::Files, QDir::Time);
-    for (const auto& f : files) {
-        const int row = m_table->rowCount();
-        m_table->insertRow(row);
-        QString name = f.completeBaseName(), date = f.lastModified().toString("yyyy-MM-dd HH:mm"),
-                model, prompt, policies;
-        try {
-            auto r =
-                sessions::SessionReader::open(f.absoluteFilePath().toStdString(), /*repair=*/false);
-            if (!r->info().name.empty()) name = QString::fromStdString(r->info().name);
-            std::set<std::string> names;
-            for (const auto& run : r->runs()) {
-                names.insert(run.info.policy);
-                model = QString::fromStdString(run.info.model_name);
-                prompt = QString::fromStdString(run.info.prompt_text).left(60);
-            }
-            for (const auto& n : names)
-                policies += (policies.isEmpty() ? "" : ", ") + QString::fromStdString(n);
-        } catch (const std::exception& e) {
-            prompt = QString("unreadable: %1").arg(e.what());
+    for (const auto& f : dir.entryInfoList({"*.clsession"}, QDir::Files, QDir::Time))
+        add_file(f.absoluteFilePath());
+}
+
+namespace {
+QString megabytes(double bytes) {
+    return QString("%1 MB").arg(bytes / 1e6, 0, 'f', 1);
+}
+// The distinct policies of some runs, in order of first appearance.
+QString policy_list(const std::vector<const sessions::RunRecord*>& runs) {
+    QStringList names;
+    for (const auto* r : runs)
+        if (!names.contains(QString::fromStdString(r->info.policy)))
+            names << QString::fromStdString(r->info.policy);
+    return names.join(", ");
+}
+}  // namespace
+
+// One file row (what the whole session holds) and a child row per comparison, newest first.
+void SessionBrowser::add_file(const QString& path) {
+    const QFileInfo f(path);
+    auto* file = new QTreeWidgetItem(m_tree);
+    file->setData(0, Qt::UserRole, path);
+    file->setText(0, f.completeBaseName());
+    file->setText(1, f.lastModified().toString("yyyy-MM-dd HH:mm"));
+    file->setText(5, megabytes(static_cast<double>(f.size() + QFileInfo(path + "-wal").size())));
+    try {
+        auto reader = sessions::SessionReader::open(path.toStdString(), /*repair=*/false);
+        if (!reader->info().name.empty())
+            file->setText(0, QString::fromStdString(reader->info().name));
+        const auto runs = reader->runs();
+        std::map<int64_t, const sessions::RunRecord*> by_id;
+        std::vector<const sessions::RunRecord*> all;
+        for (const auto& r : runs) {
+            by_id[r.run_id] = &r;
+            all.push_back(&r);
         }
-        auto* item = new QTableWidgetItem(name);
-        item->setData(Qt::UserRole, f.absoluteFilePath());
-        m_table->setItem(row, 0, item);
-        m_table->setItem(row, 1, new QTableWidgetItem(date));
-        m_table->setItem(row, 2, new QTableWidgetItem(model));
-        m_table->setItem(row, 3, new QTableWidgetItem(prompt));
-        m_table->setItem(row, 4, new QTableWidgetItem(policies));
-        m_table->setItem(row, 5,
-                         new QTableWidgetItem(QString("%1 MB").arg(f.size() / 1e6, 0, 'f', 1)));
+        if (!runs.empty()) {
+            file->setText(2, QString::fromStdString(runs.back().info.model_name));
+            file->setText(3, QString::fromStdString(runs.back().info.prompt_text).left(60));
+        }
+        file->setText(4, policy_list(all));
+        const auto bytes = reader->run_bytes();
+        const auto comparisons = reader->comparisons();
+        for (size_t k = comparisons.size(); k-- > 0;) {
+            const auto& c = comparisons[k];
+            std::vector<const sessions::RunRecord*> members;
+            double size = 0;
+            for (int64_t id : c.run_ids) {
+                if (by_id.count(id)) members.push_back(by_id[id]);
+                if (bytes.count(id)) size += static_cast<double>(bytes.at(id));
+            }
+            if (members.empty()) continue;
+            auto* item = new QTreeWidgetItem(file);
+            item->setData(0, Qt::UserRole, path);
+            item->setData(1, Qt::UserRole, QVariant::fromValue<qlonglong>(c.comparison_id));
+            item->setText(0, QString("comparison %1").arg(k + 1));
+            item->setText(1, QString::fromStdString(c.created_utc));
+            item->setText(2, QString::fromStdString(members.front()->info.model_name) + " on " +
+                                 QString::fromStdString(members.front()->info.device));
+            item->setText(3, QString::fromStdString(members.front()->info.prompt_text).left(60));
+            QStringList columns;
+            for (const auto* r : members) columns << QString::fromStdString(r->info.policy);
+            item->setText(4, columns.join(", "));
+            item->setText(5, megabytes(size));
+        }
+    } catch (const std::exception& e) {
+        file->setText(3, QString("unreadable: %1").arg(e.what()));
     }
 }
 

@@ -77,6 +77,18 @@ int32_t first_divergence(const StepList& run, const StepRecord& base_last, int32
     return -1;
 }
 
+void extend_throughput_series(const RunSteps& run, std::vector<ThroughputSample>& series) {
+    const StepList& steps = *run.steps;
+    double elapsed_ms = series.empty() ? 0 : series.back().elapsed_s * 1000.0;
+    for (size_t k = series.size(); k < steps.size(); ++k) {
+        const StepRecord& s = *steps[k];
+        elapsed_ms += s.wall_ms;
+        const int32_t generated = generated_tokens(s, run.prompt_len, run.eos_id);
+        series.push_back(
+            {elapsed_ms / 1000.0, elapsed_ms > 0 ? generated / (elapsed_ms / 1000.0) : 0, s.step});
+    }
+}
+
 RunMetrics run_metrics(const RunSteps& run, const RunSteps* baseline, int32_t upto) {
     RunMetrics m;
     const Totals t = totals(*run.steps, upto);

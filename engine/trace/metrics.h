@@ -42,6 +42,17 @@ struct RunMetrics {
 // Metrics of `run` up to step `upto` (< 0: every step), against `baseline` when given.
 RunMetrics run_metrics(const RunSteps& run, const RunSteps* baseline, int32_t upto = -1);
 
+// Throughput as the run went: after each step, tokens_per_s of the run up to that step (the
+// definition above applied to every prefix) against the engine time spent so far.
+struct ThroughputSample {
+    double elapsed_s = 0;  // sum of step wall times up to this step
+    double tokens_per_s = 0;
+    int32_t step = 0;
+};
+// Appends the samples of the steps `series` does not cover yet (a live run grows by a step at a
+// time; each new step costs O(L)).
+void extend_throughput_series(const RunSteps& run, std::vector<ThroughputSample>& series);
+
 // The parts, for tests and for callers that need one number.
 int32_t generated_tokens(const StepRecord& last, int32_t prompt_len, int32_t eos_id);
 double agreement(const StepRecord& run_last, const StepRecord& base_last, int32_t prompt_len);

@@ -16,19 +16,12 @@
 namespace cl::viz {
 namespace {
 
-// Distinct on both themes; policies take them in order of first appearance.
-constexpr ImU32 kPolicyColors[] = {IM_COL32(86, 180, 233, 255), IM_COL32(230, 159, 0, 255),
-                                   IM_COL32(0, 158, 115, 255),  IM_COL32(204, 121, 167, 255),
-                                   IM_COL32(213, 94, 0, 255),   IM_COL32(240, 228, 66, 255),
-                                   IM_COL32(0, 114, 178, 255),  IM_COL32(150, 150, 150, 255)};
-
-std::map<std::string, ImU32> policy_colors(const ParetoData& data) {
+// Policies take the series colours in order of first appearance.
+std::map<std::string, ImU32> policy_colors(const ParetoData& data, bool dark) {
     std::map<std::string, ImU32> colors;
     size_t next = 0;
     for (const auto& p : data.points)
-        if (!colors.count(p.policy))
-            colors[p.policy] =
-                kPolicyColors[next++ % (sizeof kPolicyColors / sizeof kPolicyColors[0])];
+        if (!colors.count(p.policy)) colors[p.policy] = series_color(next++, dark);
     return colors;
 }
 
@@ -54,19 +47,6 @@ void draw_frontier(plot::Plot& plot, const ParetoData& data, ImU32 color) {
         const ImVec2 b = plot.to_screen(front[i]->tokens_per_s, front[i]->accuracy);
         plot.dl->AddLine(a, corner, color, 1.5f);
         plot.dl->AddLine(corner, b, color, 1.5f);
-    }
-}
-
-// Throughput ticks along the bottom (the y axis is labelled by the plot frame).
-void draw_x_ticks(plot::Plot& plot, ImU32 color) {
-    for (int k = 0; k <= 4; ++k) {
-        const double x = plot.x0 + (plot.x1 - plot.x0) * k / 4.0;
-        char label[32];
-        std::snprintf(label, sizeof label, k == 4 ? "%.0f tok/s" : "%.0f", x);
-        const ImVec2 s = plot.to_screen(x, plot.y0);
-        const float w = ImGui::CalcTextSize(label).x;
-        const float left = k == 0 ? s.x + 2 : (k == 4 ? s.x - w - 2 : s.x - w / 2);
-        plot.dl->AddText({left, s.y - ImGui::GetFontSize() - 1}, color, label);
     }
 }
 
@@ -130,7 +110,7 @@ int draw_pareto(const ParetoData& data, const ViewState& view) {
         return -1;
     }
     const auto& pal = palette(view.dark);
-    const auto colors = policy_colors(data);
+    const auto colors = policy_colors(data, view.dark);
     double x1 = 0;
     for (const auto& p : data.points) x1 = std::max(x1, p.tokens_per_s);
     plot::Plot plot;
@@ -140,7 +120,7 @@ int draw_pareto(const ParetoData& data, const ViewState& view) {
     plot::setup_axes(plot, 0, x1 * 1.08 + 1e-9, y0, y1);
     plot.label_y_ends = false;  // the gridlines carry the percentages
     draw_y_grid(plot, pal.grid, pal.text_dim);
-    draw_x_ticks(plot, pal.text_dim);
+    plot::x_ticks(plot, pal.text_dim, "%.0f", "tok/s");
     draw_frontier(plot, data, pal.text_dim);
     for (const auto& p : data.points) {
         const ImU32 c = colors.at(p.policy);
