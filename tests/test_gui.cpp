@@ -483,6 +483,38 @@ TEST(Gui, ALongAdvanceSaysHowFarAndCancelSaysWhatItStopped) {
     EXPECT_EQ(w.bridge()->work(), "");
 }
 
+// Workshop mode: presenter mode hides every dock but the transport and brings the same ones back;
+// a lesson turns it on while it runs; text zoom is remembered across windows.
+TEST(Gui, PresenterModeAndLessonsGiveTheCanvasTheWindowAndZoomIsRemembered) {
+    MainWindow w(tiny_model_options("hi", {"none"}));
+    w.resize(1280, 720);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    auto* policies = w.findChild<QDockWidget*>("policies");
+    auto* transport = w.findChild<QDockWidget*>("transport");
+    const int canvas_before = w.canvas()->width();
+    w.set_presenter(true);
+    QTest::qWait(50);
+    EXPECT_FALSE(policies->isVisible());
+    EXPECT_TRUE(transport->isVisible());
+    EXPECT_GT(w.canvas()->width(), canvas_before + 200) << "the canvas takes the docks' width";
+    w.set_presenter(false);
+    EXPECT_TRUE(policies->isVisible());
+    ASSERT_EQ(w.start_lesson(MainWindow::bundled_lessons().front()).toStdString(), "");
+    EXPECT_TRUE(w.presenter());
+    EXPECT_FALSE(policies->isVisible());
+    w.end_lesson();
+    EXPECT_FALSE(w.presenter());
+    EXPECT_TRUE(policies->isVisible());
+    w.zoom(1);
+    const double zoomed = w.canvas()->font_scale();
+    EXPECT_GT(zoomed, 1.1);
+    MainWindow again(tiny_model_options("hi", {"none"}));
+    EXPECT_DOUBLE_EQ(again.canvas()->font_scale(), zoomed);
+    again.zoom(0);
+    EXPECT_DOUBLE_EQ(again.canvas()->font_scale(), 1.0);
+}
+
 TEST(Gui, BadSessionFilesGiveAMessageNotACrash) {
     LaunchOptions o;
     o.model_dir = QString::fromStdString(test::make_tiny_model("gui", 32, 1, 4, 4, 3).string());

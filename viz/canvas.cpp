@@ -125,7 +125,13 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
     if (!view.lesson_banner.empty()) {
         ImGui::PushStyleColor(ImGuiCol_ChildBg,
                               ImGui::ColorConvertU32ToFloat4(palette(view.dark).grid));
-        ImGui::BeginChild("##lesson", {0, ImGui::GetFontSize() * 6.5f}, true);
+        // As tall as its text (wrapped), up to a third of the canvas; longer text scrolls.
+        const float wrap = ImGui::GetContentRegionAvail().x - ImGui::GetStyle().WindowPadding.x * 2;
+        const float text_h =
+            ImGui::CalcTextSize(view.lesson_banner.c_str(), nullptr, false, wrap).y;
+        const float banner_h = std::min(text_h + ImGui::GetStyle().WindowPadding.y * 2 + 2,
+                                        ImGui::GetContentRegionAvail().y / 3);
+        ImGui::BeginChild("##lesson", {0, banner_h}, true);
         ImGui::PushTextWrapPos(0.f);
         ImGui::TextUnformatted(view.lesson_banner.c_str());
         ImGui::PopTextWrapPos();
@@ -167,7 +173,9 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         auto& run = runs[static_cast<size_t>(k)];
         if (k > 0) ImGui::SameLine();
         ImGui::PushID(k);
-        ImGui::BeginChild("##column", {col_w, 0}, true);
+        // The column's name and metrics stay put; its panels scroll below them (a lesson that
+        // scrolls to a framed panel kept no column title on screen).
+        ImGui::BeginChild("##column", {col_w, 0}, true, ImGuiWindowFlags_NoScrollbar);
         const float inner = ImGui::GetContentRegionAvail().x;
         ColumnContext c{
             run,   baseline_of(runs, run), view, textures, column_step(run, view, max_steps),
@@ -179,6 +187,8 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         }
         panel("header", view, [&] { draw_header_metrics(c); });
         if (!view.figure_mode || view.figure_panel.empty()) ImGui::Separator();
+        ImGui::BeginChild("##panels", {0, 0}, false);
+        c.width = ImGui::GetContentRegionAvail().x;
         panel("tokens", view, [&] { draw_token_strip(c); });
         panel("timeline", view, [&] { draw_timeline(c); });
         panel("recompute", view, [&] { draw_recompute_map(c); });
@@ -205,7 +215,8 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
                 draw_decode_order(c);
         });
         panel("diff", view, [&] { draw_diff_strip(c); });
-        ImGui::EndChild();
+        ImGui::EndChild();  // ##panels
+        ImGui::EndChild();  // ##column
         ImGui::PopID();
     }
     ImGui::EndChild();

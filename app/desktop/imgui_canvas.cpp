@@ -1,5 +1,7 @@
 #include "app/desktop/imgui_canvas.h"
 
+#include <algorithm>
+
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
 
@@ -73,6 +75,14 @@ void ImGuiCanvas::set_dark(bool dark) {
     update();
 }
 
+void ImGuiCanvas::set_font_scale(double scale) {
+    const double clamped = std::clamp(scale, 0.6, 3.0);
+    if (clamped == m_font_scale) return;
+    m_font_scale = clamped;
+    m_fonts_dirty = true;  // rebuilt at the next frame, with the GL context current
+    update();
+}
+
 void ImGuiCanvas::rebuild_fonts() {
     ImGuiIO& io = ImGui::GetIO();
     io.Fonts->Clear();
@@ -85,13 +95,14 @@ void ImGuiCanvas::rebuild_fonts() {
             static const ImWchar ranges[] = {0x0020, 0x024F, 0x0370, 0x03FF, 0x0400,
                                              0x04FF, 0x2000, 0x206F, 0x2190, 0x21FF,
                                              0x2200, 0x22FF, 0x2500, 0x259F, 0};
-            loaded = io.Fonts->AddFontFromFileTTF(p, static_cast<float>(15.0 * m_dpr), nullptr,
-                                                  ranges) != nullptr;
+            loaded =
+                io.Fonts->AddFontFromFileTTF(p, static_cast<float>(15.0 * m_font_scale * m_dpr),
+                                             nullptr, ranges) != nullptr;
             if (loaded) break;
         }
     if (!loaded) {
         ImFontConfig cfg;
-        cfg.SizePixels = static_cast<float>(13.0 * m_dpr);
+        cfg.SizePixels = static_cast<float>(13.0 * m_font_scale * m_dpr);
         io.Fonts->AddFontDefault(&cfg);
     }
     io.FontGlobalScale = static_cast<float>(1.0 / m_dpr);

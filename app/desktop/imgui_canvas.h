@@ -31,6 +31,9 @@ public:
     // Called inside every frame between NewFrame and Render.
     void set_draw(std::function<void()> draw) { m_draw = std::move(draw); }
     void set_dark(bool dark);
+    // Text size relative to the default 15 px (workshop projectors: 1.5-2); layout follows it.
+    void set_font_scale(double scale);
+    double font_scale() const { return m_font_scale; }
     double last_frame_build_ms() const { return m_frame_ms; }
 
     ImTextureID scalar_texture(const std::string& key, int w, int h,
@@ -59,6 +62,7 @@ private:
     bool m_fonts_dirty = true;
     bool m_dark = true;
     double m_dpr = 1.0;
+    double m_font_scale = 1.0;
     double m_frame_ms = 0;
     int m_extra_frames = 0;
     std::unique_ptr<QOpenGLShaderProgram> m_colormap;

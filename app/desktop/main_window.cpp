@@ -67,6 +67,7 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
     m_block_length->setValue(settings.value("block_length", m_block_length->value()).toInt());
     m_steps->setValue(settings.value("steps", m_steps->value()).toInt());
     restoreGeometry(settings.value("geometry").toByteArray());
+    m_canvas->set_font_scale(settings.value("font_scale", 1.0).toDouble());
     set_theme(!options.light && settings.value("dark", true).toBool());
 
     m_canvas->set_draw([this] {

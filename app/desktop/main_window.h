@@ -17,6 +17,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QDockWidget;
 class QDoubleSpinBox;
 class QLabel;
 class QPlainTextEdit;
@@ -67,6 +68,10 @@ public:
     // `comparison_id`: the comparison to show (-1: the latest).
     QString open_session(const QString& path, bool repair = true, int64_t comparison_id = -1);
     QString save_session(const QString& path);  // a copy of the current recording
+    // Presenter mode: every dock but the transport hidden (on), then restored (off).
+    void set_presenter(bool on);
+    bool presenter() const { return m_presenter; }
+    void zoom(int direction);  // canvas text: +1 larger, -1 smaller, 0 reset (remembered)
     // Records live runs into a new session in the sessions folder (on) or stops (off).
     void set_recording(bool on);
     QString recording_path() const { return m_record_path; }
@@ -113,6 +118,7 @@ private:
     void build_lessons_menu();
     void build_help_menu();
     void build_recording_actions(QMenu* file);
+    void build_workshop_actions(QMenu* view);
     void refresh_recording_label();
     qint64 recording_bytes() const;  // the recorded session on disk (file and its log)
     QWidget* build_setup_dock();
@@ -152,6 +158,10 @@ private:
     uint64_t m_seen_generation = 0;
     QString m_record_path;  // where live runs are recorded ("" = off)
     QString m_startup_error;
+    QAction* m_presenter_action = nullptr;
+    bool m_presenter = false;
+    bool m_lesson_presenter = false;  // presenter mode turned on by the running lesson
+    std::vector<QDockWidget*> m_docks_before_presenter;
     QAction *m_record_action = nullptr, *m_record_laps_action = nullptr;
     QLabel* m_record_label = nullptr;
     viz::Lesson m_lesson;

@@ -62,6 +62,10 @@ QString MainWindow::start_lesson(const QString& path) {
     if (!err.isEmpty()) return err;
     m_lesson = std::move(lesson);
     m_lesson_index = 0;
+    if (!m_presenter) {  // a lesson is taught from the canvas; the docks come back after it
+        set_presenter(true);
+        m_lesson_presenter = true;
+    }
     apply_lesson_step();
     return "";
 }
@@ -82,6 +86,8 @@ bool MainWindow::lesson_prev() {
 
 void MainWindow::end_lesson() {
     m_lesson_index = -1;
+    if (m_lesson_presenter) set_presenter(false);
+    m_lesson_presenter = false;
     m_view.highlight.clear();
     m_view.lesson_banner.clear();
     m_view.annotations.clear();

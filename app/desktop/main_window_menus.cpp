@@ -181,6 +181,8 @@ void MainWindow::build_view_menu() {
         m_canvas->update();
     });
     view->addSeparator();
+    build_workshop_actions(view);
+    view->addSeparator();
     auto* docks = view->addMenu("&Docks");
     for (auto* dock : findChildren<QDockWidget*>()) docks->addAction(dock->toggleViewAction());
 }
