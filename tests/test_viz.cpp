@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "engine/trace/drift_analysis.h"
 #include "viz/lesson.h"
@@ -32,10 +33,12 @@ public:
                              const std::vector<uint32_t>& px) override {
         EXPECT_EQ(px.size(), static_cast<size_t>(w) * static_cast<size_t>(h)) << key;
         keys.push_back(key);
+        sizes[key] = {w, h};
         last_rgba = px;
         return reinterpret_cast<ImTextureID>(static_cast<intptr_t>(keys.size()));
     }
     std::vector<std::string> keys;
+    std::map<std::string, std::pair<int, int>> sizes;  // rgba textures: (width, height)
     std::vector<uint32_t> last_rgba;
 };
 
@@ -198,6 +201,18 @@ TEST(Viz, LongSequenceFourColumns) {
     for (const auto& k : tex.keys) attention += k.rfind("attn/", 0) == 0;
     EXPECT_EQ(attention, 8) << "one attention texture per column per frame";
     EXPECT_EQ(view.steps_available, 3);
+    // The token strip wraps into rows of cells a few pixels wide (it was one row of 4096
+    // sub-pixel cells where no token could be picked).
+    int strips = 0;
+    for (const auto& [key, size] : tex.sizes) {
+        if (key.rfind("strip/", 0) != 0) continue;
+        ++strips;
+        const auto [w, h] = size;
+        EXPECT_GT(h, 1) << key;
+        EXPECT_GE(w * h, 4096) << key;  // every position has a cell
+        EXPECT_LE(w, 1600 / 4 / 4) << key << ": cells of at least 4 px in a quarter of 1600 px";
+    }
+    EXPECT_GT(strips, 0);
 }
 
 TEST(Viz, D2CacheColumnsShowTheRollout) {

@@ -47,11 +47,20 @@ bool recomputed_at_any_layer(const trace::StepRecord& s, int32_t i) {
     return false;
 }
 
-// Long sequences: one texture row per strip instead of thousands of rectangles.
+// Long sequences: one texture instead of thousands of rectangles, wrapped into rows of cells at
+// least kMinCell pixels wide so that every position can still be seen, hovered and pinned (one
+// row of G = 1024 sub-pixel cells could not).
+constexpr float kMinCell = 4.f;
+
 void draw_strip_texture(ColumnContext& c, const trace::StepRecord& s, int32_t from, float h) {
     const auto& pal = palette(c.view.dark);
     const int32_t count = s.seq_len - from;
-    std::vector<uint32_t> px(static_cast<size_t>(count));
+    const int per_row = std::clamp(static_cast<int>(c.width / kMinCell), 1, count);
+    const int rows = (count + per_row - 1) / per_row;
+    const float cell_w = c.width / static_cast<float>(per_row);
+    const float row_h = std::max(6.f, h * 0.5f);
+    std::vector<uint32_t> px(static_cast<size_t>(per_row) * static_cast<size_t>(rows),
+                             to_rgba8(pal.background));  // (rows, per_row); the tail is empty
     for (int32_t i = from; i < s.seq_len; ++i) {
         const auto st = s.states[static_cast<size_t>(i)];
         const bool recomputed =
@@ -60,16 +69,20 @@ void draw_strip_texture(ColumnContext& c, const trace::StepRecord& s, int32_t fr
             to_rgba8(recomputed && st == trace::TokenState::Masked ? pal.recomputed
                                                                    : state_color(st, c.view.dark));
     }
-    const std::string key =
-        "strip/" + std::to_string(c.run.info.run_id) + "/" + std::to_string(s.step);
-    ImTextureID tex = c.textures.rgba_texture(key, count, 1, px);
+    const std::string key = "strip/" + std::to_string(c.run.info.run_id) + "/" +
+                            std::to_string(s.step) + "/" + std::to_string(per_row);
+    ImTextureID tex = c.textures.rgba_texture(key, per_row, rows, px);
     const ImVec2 pos = ImGui::GetCursorScreenPos();
-    ImGui::InvisibleButton("##tokens", {c.width, h});
-    ImGui::GetWindowDrawList()->AddImage(tex, pos, {pos.x + c.width, pos.y + h});
+    const ImVec2 size{c.width, row_h * static_cast<float>(rows)};
+    ImGui::InvisibleButton("##tokens", size);
+    ImGui::GetWindowDrawList()->AddImage(tex, pos, {pos.x + size.x, pos.y + size.y});
     if (!ImGui::IsItemHovered()) return;
-    const int32_t i = from + std::clamp(static_cast<int32_t>((ImGui::GetIO().MousePos.x - pos.x) /
-                                                             c.width * static_cast<float>(count)),
-                                        0, count - 1);
+    const ImVec2 m = ImGui::GetIO().MousePos;
+    const int col = std::clamp(static_cast<int>((m.x - pos.x) / cell_w), 0, per_row - 1);
+    const int row = std::clamp(static_cast<int>((m.y - pos.y) / row_h), 0, rows - 1);
+    const int32_t k = row * per_row + col;
+    if (k >= count) return;
+    const int32_t i = from + k;
     c.view.hovered_pos = i;
     const bool uniform = c.run.info.noise_process == "uniform";
     ImGui::SetTooltip("position %d (%s), token %d", i,
