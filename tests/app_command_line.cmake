@@ -24,6 +24,12 @@ expect_run(2 "--size 12: expected WxH" ${APP} --size 12)
 expect_run(2 "--export-panel bogus: unknown panel" ${APP} --screenshot ${OUT}/a.png
            --export ${OUT}/b.png --export-panel bogus)
 expect_run(2 "--export needs --screenshot" ${APP} --export ${OUT}/b.png)
+expect_run(2 "--export-scale 9: expected a whole number from 1 to 4" ${APP} --screenshot
+           ${OUT}/a.png --export ${OUT}/b.png --export-scale 9)
+expect_run(2 "--export-columns 0,2: expected column numbers from 1" ${APP} --screenshot
+           ${OUT}/a.png --export ${OUT}/b.png --export-columns 0,2)
+expect_run(2 "--export-scale and --export-columns need --export FILE.png" ${APP} --screenshot
+           ${OUT}/a.png --export ${OUT}/b.csv --export-scale 2)
 expect_run(2 "--step needs --session" ${APP} --step 3)
 expect_run(2 "unexpected argument 'stray'" ${APP} stray)
 expect_run(2 "Unknown option" ${APP} --no-such-option)

@@ -45,6 +45,28 @@ math(EXPR panel_h "0x${h_hex}")
 if(panel_h GREATER 500 OR panel_w LESS 200)
   message(FATAL_ERROR "panel.png is ${panel_w}x${panel_h}: not cropped to the recompute panel")
 endif()
+# At --export-scale 2 the same panel is twice as wide; --export-columns 1 is accepted (what it
+# draws is checked in the viz tests: one column takes the whole width).
+function(png_width file var)
+  file(READ ${file} ihdr OFFSET 16 LIMIT 4 HEX)
+  math(EXPR w "0x${ihdr}")
+  set(${var} ${w} PARENT_SCOPE)
+endfunction()
+execute_process(COMMAND ${APP} --session ${OUT}/cmp.clsession --step 3 --screenshot ${OUT}/replay.png
+                --export ${OUT}/panel2x.png --export-panel recompute --export-scale 2 --size 1200x800
+                RESULT_VARIABLE rc)
+execute_process(COMMAND ${APP} --session ${OUT}/cmp.clsession --step 3 --screenshot ${OUT}/replay.png
+                --export ${OUT}/panel-col1.png --export-panel recompute --export-columns 1
+                --size 1200x800 RESULT_VARIABLE rc1)
+if(NOT rc EQUAL 0 OR NOT rc1 EQUAL 0)
+  message(FATAL_ERROR "scaled or one-column panel export failed")
+endif()
+png_width(${OUT}/panel2x.png w2)
+math(EXPR twice_lo "2 * ${panel_w} - 40")
+math(EXPR twice_hi "2 * ${panel_w} + 40")
+if(w2 LESS twice_lo OR w2 GREATER twice_hi)
+  message(FATAL_ERROR "panel2x.png is ${w2} px wide, expected about twice ${panel_w}")
+endif()
 file(READ ${OUT}/export.png header LIMIT 8 HEX)
 if(NOT header STREQUAL "89504e470d0a1a0a")
   message(FATAL_ERROR "export.png is not a PNG")

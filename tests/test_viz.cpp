@@ -394,6 +394,21 @@ int canvas_vertices(std::vector<RunView>& runs, ViewState& view, const CanvasOpt
     return vertices;
 }
 
+// A figure of chosen columns draws those only (their baselines still come from every column).
+TEST(Viz, AFigureOfChosenColumnsDrawsThoseOnly) {
+    std::vector<RunView> runs{make_run("none", 24, 3), make_run("dkv-decode", 24, 3),
+                              make_run("elastic", 24, 3)};
+    runs[2].info.run_id = 2;
+    ViewState view;
+    view.figure_mode = true;
+    view.figure_panel = "diff";
+    const int all = canvas_vertices(runs, view, {});
+    view.figure_columns = {2};
+    const int one = canvas_vertices(runs, view, {});
+    EXPECT_LT(one, all * 2 / 3) << "one of three columns";
+    EXPECT_GT(one, 0);
+}
+
 TEST(Viz, AccuracySweepsAreDrawnBelowTheColumnsAndAlone) {
     trace::AccuracySweep sweep;
     sweep.gen_len = 64;

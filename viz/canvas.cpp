@@ -155,7 +155,13 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
     }
     if (view.figure_panel.empty() || !view.figure_mode) draw_legend(runs, view);
     const float avail = ImGui::GetContentRegionAvail().x;
-    const int cols = static_cast<int>(runs.size());
+    // A figure may show some columns only (baselines still come from all of them).
+    std::vector<int> shown;
+    for (int k = 0; k < static_cast<int>(runs.size()); ++k)
+        if (!view.figure_mode || view.figure_columns.empty() || view.figure_columns.count(k))
+            shown.push_back(k);
+    if (shown.empty()) shown.push_back(0);
+    const int cols = static_cast<int>(shown.size());
     // Columns share the width; below the minimum they scroll horizontally instead of shrinking.
     const float col_w =
         std::max(options.column_min_width, avail / cols - ImGui::GetStyle().ItemSpacing.x);
@@ -169,9 +175,9 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         return r.info.noise_process == "uniform";
     });
     ImGui::BeginChild("##columns", {0, height}, false, ImGuiWindowFlags_HorizontalScrollbar);
-    for (int k = 0; k < cols; ++k) {
+    for (int k : shown) {
         auto& run = runs[static_cast<size_t>(k)];
-        if (k > 0) ImGui::SameLine();
+        if (k != shown.front()) ImGui::SameLine();
         ImGui::PushID(k);
         // The column's name and metrics stay put; its panels scroll below them (a lesson that
         // scrolls to a framed panel kept no column title on screen).
@@ -187,7 +193,8 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         }
         panel("header", view, [&] { draw_header_metrics(c); });
         if (!view.figure_mode || view.figure_panel.empty()) ImGui::Separator();
-        ImGui::BeginChild("##panels", {0, 0}, false);
+        ImGui::BeginChild("##panels", {0, 0}, false,
+                          view.figure_mode ? ImGuiWindowFlags_NoScrollbar : 0);  // no UI chrome
         c.width = ImGui::GetContentRegionAvail().x;
         panel("tokens", view, [&] { draw_token_strip(c); });
         panel("timeline", view, [&] { draw_timeline(c); });

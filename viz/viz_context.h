@@ -53,9 +53,10 @@ struct ViewState {
     int32_t pinned_pos = -1;   // position pinned in the inspector
     Colormap colormap = Colormap::Viridis;
     bool dark = true;
-    bool oracle_view = false;  // show oracle staleness instead of drift
-    bool figure_mode = false;  // hide controls (exports)
-    std::string figure_panel;  // with figure_mode: draw only this panel of every column
+    bool oracle_view = false;      // show oracle staleness instead of drift
+    bool figure_mode = false;      // hide controls (exports)
+    std::string figure_panel;      // with figure_mode: draw only this panel of every column
+    std::set<int> figure_columns;  // with figure_mode: only these columns (0-based; empty: all)
     // Filled by draw_canvas in figure mode with a panel export: the screen rectangle the
     // exported panels cover (min x, min y, max x, max y), so the host crops the image to it.
     ImVec4 figure_extent{0, 0, 0, 0};

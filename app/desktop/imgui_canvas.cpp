@@ -76,7 +76,7 @@ void ImGuiCanvas::set_dark(bool dark) {
 }
 
 void ImGuiCanvas::set_font_scale(double scale) {
-    const double clamped = std::clamp(scale, 0.6, 3.0);
+    const double clamped = std::clamp(scale, 0.6, 6.0);
     if (clamped == m_font_scale) return;
     m_font_scale = clamped;
     m_fonts_dirty = true;  // rebuilt at the next frame, with the GL context current

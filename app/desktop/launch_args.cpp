@@ -73,6 +73,22 @@ QString panel_value(const QCommandLineParser& parser) {
     return panel;
 }
 
+// --export-columns 1,3: 1-based on the command line (as the lessons count), 0-based inside.
+std::set<int> columns_value(const QCommandLineParser& parser) {
+    std::set<int> out;
+    if (!parser.isSet("export-columns")) return out;
+    for (const auto& part : parser.value("export-columns").split(',')) {
+        bool ok = false;
+        const int k = part.trimmed().toInt(&ok);
+        if (!ok || k < 1 || k > 64)
+            throw BadValue(("--export-columns " + parser.value("export-columns") +
+                            ": expected column numbers from 1, e.g. 1,3")
+                               .toStdString());
+        out.insert(k - 1);
+    }
+    return out;
+}
+
 void add_options(QCommandLineParser& parser) {
     parser.setApplicationDescription(
         "CacheLens: KV/feature caching in diffusion LLMs, live and side by side");
@@ -99,6 +115,8 @@ void add_options(QCommandLineParser& parser) {
          "metrics (.csv, .json)",
          "FILE"},
         {"export-panel", "With --export FILE.png: only this panel (" + panels + ")", "NAME"},
+        {"export-scale", "With --export FILE.png: pixels per point, 1-4 (2 for print)", "N", "1"},
+        {"export-columns", "With --export FILE.png: only these columns, from 1 (e.g. 1,3)", "LIST"},
         {"lesson", "Start a lesson (a .lesson.json file)", "FILE"},
         {"lesson-step", "With --lesson: go to this lesson step (0-based)", "K"},
     });
@@ -121,6 +139,11 @@ LaunchArgs read_args(const QCommandLineParser& parser) {
     a.lesson_step = integer_value(parser, "lesson-step", 0, 1000, 0);
     a.export_file = parser.value("export");
     a.export_panel = panel_value(parser);
+    a.export_scale = integer_value(parser, "export-scale", 1, 4, 1);
+    a.export_columns = columns_value(parser);
+    if ((parser.isSet("export-scale") || parser.isSet("export-columns")) &&
+        !a.export_file.endsWith(".png", Qt::CaseInsensitive))
+        throw BadValue("--export-scale and --export-columns need --export FILE.png");
     a.sweep_file = parser.value("sweep");
     a.size = size_value(parser);
     if (!a.export_file.isEmpty() && a.screenshot.isEmpty())

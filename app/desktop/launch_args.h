@@ -7,6 +7,7 @@
 #include <QString>
 #include <QStringList>
 #include <optional>
+#include <set>
 
 #include "app/desktop/main_window.h"
 
@@ -20,7 +21,9 @@ struct LaunchArgs {
     QString screenshot;    // render the window to this PNG and exit
     QString export_file;   // with --screenshot: also this figure (.png) or metrics (.csv, .json)
     QString export_panel;  // with --export FILE.png: only this panel
-    QString sweep_file;    // a sweep results file for the Pareto view
+    int export_scale = 1;  // with --export FILE.png: pixels per point (2 for print)
+    std::set<int> export_columns;  // with --export FILE.png: these columns only (0-based)
+    QString sweep_file;            // a sweep results file for the Pareto view
     QSize size{1600, 1000};
     bool headless() const { return !screenshot.isEmpty(); }
 };

@@ -63,7 +63,8 @@ void schedule_screenshot(MainWindow& window, const LaunchArgs& a) {
             QApplication::processEvents();
             QString err = window.grab().save(a.screenshot) ? "" : a.screenshot + ": cannot write";
             if (err.isEmpty() && !a.export_file.isEmpty())
-                err = window.export_to(a.export_file, a.export_panel);
+                err = window.export_to(a.export_file, a.export_panel, a.export_scale,
+                                       a.export_columns);
             if (err.isEmpty()) std::printf("wrote %s\n", qPrintable(a.screenshot));
             QApplication::exit(err.isEmpty() ? 0 : fail(err));
         });

@@ -340,7 +340,8 @@ QImage crop_to_figure(const QImage& img, const ImVec4& extent, double pixel_rati
 }
 }  // namespace
 
-QString MainWindow::export_to(const QString& path, const QString& panel) {
+QString MainWindow::export_to(const QString& path, const QString& panel, int scale,
+                              const std::set<int>& columns) {
     const auto runs = current_runs();
     if (path.endsWith(".csv", Qt::CaseInsensitive))
         return QString::fromStdString(export_metrics_csv(runs, path.toStdString()));
@@ -348,13 +349,26 @@ QString MainWindow::export_to(const QString& path, const QString& panel) {
         return QString::fromStdString(export_metrics_json(runs, path.toStdString()));
     if (!path.endsWith(".png", Qt::CaseInsensitive))
         return path + ": choose a .png, .csv or .json file";
-    // Figure mode: the canvas without its controls, at the widget's full device resolution.
+    // Figure mode: the canvas without its controls, at the widget's full device resolution; at
+    // scale N the canvas is drawn N times larger with N times larger text (the same layout).
     m_view.figure_mode = true;
     m_view.figure_panel = panel.toStdString();
+    m_view.figure_columns = columns;
+    const QSize size = m_canvas->size();
+    const double font_scale = m_canvas->font_scale();
+    if (scale > 1) {
+        m_canvas->set_font_scale(font_scale * scale);
+        m_canvas->resize(size * scale);
+    }
     QImage img = m_canvas->grabFramebuffer();
     if (!panel.isEmpty()) img = crop_to_figure(img, m_view.figure_extent, devicePixelRatioF());
+    if (scale > 1) {
+        m_canvas->set_font_scale(font_scale);
+        m_canvas->resize(size);
+    }
     m_view.figure_mode = false;
     m_view.figure_panel.clear();
+    m_view.figure_columns.clear();
     m_canvas->update();
     return img.save(path) ? "" : path + ": cannot write the PNG";
 }

@@ -87,7 +87,10 @@ public:
     static QString default_session_dir();
     static QStringList example_prompts();  // the setup dock's examples; the first is the default
     // Export: canvas PNG in figure mode (no controls), or per-step metrics as CSV / JSON.
-    QString export_to(const QString& path, const QString& panel = QString());
+    // A PNG figure: `scale` pixels per point (2 for print; text and layout scale with it) and
+    // `columns` (0-based; empty: every column).
+    QString export_to(const QString& path, const QString& panel = QString(), int scale = 1,
+                      const std::set<int>& columns = {});
     // Lessons: start one (opens its session), step with Space; "" on success.
     QString start_lesson(const QString& path);
     bool lesson_next();  // false at the end
@@ -159,6 +162,7 @@ private:
     QString m_record_path;  // where live runs are recorded ("" = off)
     QString m_startup_error;
     QAction* m_presenter_action = nullptr;
+    int m_figure_scale = 1;  // File > Figure scale: pixels per point of exported figures
     bool m_presenter = false;
     bool m_lesson_presenter = false;  // presenter mode turned on by the running lesson
     std::vector<QDockWidget*> m_docks_before_presenter;

@@ -3,6 +3,7 @@
 #include "engine/base/assets.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QCheckBox>
 #include <QCloseEvent>
@@ -91,7 +92,7 @@ void MainWindow::build_file_menu() {
             this, "Export", QDir::homePath() + "/cachelens.png",
             "Canvas figure (*.png);;Per-step metrics (*.csv);;Per-step metrics (*.json)");
         if (path.isEmpty()) return;
-        const QString err = export_to(path);
+        const QString err = export_to(path, QString(), m_figure_scale);
         if (!err.isEmpty())
             QMessageBox::warning(this, "Export failed", err);
         else
@@ -105,9 +106,18 @@ void MainWindow::build_file_menu() {
             const auto path = QFileDialog::getSaveFileName(
                 this, "Export panel", QDir::homePath() + "/" + name + ".png", "PNG (*.png)");
             if (path.isEmpty()) return;
-            const QString err = export_to(path, name);
+            const QString err = export_to(path, name, m_figure_scale);
             if (!err.isEmpty()) QMessageBox::warning(this, "Export failed", err);
         });
+    }
+    auto* scales = file->addMenu("Figure &scale");
+    auto* scale_group = new QActionGroup(scales);
+    for (int scale : {1, 2, 3}) {
+        auto* a = scales->addAction(QString("%1x%2").arg(scale).arg(scale == 2 ? " (print)" : ""));
+        a->setCheckable(true);
+        a->setChecked(scale == 1);
+        scale_group->addAction(a);
+        connect(a, &QAction::triggered, this, [this, scale] { m_figure_scale = scale; });
     }
     auto* live = file->addAction("Back to &live engine");
     connect(live, &QAction::triggered, this, &MainWindow::back_to_live);
