@@ -41,8 +41,13 @@ void MainWindow::build_recording_actions(QMenu* file) {
 void MainWindow::set_recording(bool on) {
     if (on && m_record_path.isEmpty()) {
         QDir().mkpath(default_session_dir());
-        m_record_path = default_session_dir() + "/session-" +
-                        QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss") + ".clsession";
+        // Named by the second it starts; a second window (or recording turned off and on) in
+        // the same second gets its own file rather than writing into the first one's.
+        const QString stem = default_session_dir() + "/session-" +
+                             QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss");
+        m_record_path = stem + ".clsession";
+        for (int n = 2; QFileInfo::exists(m_record_path); ++n)
+            m_record_path = QString("%1-%2.clsession").arg(stem).arg(n);
     } else if (!on) {
         m_record_path.clear();
     }
