@@ -15,6 +15,7 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QProgressDialog>
 #include <QPushButton>
 #include <QSettings>
 #include <QSlider>
@@ -27,6 +28,7 @@
 #include "app/desktop/imgui_canvas.h"
 #include "app/desktop/main_window.h"
 #include "app/desktop/session_browser.h"
+#include "engine/base/assets.h"
 #include "engine/tasks/task_suite.h"
 #include "sessions/session_reader.h"
 #include "sessions/session_writer.h"
@@ -425,6 +427,61 @@ TEST(Gui, WhatFailsAtStartIsReportedAndTheEmbeddedModelRunsInstead) {
         EXPECT_FALSE(w.replaying());
         EXPECT_TRUE(w.findChild<QPushButton*>("play")->isEnabled());
     }
+}
+
+// A large model folder loads on a worker thread: the window keeps drawing, a progress dialog
+// counts tensors, Cancel keeps the model that runs, a folder that fails at start falls back to the
+// embedded model. (The threshold is 0 here so the tiny model counts as large.)
+TEST(Gui, ALargeModelLoadsInTheBackgroundAndCancelKeepsTheRunningOne) {
+    auto o = tiny_model_options("hi", {"none"});
+    o.background_load_bytes = 0;
+    MainWindow w(o);
+    EXPECT_EQ(w.bridge(), nullptr) << "the constructor returned before the weights were read";
+    EXPECT_TRUE(w.loading_model());
+    EXPECT_NE(w.findChild<QProgressDialog*>("model_loading"), nullptr);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_TRUE(wait_for([&] { return w.bridge() != nullptr; }, 20000));
+    EXPECT_FALSE(w.loading_model());
+    EXPECT_EQ(w.model_dir().toStdString(), o.model_dir.toStdString());
+    w.advance_to(2);
+    ASSERT_TRUE(
+        wait_for([&] { return w.bridge()->max_step() >= 2 && !w.bridge()->busy(); }, 20000));
+
+    // Cancel: the other folder never replaces the running model.
+    const auto other = test::make_tiny_model("gui-other", 32, 2, 4, 4, 9);
+    auto* bridge = w.bridge();
+    w.open_model(QString::fromStdString(other.string()));
+    auto* dialog = w.findChild<QProgressDialog*>("model_loading");
+    ASSERT_NE(dialog, nullptr);
+    auto* cancel = dialog->findChild<QPushButton*>();
+    ASSERT_NE(cancel, nullptr);
+    cancel->click();
+    ASSERT_TRUE(wait_for([&] { return !w.loading_model(); }, 20000));
+    EXPECT_EQ(w.model_dir().toStdString(), o.model_dir.toStdString());
+    EXPECT_EQ(w.bridge(), bridge) << "the running engine was kept";
+    EXPECT_NE(w.statusBar()->currentMessage().indexOf("cancelled"), -1)
+        << w.statusBar()->currentMessage().toStdString();
+
+    // Not cancelled: the other folder becomes the live model.
+    w.open_model(QString::fromStdString(other.string()));
+    ASSERT_TRUE(wait_for([&] { return !w.loading_model(); }, 20000));
+    EXPECT_EQ(w.model_dir().toStdString(), other.string());
+}
+
+TEST(Gui, ALargeModelThatFailsInTheBackgroundAtStartFallsBackToTheEmbeddedModel) {
+    const auto dir = test::make_tiny_model("gui-corrupt");
+    for (const auto& f : std::filesystem::directory_iterator(dir))
+        if (f.path().extension() == ".safetensors") std::filesystem::resize_file(f.path(), 100);
+    auto o = tiny_model_options("hi", {"none"});
+    o.model_dir = QString::fromStdString(dir.string());
+    o.background_load_bytes = 0;
+    MainWindow w(o);
+    ASSERT_TRUE(
+        wait_for([&] { return w.findChild<QMessageBox*>("startup_error") != nullptr; }, 20000));
+    EXPECT_NE(w.startup_error().indexOf(".safetensors"), -1) << w.startup_error().toStdString();
+    ASSERT_TRUE(wait_for([&] { return w.bridge() != nullptr && !w.loading_model(); }, 20000));
+    EXPECT_EQ(w.model_dir().toStdString(), default_model_dir().string());
 }
 
 TEST(Gui, AClosedDockComesBackFromTheViewMenuAndLessonsHaveNext) {

@@ -42,6 +42,25 @@ TEST(ModelLoad, ShardedBf16CheckpointLikeLlada8b) {
     EXPECT_NE(Model::load(f32)->content_hash(), m->content_hash());
 }
 
+// The app loads big folders on a worker thread with a progress bar and Cancel.
+TEST(ModelLoad, ReportsProgressPerTensorAndStopsWhenAsked) {
+    const auto dir = test::make_tiny_model("progress", 32, 2, 4, 4, 3);
+    std::vector<std::pair<size_t, size_t>> calls;
+    LoadOptions o;
+    o.progress = [&](size_t done, size_t total) {
+        calls.push_back({done, total});
+        return true;
+    };
+    ASSERT_NE(Model::load(dir, o), nullptr);
+    ASSERT_GT(calls.size(), 4u);
+    EXPECT_EQ(calls.back().first, calls.back().second) << "the last call says all are done";
+    for (size_t k = 1; k < calls.size(); ++k) EXPECT_EQ(calls[k].first, calls[k - 1].first + 1);
+    size_t seen = 0;
+    o.progress = [&](size_t done, size_t) { return (seen = done) < 3; };
+    EXPECT_THROW(Model::load(dir, o), LoadCancelled);
+    EXPECT_EQ(seen, 3u) << "stopped at the tensor that said stop";
+}
+
 TEST(ModelLoad, WrongShapeNamesFileAndTensor) {
     auto dir = test::make_tiny_model("m", 32, 2, 4, 4);
     auto cfg = nlohmann::json::parse(test::read_file(dir / "config.json"));

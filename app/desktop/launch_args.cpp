@@ -134,6 +134,7 @@ LaunchArgs read_args(const QCommandLineParser& parser) {
     o.lesson = parser.value("lesson");
     a.screenshot = parser.value("screenshot");
     o.record = !parser.isSet("no-record") && a.screenshot.isEmpty();
+    if (a.headless()) o.background_load_bytes = -1;  // a figure needs its model before it draws
     a.advance = integer_value(parser, "advance", 0, 1 << 20, 0);
     a.step = integer_value(parser, "step", 0, 1 << 20, -1);
     a.lesson_step = integer_value(parser, "lesson-step", 0, 1000, 0);

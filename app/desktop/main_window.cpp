@@ -44,7 +44,9 @@
 namespace cl::app {
 
 MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
-    : QMainWindow(parent), m_threads(options.threads) {
+    : QMainWindow(parent),
+      m_threads(options.threads),
+      m_background_load_bytes(options.background_load_bytes) {
     setWindowTitle("CacheLens");
     QSettings settings;
     m_canvas = new ImGuiCanvas(this);
@@ -141,6 +143,7 @@ void MainWindow::build_docks() {
 }
 
 MainWindow::~MainWindow() {
+    cancel_background_load();
     m_replay.reset();
     m_live.reset();  // stops the engine thread before the widgets it feeds go
 }
@@ -174,50 +177,6 @@ void MainWindow::save_settings() const {
             QFileInfo(QString::fromStdString(m_model->directory().string())).absoluteFilePath());
     s.setValue("dark", m_view.dark);
     s.setValue("geometry", saveGeometry());
-}
-
-bool MainWindow::load_model(const QString& dir, bool model_defaults) {
-    if (dir.isEmpty()) {
-        m_model_label->setText(
-            "No model: the embedded default model is missing (assets/models/). Use File > Open "
-            "model folder.");
-        enable_live_controls();
-        return false;
-    }
-    QApplication::setOverrideCursor(Qt::WaitCursor);
-    try {
-        LoadOptions options;
-        if (m_device) options.device = m_device->currentText().toStdString();
-        auto model = Model::load(dir.toStdString(), options);
-        m_live.reset();
-        m_model = model;
-        m_live = std::make_unique<LiveSource>(m_model, m_threads);
-        // Recording starts before the first runs, so every run of this window is in the session.
-        if (!m_record_path.isEmpty()) bridge()->set_recording(m_record_path.toStdString());
-        bridge()->set_record_every_lap(m_record_laps_action->isChecked());
-        if (model_defaults) {
-            const auto& d = m_model->generation_defaults();
-            m_gen_length->setValue(static_cast<int>(d.gen_length));
-            m_block_length->setValue(static_cast<int>(d.block_length));
-            m_steps->setValue(static_cast<int>(d.steps));
-        }
-        m_model_label->setText(QString("%1 (%2 M parameters, %3 layers, %4)")
-                                   .arg(QString::fromStdString(m_model->name()))
-                                   .arg(m_model->parameter_count() / 1e6, 0, 'f', 2)
-                                   .arg(m_model->config().n_layers)
-                                   .arg(QString::fromStdString(m_model->device())));
-        m_model_label->setToolTip(dir);
-        QApplication::restoreOverrideCursor();
-        if (!m_replay) enable_live_controls();
-        apply_setup();
-    } catch (const std::exception& e) {
-        QApplication::restoreOverrideCursor();
-        m_model_label->setText(QString("Could not load: %1").arg(e.what()));
-        statusBar()->showMessage(QString("Model not loaded: %1").arg(e.what()));
-        if (!m_replay) enable_live_controls();  // a model loaded before keeps running
-        return false;
-    }
-    return true;
 }
 
 QString MainWindow::default_session_dir() {

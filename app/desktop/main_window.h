@@ -3,9 +3,11 @@
 #pragma once
 
 #include <QMainWindow>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <set>
@@ -41,8 +43,12 @@ struct LaunchOptions {
     int threads = 1;
     bool light = false;
     bool record = true;  // record live runs into the per-user session folder (XDG data dir)
-    QString lesson;      // start this lesson (replays its session)
-    QString session;     // open this session file for replay instead of running live
+    // Model folders with more weights than this load on a worker thread with progress and
+    // Cancel (the embedded model has ~6 MB); negative: never (headless figures need the model
+    // before they draw).
+    qint64 background_load_bytes = 64ll << 20;
+    QString lesson;   // start this lesson (replays its session)
+    QString session;  // open this session file for replay instead of running live
 };
 
 class MainWindow : public QMainWindow {
@@ -68,6 +74,11 @@ public:
     // `comparison_id`: the comparison to show (-1: the latest).
     QString open_session(const QString& path, bool repair = true, int64_t comparison_id = -1);
     QString save_session(const QString& path);  // a copy of the current recording
+    // File > Open model folder: the live engine on `dir` (a large folder loads in the
+    // background; the model running now keeps running until it is ready or cancelled).
+    void open_model(const QString& dir) { load_model(dir); }
+    bool loading_model() const { return m_loading != nullptr; }
+    QString model_dir() const;  // "" before a model is loaded
     // Presenter mode: every dock but the transport hidden (on), then restored (off).
     void set_presenter(bool on);
     bool presenter() const { return m_presenter; }
@@ -129,8 +140,24 @@ private:
     QWidget* build_transport();
     // `model_defaults`: put the model's generation defaults into the setup dock (a newly opened
     // model); false keeps what is there (remembered values at start-up, a device switch).
-    // Returns false (and says why in the status bar) when the folder does not load.
+    // Returns false (and says why in the status bar) when the folder does not load; a large one
+    // loads in the background (true: started) with a progress dialog and Cancel.
     bool load_model(const QString& dir, bool model_defaults = true);
+    struct BackgroundLoad {
+        std::thread thread;
+        std::atomic<bool> cancel{false};
+        std::atomic<int> done{0}, total{0}, permille{0};
+    };
+    LoadOptions load_options() const;
+    void report_load_failure(const QString& error);
+    void install_model(std::shared_ptr<Model> model, const QString& dir, bool model_defaults);
+    void start_background_load(const QString& dir, bool model_defaults);
+    void finish_background_load(const std::shared_ptr<BackgroundLoad>& state,
+                                std::shared_ptr<Model> model, const QString& error, bool cancelled,
+                                const QString& dir, bool model_defaults);
+    void cancel_background_load();
+    std::shared_ptr<BackgroundLoad> m_loading;  // a load in progress
+    qint64 m_background_load_bytes = 64ll << 20;
     void set_theme(bool dark);
     void refresh_transport();
     // The one step cursor: every seek (transport, keys, scrubber, canvas, lessons, --step) goes

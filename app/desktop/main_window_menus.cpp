@@ -60,7 +60,7 @@ void MainWindow::build_file_menu() {
     connect(open_model, &QAction::triggered, this, [this] {
         const auto dir = QFileDialog::getExistingDirectory(
             this, "Model folder (config.json, safetensors, tokenizer.json)");
-        if (!dir.isEmpty()) load_model(dir);
+        if (!dir.isEmpty()) this->open_model(dir);
     });
     auto* open = file->addAction("&Open session...");
     open->setShortcut(QKeySequence::Open);

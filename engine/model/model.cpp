@@ -169,6 +169,8 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
                 throw InputError(file, "tensor '" + t.name + "' appears in two shards");
             loaded[t.name] = to_float_tensor(*st, t).to(device);
             m.tensors.push_back({t.name, t.shape, dtype_name(t.dtype), file.filename().string()});
+            if (options.progress && !options.progress(loaded.size(), expected.size()))
+                throw LoadCancelled();
         }
     }
     for (const auto& [name, shape] : expected)

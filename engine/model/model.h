@@ -6,7 +6,9 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,14 @@ class Transformer;
 
 struct LoadOptions {
     std::string device = "cpu";  // "cpu" or "cuda" / "cuda:N"
+    // Called after each weight tensor is read (tensors done, tensors in all); returning false
+    // stops the load with LoadCancelled. Runs on the loading thread.
+    std::function<bool(size_t done, size_t total)> progress;
+};
+
+// Model::load stopped because LoadOptions::progress asked it to.
+struct LoadCancelled : std::runtime_error {
+    LoadCancelled() : std::runtime_error("loading cancelled") {}
 };
 
 struct TensorSummary {
