@@ -542,6 +542,34 @@ TEST(Gui, ALongAdvanceSaysHowFarAndCancelSaysWhatItStopped) {
 
 // Workshop mode: presenter mode hides every dock but the transport and brings the same ones back;
 // a lesson turns it on while it runs; text zoom is remembered across windows.
+// At 1280x720 the Policies dock is a tab beside Run setup and the canvas keeps most of the width
+// (it had ~470 of 1280 px: two of three columns); at 1920x1080 Policies is on the right; the
+// layout follows a resize across the line.
+TEST(Gui, DocksMakeRoomForTheCanvasInASmallWindow) {
+    MainWindow w(tiny_model_options("hi", {"none", "dkv-decode", "elastic"}));
+    auto* setup = w.findChild<QDockWidget*>("setup");
+    auto* policies = w.findChild<QDockWidget*>("policies");
+    ASSERT_NE(setup, nullptr);
+    ASSERT_NE(policies, nullptr);
+    w.resize(1280, 720);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_TRUE(wait_for([&] { return w.compact_docks() && w.canvas()->width() > 900; }, 5000))
+        << "canvas " << w.canvas()->width() << " px of 1280; setup " << setup->width() << " min "
+        << setup->minimumSizeHint().width() << " policies min "
+        << policies->minimumSizeHint().width();
+    EXPECT_TRUE(w.tabifiedDockWidgets(setup).contains(policies));
+    EXPECT_EQ(w.dockWidgetArea(policies), Qt::LeftDockWidgetArea);
+    w.resize(1920, 1080);
+    ASSERT_TRUE(
+        wait_for([&] { return w.dockWidgetArea(policies) == Qt::RightDockWidgetArea; }, 5000));
+    EXPECT_FALSE(w.compact_docks());
+    EXPECT_TRUE(policies->isVisible());
+    EXPECT_TRUE(setup->isVisible());
+    ASSERT_TRUE(wait_for([&] { return w.canvas()->width() > 1100; }, 5000))
+        << "canvas " << w.canvas()->width() << " px of 1920";
+}
+
 TEST(Gui, PresenterModeAndLessonsGiveTheCanvasTheWindowAndZoomIsRemembered) {
     MainWindow w(tiny_model_options("hi", {"none"}));
     w.resize(1280, 720);
@@ -628,7 +656,9 @@ TEST(Gui, SessionBrowserListsAndOpensSessions) {
         if (!browser->path_at(r).endsWith("good.clsession")) continue;
         EXPECT_EQ(browser->comparison_count(r), 1);
         table->setCurrentItem(table->topLevelItem(r));
-        const QRect cell = table->visualItemRect(table->topLevelItem(r));
+        // The row's rectangle spans every column, wider than a narrow dock: click inside view.
+        const QRect row = table->visualItemRect(table->topLevelItem(r));
+        const QRect cell(row.left(), row.top(), table->viewport()->width() / 2, row.height());
         // A real double-click is a press, a release and a double-click event on the same cell;
         // QTest's mouseDClick alone leaves the view without its pressed cell.
         QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());

@@ -15,6 +15,7 @@
 #include "viz/lesson.h"
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
+#include "viz/text_fit.h"
 #include "viz/viz_context.h"
 
 namespace cl::viz {
@@ -535,6 +536,41 @@ TEST(Viz, AParetoPointIsPickedWhereItIsDrawn) {
         EXPECT_EQ(pareto_point_at(p, data, {s.x + 3, s.y - 3}), static_cast<int>(i));
     }
     EXPECT_EQ(pareto_point_at(p, data, {450, 290}), -1);  // empty space
+}
+
+// Narrow columns: a line too long for its width is cut at a character boundary with "..." and
+// stays within the width; legend items that do not fit go to the next line.
+TEST(Viz, LongTextIsCutToTheColumnAndLegendsWrap) {
+    ImGuiNull imgui;
+    imgui.frame([&] {
+        const std::string text =
+            "block_reset=1 delay=1 refresh_interval=8 \xce\xb1\xce\xb2\xce\xb3";
+        const float full = ImGui::CalcTextSize(text.c_str()).x;
+        EXPECT_EQ(fit_to_width(text, full + 1), text);
+        for (float width : {full * 0.8f, full * 0.5f, 40.f}) {
+            const std::string cut = fit_to_width(text, width);
+            EXPECT_LE(ImGui::CalcTextSize(cut.c_str()).x, width) << cut;
+            EXPECT_EQ(cut.substr(cut.size() - 3), "...");
+            EXPECT_EQ(text.compare(0, cut.size() - 3, cut, 0, cut.size() - 3), 0) << cut;
+        }
+        // Cutting inside the Greek letters keeps whole UTF-8 characters.
+        const std::string greek = "\xce\xb1\xce\xb2\xce\xb3\xce\xb4\xce\xb5\xce\xb6";
+        for (float width = 0; width < ImGui::CalcTextSize(greek.c_str()).x; width += 1) {
+            const std::string cut = fit_to_width(greek, width);
+            EXPECT_EQ((cut.size() - 3) % 2, 0u) << "a character split at width " << width;
+        }
+        // A legend in a 200 px child: the items that do not fit start a new row.
+        ImGui::BeginChild("narrow", {200, 200});
+        const float y0 = ImGui::GetCursorScreenPos().y;
+        float last_y = y0;
+        for (const char* label : {"recomputed", "kv-reused", "probed-only", "feature-reused"}) {
+            plot::legend_item(label, IM_COL32(255, 0, 0, 255));
+            last_y = ImGui::GetItemRectMin().y;
+            EXPECT_LE(ImGui::GetItemRectMax().x, ImGui::GetWindowPos().x + 200) << label;
+        }
+        EXPECT_GT(last_y, y0) << "the legend wrapped";
+        ImGui::EndChild();
+    });
 }
 
 }  // namespace

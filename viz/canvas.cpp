@@ -5,6 +5,7 @@
 
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
+#include "viz/text_fit.h"
 
 namespace cl::viz {
 
@@ -188,7 +189,7 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
             inner, column_title(runs, run)};
         if (view.figure_mode && !view.figure_panel.empty()) {
             const ImVec2 at = ImGui::GetCursorScreenPos();
-            ImGui::TextUnformatted(c.title.c_str());
+            fitted_text(c.title);
             extend_figure(view, at, {at.x + inner, ImGui::GetCursorScreenPos().y});
         }
         panel("header", view, [&] { draw_header_metrics(c); });
@@ -233,8 +234,8 @@ void draw_canvas(std::vector<RunView>& runs, ViewState& view, TextureProvider& t
         panel("inspector", view, [&] { draw_inspector(runs, view); });
         ImGui::EndChild();
     } else if (hovered_last_frame >= 0 && !view.figure_mode) {
-        ImGui::TextDisabled("position %d - click a token to pin it in the inspector",
-                            hovered_last_frame);
+        fitted_textf(true, "position %d - click a token to pin it in the inspector",
+                     hovered_last_frame);
     }
     draw_reports(options, view);
     if (!view.figure_mode || view.figure_panel.empty()) draw_throughput_chart(runs, view);

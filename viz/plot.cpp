@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "viz/palette.h"
+#include "viz/text_fit.h"
 
 namespace cl::viz::plot {
 
@@ -123,6 +124,7 @@ void x_ticks(Plot& p, ImU32 color, const char* format, const char* unit) {
 
 void legend_item(const char* label, ImU32 color) {
     const float h = ImGui::GetFontSize();
+    wrap_before(h + 2 + ImGui::CalcTextSize(label).x);  // legends wrap in narrow columns
     const ImVec2 pos = ImGui::GetCursorScreenPos();
     ImGui::GetWindowDrawList()->AddRectFilled({pos.x, pos.y + h * 0.2f},
                                               {pos.x + h * 0.8f, pos.y + h}, color);

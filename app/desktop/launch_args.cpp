@@ -105,6 +105,7 @@ void add_options(QCommandLineParser& parser) {
         {"screenshot", "Render the window to a PNG and exit", "OUT.png"},
         {"threads", "CPU threads for the engine", "N", "1"},
         {"light", "Light theme"},
+        {"presenter", "Presenter mode: the canvas gets the window (F11 toggles)"},
         {"size", "Window size WxH", "WxH", "1600x1000"},
         {"session", "Replay a saved session (no model needed)", "FILE"},
         {"step", "With --session: show this step (0-based)", "N"},
@@ -130,6 +131,7 @@ LaunchArgs read_args(const QCommandLineParser& parser) {
     o.policies = policy_list(parser);
     o.threads = integer_value(parser, "threads", 1, 256, 1);
     o.light = parser.isSet("light");
+    o.presenter = parser.isSet("presenter");
     o.session = parser.value("session");
     o.lesson = parser.value("lesson");
     a.screenshot = parser.value("screenshot");

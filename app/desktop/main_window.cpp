@@ -92,6 +92,7 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
         }
     });
     open_at_start(options, settings);
+    if (options.presenter) set_presenter(true);
     refresh_recording_label();
     m_poll = new QTimer(this);
     connect(m_poll, &QTimer::timeout, this, [this] {

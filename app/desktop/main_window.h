@@ -42,7 +42,8 @@ struct LaunchOptions {
     QStringList policies;  // empty = remembered or none,dkv-decode,elastic
     int threads = 1;
     bool light = false;
-    bool record = true;  // record live runs into the per-user session folder (XDG data dir)
+    bool presenter = false;  // start in presenter mode (every dock but the transport hidden)
+    bool record = true;      // record live runs into the per-user session folder (XDG data dir)
     // Model folders with more weights than this load on a worker thread with progress and
     // Cancel (the embedded model has ~6 MB); negative: never (headless figures need the model
     // before they draw).
@@ -110,6 +111,12 @@ public:
     bool in_lesson() const { return m_lesson_index >= 0; }
     int lesson_index() const { return m_lesson_index; }
     static QStringList bundled_lessons();
+    // Compact (a window under kCompactWidth px): Policies is a tab beside Run setup and Sessions
+    // on the left, so the canvas keeps most of the width; wide: Policies on the right. Dock widths
+    // follow the window's. Called when the width crosses the line.
+    static constexpr int kCompactWidth = 1500;
+    void arrange_docks(int window_width);
+    bool compact_docks() const { return m_compact_docks == 1; }
 
 public slots:
     void toggle_play();
@@ -122,6 +129,7 @@ public slots:
 
 protected:
     void closeEvent(QCloseEvent* e) override;
+    void resizeEvent(QResizeEvent* e) override;
 
 private:
     void build_docks();
@@ -193,6 +201,7 @@ private:
     bool m_presenter = false;
     bool m_lesson_presenter = false;  // presenter mode turned on by the running lesson
     std::vector<QDockWidget*> m_docks_before_presenter;
+    int m_compact_docks = -1;  // -1: not arranged yet, 0: wide, 1: compact
     QAction *m_record_action = nullptr, *m_record_laps_action = nullptr;
     QLabel* m_record_label = nullptr;
     viz::Lesson m_lesson;

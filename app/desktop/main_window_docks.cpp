@@ -100,9 +100,14 @@ QWidget* MainWindow::build_setup_dock() {
     auto* layout = new QFormLayout(w);
     m_model_label = new QLabel("(no model)");
     m_model_label->setWordWrap(true);
+    // A long model name without spaces must not widen the dock (the tooltip has the folder).
+    m_model_label->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     layout->addRow("Model", m_model_label);
     m_examples = new QComboBox();
     for (const char* e : kExamples) m_examples->addItem(QString(e).left(48), QString(e));
+    // Not as wide as the longest example: the dock fits beside the canvas at 1280 px.
+    m_examples->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_examples->setMinimumContentsLength(12);
     layout->addRow("Examples", m_examples);
     m_prompt = new QPlainTextEdit();
     m_prompt->setObjectName("prompt");
@@ -165,17 +170,21 @@ QWidget* MainWindow::build_setup_dock() {
     connect(m_device, &QComboBox::currentIndexChanged, this, [this](int) {
         if (m_model) load_model(QString::fromStdString(m_model->directory().string()), false);
     });
-    m_oracle = new QCheckBox("Oracle mode (full forward beside the cached one)");
+    m_oracle = new QCheckBox("Oracle mode");
+    m_oracle->setToolTip(
+        "A full forward beside the cached one at every step: the true cost of staleness per "
+        "layer (the oracle curves) at about twice the compute");
     layout->addRow("", m_oracle);
     connect(m_oracle, &QCheckBox::toggled, this, [this](bool on) {
         m_view.oracle_view = on;
         apply_setup();
     });
-    m_drift = new QCheckBox("K/V drift probe (the kv-drift panel)");
+    m_drift = new QCheckBox("K/V drift probe");
     m_drift->setObjectName("drift_probe");
     m_drift->setChecked(true);
     m_drift->setToolTip(
-        "Measure each computed row's K/V change per step; two small host copies per layer, "
+        "Measure each computed row's K/V change per step (the kv-drift panel); two small host "
+        "copies per layer, "
         "worth turning off for large models");
     layout->addRow("", m_drift);
     connect(m_drift, &QCheckBox::toggled, this, [this](bool) { apply_setup(); });

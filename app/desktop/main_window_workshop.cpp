@@ -1,12 +1,15 @@
 // MainWindow's workshop controls: presenter mode (View > Presenter mode, F11; lessons turn it on
 // while they run) gives the canvas the window by hiding every dock but the transport and brings
 // them back after; text zoom (Ctrl+= / Ctrl+- / Ctrl+0) scales the canvas's text and layout and
-// is remembered.
+// is remembered; the docks rearrange for small windows.
 #include <QAction>
 #include <QDockWidget>
 #include <QMenu>
+#include <QResizeEvent>
 #include <QSettings>
 #include <QSignalBlocker>
+#include <QTimer>
+#include <algorithm>
 
 #include "app/desktop/imgui_canvas.h"
 #include "app/desktop/main_window.h"
@@ -65,6 +68,33 @@ void MainWindow::zoom(int direction) {
                                          : m_canvas->font_scale() / kZoomStep;
     m_canvas->set_font_scale(scale);
     QSettings().setValue("font_scale", m_canvas->font_scale());
+}
+
+void MainWindow::resizeEvent(QResizeEvent* e) {
+    QMainWindow::resizeEvent(e);
+    const int compact = e->size().width() < kCompactWidth ? 1 : 0;
+    if (compact == m_compact_docks) return;
+    m_compact_docks = compact;
+    // After this resize is laid out: resizeDocks() is ignored before the docks have their place.
+    QTimer::singleShot(0, this, [this] { arrange_docks(width()); });
+}
+
+void MainWindow::arrange_docks(int window_width) {
+    auto* setup = findChild<QDockWidget*>("setup");
+    auto* policies = findChild<QDockWidget*>("policies");
+    if (!setup || !policies) return;
+    m_compact_docks = window_width < kCompactWidth ? 1 : 0;
+    if (m_compact_docks) {
+        addDockWidget(Qt::LeftDockWidgetArea, policies);
+        tabifyDockWidget(setup, policies);
+        setup->raise();
+        // 1280 px: ~300 px of docks, ~960 px of canvas (three columns of ~310 px).
+        resizeDocks({setup}, {std::clamp(window_width / 4, 260, 340)}, Qt::Horizontal);
+    } else {
+        addDockWidget(Qt::RightDockWidgetArea, policies);
+        const int side = std::clamp(window_width / 6, 280, 400);
+        resizeDocks({setup, policies}, {side, side}, Qt::Horizontal);
+    }
 }
 
 }  // namespace cl::app

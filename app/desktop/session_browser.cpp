@@ -4,7 +4,7 @@
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QHBoxLayout>
+#include <QGridLayout>
 #include <QHeaderView>
 #include <QInputDialog>
 #include <QMessageBox>
@@ -28,11 +28,14 @@ SessionBrowser::SessionBrowser(QWidget* parent) : QWidget(parent) {
     m_tree->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_tree->setRootIsDecorated(true);
     v->addWidget(m_tree);
-    auto* h = new QHBoxLayout();
+    // Two rows of buttons: one row of five made the dock (and its tabs) 440 px wide.
+    auto* h = new QGridLayout();
+    int buttons = 0;
     auto add = [&](const QString& text, void (SessionBrowser::*fn)()) {
         auto* b = new QPushButton(text);
         connect(b, &QPushButton::clicked, this, fn);
-        h->addWidget(b);
+        h->addWidget(b, buttons / 3, buttons % 3);
+        ++buttons;
     };
     add("Open", &SessionBrowser::open_selected);
     // A double-click (or Enter) on a row opens it, as in every file list. A file row opens its

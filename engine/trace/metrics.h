@@ -39,6 +39,11 @@ struct RunMetrics {
     int32_t first_divergence = -1;  // first step committing a token the baseline has otherwise
 };
 
+// What tokens_per_s means, in the words every front end shows (the header's tooltip, the chart).
+inline constexpr const char* kTokensPerSecondDefinition =
+    "tokens/s = decoded response tokens before the first EOS / engine wall time of the steps so "
+    "far (EOS padding is not counted; the same figure as the CLI and the session list)";
+
 // Metrics of `run` up to step `upto` (< 0: every step), against `baseline` when given.
 RunMetrics run_metrics(const RunSteps& run, const RunSteps* baseline, int32_t upto = -1);
 

@@ -6,6 +6,7 @@
 
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
+#include "viz/text_fit.h"
 
 namespace cl::viz {
 
@@ -41,7 +42,7 @@ std::vector<double> rollout_influence(const trace::StepRecord& s) {
 void draw_rollout(ColumnContext& c, const trace::StepRecord& s, float width) {
     const auto v = rollout_influence(s);
     if (v.empty()) {
-        ImGui::TextDisabled("rollout: needs the head-mean map of every layer at this step");
+        fitted_textf(true, "rollout: needs the head-mean map of every layer at this step");
         return;
     }
     const double hi = *std::max_element(v.begin(), v.end());
@@ -64,8 +65,8 @@ void draw_rollout(ColumnContext& c, const trace::StepRecord& s, float width) {
         ImGui::SetTooltip(
             "position %zu: rollout influence %.3f (column sum of the attention rollout)", k, v[k]);
     }
-    ImGui::TextDisabled(
-        "attention rollout influence per position (d2Cache stage 2 picks its nucleus)");
+    fitted_textf(true,
+                 "attention rollout influence per position (d2Cache stage 2 picks its nucleus)");
 }
 
 }  // namespace
@@ -80,13 +81,18 @@ void draw_attention_map(ColumnContext& c) {
         ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
         ImGui::SliderInt("head (-1 mean)##att", &c.view.head, -1,
                          std::max(0, c.run.info.n_heads - 1));
+    } else {  // a figure names what the sliders chose
+        if (c.view.head < 0)
+            fitted_textf(true, "layer %d, mean of heads", c.view.layer);
+        else
+            fitted_textf(true, "layer %d, head %d", c.view.layer, c.view.head);
     }
     const trace::AttentionMap* map = nullptr;
     for (const auto& a : s.attention)
         if (a.layer == c.view.layer && a.head == c.view.head) map = &a;
     if (!map || map->rows == 0 || map->cols == 0) {
-        ImGui::TextDisabled("no attention recorded for layer %d head %d at this step", c.view.layer,
-                            c.view.head);
+        fitted_textf(true, "no attention recorded for layer %d head %d at this step", c.view.layer,
+                     c.view.head);
         return;
     }
     const int32_t L = map->cols;
@@ -138,7 +144,7 @@ void draw_attention_map(ColumnContext& c) {
                           trace::to_string(s.action(layer, k)), layer);
         c.view.hovered_pos = k;
     }
-    ImGui::TextDisabled("sqrt(p), 0 .. %.3f; grey rows: not computed this step", hi);
+    fitted_textf(true, "sqrt(p), 0 .. %.3f; grey rows: not computed this step", hi);
     if (c.run.info.policy == "d2cache") draw_rollout(c, s, c.width);
 }
 

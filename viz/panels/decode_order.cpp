@@ -12,6 +12,7 @@
 #include "viz/panels/panels.h"
 #include "viz/panels/step_memo.h"
 #include "viz/plot.h"
+#include "viz/text_fit.h"
 
 namespace cl::viz {
 namespace {
@@ -81,8 +82,9 @@ void draw_decode_order(ColumnContext& c) {
     plot::legend_item("changed more than once", pal.trigger);
     ImGui::NewLine();  // legend items leave the cursor on their line
     if (std::isfinite(d.spearman))
-        ImGui::Text("Spearman(position, last change) = %.2f (1 = left to right); %d revised",
-                    d.spearman, d.revised);
+        fitted_textf(false,
+                     "Spearman(position, last change) = %.2f (1 = left to right); %d revised",
+                     d.spearman, d.revised);
 }
 
 }  // namespace cl::viz

@@ -2,13 +2,14 @@
 // the baseline's (both decoded) are marked, with the first divergence step.
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
+#include "viz/text_fit.h"
 
 namespace cl::viz {
 
 void draw_diff_strip(ColumnContext& c) {
     if (!c.baseline || c.baseline == &c.run) {
-        ImGui::TextDisabled(c.baseline ? "baseline column"
-                                       : "add `none` to compare against the baseline");
+        fitted_text(c.baseline ? "baseline column" : "add `none` to compare against the baseline",
+                    true);
         return;
     }
     if (c.step < 0 || c.baseline->steps.empty()) return;
@@ -47,10 +48,10 @@ void draw_diff_strip(ColumnContext& c) {
     flush(std::min<int32_t>(L, static_cast<int32_t>(b.tokens.size())));
     ImGui::Dummy({c.width, h});
     const auto m = column_metrics(c.run, c.baseline, c.step);
-    ImGui::TextDisabled("vs baseline: %d tokens differ; first divergence %s", differ,
-                        m.first_divergence < 0
-                            ? "none"
-                            : ("at step " + std::to_string(m.first_divergence)).c_str());
+    fitted_textf(true, "vs baseline: %d tokens differ; first divergence %s", differ,
+                 m.first_divergence < 0
+                     ? "none"
+                     : ("at step " + std::to_string(m.first_divergence)).c_str());
 }
 
 }  // namespace cl::viz

@@ -9,6 +9,7 @@
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
 #include "viz/plot.h"
+#include "viz/text_fit.h"
 
 namespace cl::viz {
 
@@ -85,8 +86,7 @@ void draw_drift_plot(ColumnContext& c) {
         int fired = 0;
         for (const auto& s : c.run.steps)
             for (const auto& e : s->triggers) fired += e.fired;
-        ImGui::TextDisabled("no drift signal for this policy; %d scheduled refreshes so far",
-                            fired);
+        fitted_textf(true, "no drift signal for this policy; %d scheduled refreshes so far", fired);
         return;
     }
     for (auto& [kind, sr] : series) {

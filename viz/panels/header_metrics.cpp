@@ -1,21 +1,27 @@
 // Panel 1: the column header: policy, tokens/s, speedup, FLOP ratio, efficiency, agreement and
 // recompute fraction, each with a tooltip giving its formula and raw numbers.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
+#include "engine/trace/metrics.h"
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
+#include "viz/text_fit.h"
 
 namespace cl::viz {
 
 namespace {
+// One metric as a label over its value; a metric that does not fit beside the previous one
+// starts the next row (narrow columns).
 void metric(const char* label, const char* fmt, double v, const char* formula,
             const std::string& raw) {
+    char value[64] = "-";
+    if (std::isfinite(v)) std::snprintf(value, sizeof value, fmt, v);
+    wrap_before(std::max(ImGui::CalcTextSize(label).x, ImGui::CalcTextSize(value).x));
     ImGui::BeginGroup();
     ImGui::TextDisabled("%s", label);
-    if (std::isfinite(v))
-        ImGui::Text(fmt, v);
-    else
-        ImGui::TextUnformatted("-");
+    ImGui::TextUnformatted(value);
     ImGui::EndGroup();
     if (ImGui::IsItemHovered()) {
         ImGui::BeginTooltip();
@@ -58,14 +64,12 @@ void draw_header_metrics(ColumnContext& c) {
     ImGui::SameLine();
     std::string params;
     for (const auto& [k, v] : c.run.info.policy_params) params += k + "=" + v + " ";
-    ImGui::TextDisabled("%s%s", params.c_str(),
-                        c.run.status.empty() ? "" : ("  [" + c.run.status + "]").c_str());
+    fitted_text(params + (c.run.status.empty() ? "" : "  [" + c.run.status + "]"), true);
     draw_answer_check(c.run, pal);
     const ColumnMetrics m = column_metrics(c.run, c.baseline, c.step);
     char raw[256];
     std::snprintf(raw, sizeof raw, "%d tokens / %.1f ms", m.generated, m.wall_ms);
-    metric("tok/s", "%.1f", m.tokens_per_s,
-           "tokens/s = decoded tokens / wall time of the steps so far", raw);
+    metric("tok/s", "%.1f", m.tokens_per_s, trace::kTokensPerSecondDefinition, raw);
     std::snprintf(raw, sizeof raw, "baseline vs this column over the same %zu steps",
                   c.run.steps.size());
     metric("speedup", "%.2fx", m.speedup,

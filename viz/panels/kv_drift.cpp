@@ -11,6 +11,7 @@
 #include "viz/panels/panels.h"
 #include "viz/panels/step_memo.h"
 #include "viz/plot.h"
+#include "viz/text_fit.h"
 
 namespace cl::viz {
 namespace {
@@ -20,11 +21,19 @@ constexpr int32_t kMaxDistance = 8;
 void draw_region_table(const trace::DriftReport& r) {
     const auto ratio = r.ratio_to_active();
     if (!ImGui::BeginTable("##regions", 4, ImGuiTableFlags_SizingStretchProp)) return;
-    ImGui::TableSetupColumn("region");
-    ImGui::TableSetupColumn("1-cos K");
-    ImGui::TableSetupColumn("active / region (K cos)");
-    ImGui::TableSetupColumn("active / region (V L2)");
-    ImGui::TableHeadersRow();
+    // Short headers (a column is ~300 px at 1280x720); hovering one says what it is.
+    static const char* const kHeaders[4][2] = {
+        {"region", "prompt, finished blocks, the active block, future blocks"},
+        {"1-cos K", "mean 1 - cos(K this step, K last step) over the region's computed rows"},
+        {"K ratio", "active block / region under 1 - cos K: how many times less it drifts"},
+        {"V ratio", "active block / region under the relative L2 change of V"}};
+    for (const auto& h : kHeaders) ImGui::TableSetupColumn(h[0]);
+    ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
+    for (int k = 0; k < 4; ++k) {
+        ImGui::TableSetColumnIndex(k);
+        ImGui::TableHeader(kHeaders[k][0]);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kHeaders[k][1]);
+    }
     for (int g = 0; g < trace::kDriftRegions; ++g) {
         const auto& m = r.by_region[static_cast<size_t>(g)];
         const auto& q = ratio[static_cast<size_t>(g)];
@@ -95,12 +104,13 @@ void draw_kv_drift(ColumnContext& c) {
     const auto upto = static_cast<size_t>(c.step) + 1;
     if (std::none_of(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(upto),
                      [](const auto& s) { return s->has_drift; })) {
-        ImGui::TextDisabled(
+        fitted_textf(
+            true,
             "no drift probe in this run (Run setup: K/V drift probe; generate/compare --drift)");
         return;
     }
     const trace::DriftReport& report = drift_report(c);
-    ImGui::Text("%s noise, steps 0-%d", c.run.info.noise_process.c_str(), c.step);
+    fitted_textf(false, "%s noise, steps 0-%d", c.run.info.noise_process.c_str(), c.step);
     draw_region_table(report);
     draw_distance_profile(c, report);
 }

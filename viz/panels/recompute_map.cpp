@@ -6,6 +6,7 @@
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
 #include "viz/plot.h"
+#include "viz/text_fit.h"
 
 namespace cl::viz {
 
@@ -36,7 +37,7 @@ void draw_recompute_map(ColumnContext& c) {
             }
         tex = c.textures.rgba_texture(key, L, N, px);
     }
-    ImGui::TextDisabled("layers x positions at step %d", s.step);
+    fitted_textf(true, "layers x positions at step %d", s.step);
     const float marker = ImGui::GetFontSize() * 0.8f;
     const ImVec2 pos = ImGui::GetCursorScreenPos();
     const ImVec2 size{std::max(10.f, c.width - marker),
@@ -77,12 +78,11 @@ void draw_recompute_map(ColumnContext& c) {
         ImGui::EndTooltip();
         if (ImGui::IsMouseClicked(0)) c.view.layer = layer;
     }
-    if (!c.view.figure_mode) {
-        for (auto a : {trace::RowAction::Recomputed, trace::RowAction::KvReused,
-                       trace::RowAction::ProbedOnly, trace::RowAction::FeatureReused})
-            plot::legend_item(trace::to_string(a), action_color(a, c.view.dark));
-        ImGui::NewLine();
-    }
+    // The legend belongs to the panel: a figure of this panel alone keeps it.
+    for (auto a : {trace::RowAction::Recomputed, trace::RowAction::KvReused,
+                   trace::RowAction::ProbedOnly, trace::RowAction::FeatureReused})
+        plot::legend_item(trace::to_string(a), action_color(a, c.view.dark));
+    ImGui::NewLine();
 }
 
 }  // namespace cl::viz

@@ -56,6 +56,9 @@ void hover_tooltip(const plot::Plot& p, const std::vector<RunView>& runs,
     const double t = p.x_at(ImGui::GetIO().MousePos.x);
     ImGui::BeginTooltip();
     ImGui::Text("engine time %.3f s", t);
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 32);
+    ImGui::TextDisabled("%s", trace::kTokensPerSecondDefinition);
+    ImGui::PopTextWrapPos();
     for (size_t k = 0; k < runs.size(); ++k) {
         const auto* s = sample_at(*series[k], t);
         if (!s) continue;

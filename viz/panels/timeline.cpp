@@ -5,6 +5,7 @@
 
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
+#include "viz/text_fit.h"
 
 namespace cl::viz {
 
@@ -35,8 +36,8 @@ void draw_timeline(ColumnContext& c) {
     }
     const float height = std::clamp(static_cast<float>(n_steps) * 2.f, ImGui::GetFontSize() * 3,
                                     ImGui::GetFontSize() * 10);
-    ImGui::TextDisabled("steps x positions (%s rows recomputed: orange)",
-                        c.run.info.noise_process == "uniform" ? "noisy" : "masked");
+    fitted_textf(true, "steps x positions (%s rows recomputed: orange)",
+                 c.run.info.noise_process == "uniform" ? "noisy" : "masked");
     const ImVec2 pos = ImGui::GetCursorScreenPos();
     const ImVec2 size{c.width, height};
     ImGui::InvisibleButton("##timeline", size);
