@@ -49,8 +49,8 @@ json column_value(const Stmt& s, int index, Column column) {
                 // nothing to a user; where it broke does.
                 throw SessionError("corrupt (not valid JSON at byte " + std::to_string(e.byte) +
                                    " of " + std::to_string(text.size()) + ")");
-            } catch (const json::exception&) {
-                throw SessionError("corrupt (not valid JSON)");
+            } catch (const json::exception&) {  // out_of_range: a number like 8e3172
+                throw SessionError("corrupt (a number out of range)");
             }
         }
         case Column::None:

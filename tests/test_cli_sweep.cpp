@@ -6,12 +6,16 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "app/cli/sweep_spec.h"
 #include "cli_util.h"
+#include "engine/base/errors.h"
 #include "sweep/sweep_store.h"
 #include "test_util.h"
 
@@ -99,6 +103,79 @@ TEST(CliSweep, BadSpecsNameTheFieldAndWriteNothing) {
     EXPECT_NE(r.out.find("broken.json: not valid JSON"), std::string::npos) << r.out;
     EXPECT_FALSE(std::filesystem::exists(out));
     EXPECT_EQ(cli("sweep status " + (dir / "broken.json").string()).code, 2);
+}
+
+// Every value of the documented spec (at every depth) replaced by values of every type and by
+// extremes, or removed: the spec parses and expands into a bounded number of points, or fails
+// with an InputError naming the file (structured mutation: the parser is torch-linked, so
+// libFuzzer cannot build it; tests/fuzz/CMakeLists.txt).
+void mutate_every_value(const json& spec, const json::json_pointer& at,
+                        const std::function<void(const json&, const std::string&)>& check) {
+    static const std::vector<json> values = {nullptr,
+                                             -1,
+                                             0,
+                                             1,
+                                             2,
+                                             1ll << 40,
+                                             -(1ll << 40),
+                                             1e308,
+                                             0.5,
+                                             -0.5,
+                                             "",
+                                             "grid",
+                                             "lhs",
+                                             "dkv-decode",
+                                             true,
+                                             json::array(),
+                                             json::array({0, 1}),
+                                             json::object(),
+                                             json::object({{"min", 1}, {"max", 0}}),
+                                             json::object({{"min", 0}, {"max", 1e308}})};
+    const json& here = spec.at(at);
+    for (const auto& v : values) {
+        json j = spec;
+        j.at(at) = v;
+        check(j, at.to_string() + " = " + v.dump());
+    }
+    if (!at.empty()) {
+        json j = spec;
+        json& parent = j.at(at.parent_pointer());
+        if (parent.is_object())
+            parent.erase(at.back());
+        else
+            parent.erase(static_cast<size_t>(std::stoul(at.back())));
+        check(j, at.to_string() + " removed");
+    }
+    if (here.is_object())
+        for (const auto& [key, unused] : here.items()) mutate_every_value(spec, at / key, check);
+    if (here.is_array())
+        for (size_t i = 0; i < here.size(); ++i) mutate_every_value(spec, at / i, check);
+}
+
+TEST(CliSweep, EverySpecValueMutatedParsesOrNamesTheFile) {
+    const json spec = json::parse(
+        test::read_file(std::filesystem::path(CL_SOURCE_DIR) / "docs/sweeps/frontier.json"));
+    int parsed = 0, refused = 0;
+    size_t most_points = 0;
+    mutate_every_value(spec, json::json_pointer(), [&](const json& j, const std::string& what) {
+        try {
+            const auto s = ::cl::cli::parse_sweep_spec(j, "spec.json");
+            const auto points = ::cl::cli::expand_points(s);
+            most_points = std::max(most_points, points.size());
+            EXPECT_FALSE(points.empty()) << what;
+            ++parsed;
+        } catch (const InputError& e) {
+            ++refused;
+            EXPECT_NE(std::string(e.what()).find("spec.json"), std::string::npos)
+                << what << ": " << e.what();
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << what << ": not an InputError: " << e.what();
+        }
+    });
+    std::printf("spec mutations: %d parsed (at most %zu points), %d refused with the file named\n",
+                parsed, most_points, refused);
+    EXPECT_GT(refused, 200);
+    EXPECT_LE(most_points, 100000u) << "a spec expands into a bounded number of points";
 }
 
 TEST(CliSweep, BadCommandLinesAndFilesExitTwo) {

@@ -2,6 +2,9 @@
 // screenshot, and check that the panels and their colours are where they should be.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
@@ -25,6 +28,7 @@
 #include <QTest>
 #include <QTreeWidget>
 
+#include "app/desktop/engine_bridge.h"
 #include "app/desktop/imgui_canvas.h"
 #include "app/desktop/main_window.h"
 #include "app/desktop/session_browser.h"
@@ -72,6 +76,45 @@ LaunchOptions tiny_model_options(const QString& prompt, const QStringList& polic
 QRgb rgb_of(ImU32 c) {
     return qRgb((c >> IM_COL32_R_SHIFT) & 0xff, (c >> IM_COL32_G_SHIFT) & 0xff,
                 (c >> IM_COL32_B_SHIFT) & 0xff);
+}
+
+// The UI thread copies the columns every frame while the engine thread replaces them on each
+// Restart: the column vector was cleared without the lock snapshot() takes, and the soak
+// benchmark crashed with heap corruption within a few dozen restarts.
+TEST(EngineBridge, SnapshotsWhileRestartingAreSafe) {
+    auto model = Model::load(test::make_tiny_model("bridge", 32, 2, 4, 4, 3));
+    EngineBridge bridge(model, 1);
+    std::atomic<bool> stop{false};
+    size_t copied = 0;
+    std::thread ui([&] {
+        while (!stop)
+            for (const auto& r : bridge.snapshot()) copied += r.steps.size();
+    });
+    for (int k = 0; k < 60; ++k) {
+        RunSetup s;
+        s.prompt = "hi";
+        s.config.gen_length = 32;
+        s.config.block_length = 16;
+        s.config.steps = 16;
+        s.columns = {{"none", {}}, {k % 2 ? "dkv-decode" : "elastic", {}}};
+        if (k % 3 == 0) s.columns.pop_back();
+        const uint64_t before = bridge.generation();
+        bridge.configure(s);         // one at a time: queued configures coalesce into the last one
+        bridge.advance_to(1 << 20);  // full columns: the copies take a while
+        ASSERT_TRUE(wait_for(
+            [&] {
+                if (bridge.generation() == before || bridge.busy()) return false;
+                const auto runs = bridge.snapshot();
+                return runs.size() == s.columns.size() &&
+                       std::all_of(runs.begin(), runs.end(),
+                                   [](const auto& r) { return r.summary.has_value(); });
+            },
+            30000));
+    }
+    ASSERT_TRUE(wait_for([&] { return !bridge.busy() && bridge.max_step() > 0; }, 30000));
+    stop = true;
+    ui.join();
+    EXPECT_GT(copied, 0u);
 }
 
 TEST(Gui, PlayStepsChangeASliderAndScreenshot) {

@@ -1,6 +1,11 @@
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
 #include "engine/base/errors.h"
+#include "engine/generation/generator.h"
 #include "engine/model/model.h"
 #include "engine/model/safetensors.h"
 #include "test_util.h"
@@ -103,6 +108,87 @@ TEST(ModelLoad, CorruptWeightsAndConfig) {
         dir / "config.json",
         R"({"d_model": 32, "n_heads": 4, "n_layers": 1, "mlp_hidden_size": 8, "vocab_size": 300, "mask_token_id": 1, "d_model": "big"})");
     EXPECT_NE(load_error(dir).find("wrong type"), std::string::npos);
+}
+
+// Structured mutation of config.json and generation_config.json (the JSON readers are
+// torch-linked, so libFuzzer cannot build them; tests/fuzz/CMakeLists.txt): every field replaced
+// by values of every type and by extremes, or removed. Each folder either loads or fails with an
+// InputError naming the file; nothing else escapes, nothing allocates absurd sizes (the ASan build
+// runs this too). Counts printed: how many of each.
+TEST(ModelLoad, EveryConfigFieldMutatedLoadsOrNamesTheFile) {
+    const auto dir = test::make_tiny_model("mutate", 16, 1, 2, 2);
+    const auto read = [](const std::filesystem::path& f) {
+        return nlohmann::json::parse(std::ifstream(f));
+    };
+    const std::vector<nlohmann::json> values = {nullptr,
+                                                -1,
+                                                0,
+                                                1,
+                                                3,
+                                                7,
+                                                1ll << 40,
+                                                -(1ll << 40),
+                                                1e308,
+                                                -1e-308,
+                                                0.5,
+                                                "",
+                                                "llada",
+                                                "caf\xc3\xa9",
+                                                true,
+                                                false,
+                                                nlohmann::json::array(),
+                                                nlohmann::json::array({1, 2}),
+                                                nlohmann::json::object(),
+                                                nlohmann::json::object({{"type", "linear"}})};
+    int loaded = 0, refused = 0;
+    for (const char* file : {"config.json", "generation_config.json"}) {
+        const auto path = dir / file;
+        if (!std::filesystem::exists(path)) continue;
+        const nlohmann::json original = read(path);
+        for (const auto& [key, unused] : original.items()) {
+            for (size_t v = 0; v <= values.size(); ++v) {
+                nlohmann::json j = original;
+                if (v == values.size())
+                    j.erase(key);
+                else
+                    j[key] = values[v];
+                std::ofstream(path) << j.dump();
+                std::shared_ptr<Model> model;
+                try {
+                    model = Model::load(dir);
+                    ++loaded;
+                } catch (const InputError& e) {
+                    ++refused;
+                    EXPECT_NE(std::string(e.what()).find(file), std::string::npos)
+                        << key << " = " << (v < values.size() ? values[v].dump() : "(removed)")
+                        << ": " << e.what();
+                } catch (const std::exception& e) {
+                    ADD_FAILURE() << file << ": " << key << " = "
+                                  << (v < values.size() ? values[v].dump() : "(removed)")
+                                  << ": not an InputError: " << e.what();
+                }
+                if (!model) continue;
+                // What loads must also generate, or refuse the request with an InputError (a
+                // prompt longer than max_sequence_length, say).
+                GenerationRequest r;
+                r.prompt_text = "hi";
+                r.config.gen_length = 4;
+                r.config.block_length = 4;
+                r.config.steps = 2;
+                r.policy = "none";
+                try {
+                    Generator(model, r).run();
+                } catch (const InputError&) {
+                } catch (const std::exception& e) {
+                    ADD_FAILURE() << file << ": " << key << ": generating: " << e.what();
+                }
+            }
+        }
+        std::ofstream(path) << original.dump(2);
+    }
+    std::printf("config mutations: %d loaded, %d refused with the file named\n", loaded, refused);
+    EXPECT_GT(refused, 100);
+    EXPECT_NO_THROW(Model::load(dir));
 }
 
 TEST(ModelLoad, IntegerWeightsAreRejected) {

@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -485,6 +488,93 @@ TEST(Sessions, KilledRecorderLeavesCommittedStepsAndAnAbortedRun) {
     for (int s = 0; s < runs[0].step_count; ++s)
         EXPECT_EQ(r->load_step(runs[0].run_id, s)->tokens, make_step(0, s)->tokens);
     EXPECT_TRUE(r->check().empty());
+}
+
+// The recording process of the app, killed at 100 random moments (while the file is created,
+// mid-run, between runs, at a comparison): every session left behind opens, holds every step the
+// writer had reported committed before the kill, intact, and its unfinished run is marked
+// aborted. Label `long` (about 20 s): CACHELENS_KILLS=N changes the count.
+TEST(SessionsLong, RandomKillsLoseNoCommittedStep) {
+    const char* env = std::getenv("CACHELENS_KILLS");
+    const int kills = env ? std::max(1, std::atoi(env)) : 100;
+    std::mt19937 rng(20261124);
+    int opened = 0, with_steps = 0;
+    for (int k = 0; k < kills; ++k) {
+        std::string name = std::to_string(k);  // not "k" + ...: GCC 12 warns (-Wrestrict)
+        name += ".clsession";
+        const auto path = (test::temp_dir("kill") / name).string();
+        int fds[2];
+        ASSERT_EQ(pipe(fds), 0);
+        const pid_t child = fork();
+        ASSERT_GE(child, 0);
+        if (child == 0) {
+            close(fds[0]);
+            WriterOptions o;
+            o.batch_steps = 3;
+            o.batch_ms = 3;
+            auto w = SessionWriter::open(path, o);
+            for (int32_t run = 0;; ++run) {
+                w->begin_comparison({run});
+                w->on_run_start(make_info(run, "policy" + std::to_string(run)));
+                for (int32_t s = 0; s < 8; ++s) {
+                    w->publish(make_step(run, s));
+                    // Every other step: wait for the commit, then tell the parent it is safe.
+                    if (s % 2 == 1 && w->flush()) {
+                        const int32_t done[2] = {run, s + 1};
+                        if (write(fds[1], done, sizeof done) != sizeof done) _exit(3);
+                    }
+                }
+                w->on_run_end(run, complete_summary());
+            }
+        }
+        close(fds[1]);
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(std::uniform_int_distribution<int>(0, 120000)(rng)));
+        kill(child, SIGKILL);
+        int status = 0;
+        waitpid(child, &status, 0);
+        std::map<int32_t, int32_t> reported;  // run -> steps committed before the kill
+        int32_t done[2];
+        while (read(fds[0], done, sizeof done) == sizeof done)
+            reported[done[0]] = std::max(reported[done[0]], done[1]);
+        close(fds[0]);
+        if (!std::filesystem::exists(path)) {
+            EXPECT_TRUE(reported.empty()) << "kill " << k;
+            continue;
+        }
+        std::unique_ptr<SessionReader> r;
+        try {
+            r = SessionReader::open(path);
+        } catch (const SessionError& e) {
+            // Killed while the file was being created: nothing was reported committed, and the
+            // error names the file.
+            EXPECT_TRUE(reported.empty()) << "kill " << k << ": " << e.what();
+            EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+            continue;
+        }
+        ++opened;
+        const auto runs = r->runs();
+        for (const auto& [run, steps] : reported) {
+            // The session numbers runs itself, in the order they started.
+            ASSERT_LT(static_cast<size_t>(run), runs.size())
+                << "kill " << k << ": run " << run << " lost";
+            const auto it = runs.begin() + run;
+            EXPECT_GE(it->step_count, steps) << "kill " << k << ": run " << run;
+            for (int32_t s = 0; s < it->step_count; ++s)
+                EXPECT_EQ(r->load_step(it->run_id, s)->tokens, make_step(run, s)->tokens);
+            with_steps += steps > 0;
+        }
+        // Every run but the last ended; the last one is complete or marked aborted.
+        for (size_t i = 0; i + 1 < runs.size(); ++i)
+            EXPECT_EQ(runs[i].status, trace::RunStatus::Complete) << "kill " << k;
+        if (!runs.empty() && runs.back().status != trace::RunStatus::Complete) {
+            EXPECT_EQ(runs.back().status, trace::RunStatus::Aborted) << "kill " << k;
+        }
+        EXPECT_TRUE(r->check().empty()) << "kill " << k;
+    }
+    std::printf("%d kills: %d sessions opened, %d with committed steps checked\n", kills, opened,
+                with_steps);
+    EXPECT_GT(with_steps, kills / 4) << "the kills landed mostly before anything was written";
 }
 
 TEST(Sessions, FullDiskReportsAnErrorAndKeepsTheRunInMemory) {

@@ -316,7 +316,7 @@ SweepSpec load_sweep_spec(const std::string& file) {
     json j;
     try {
         j = json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // also out_of_range: a number like 8e3172
         throw InputError(file + ": not valid JSON (" + e.what() + ")");
     }
     return parse_sweep_spec(j, file);

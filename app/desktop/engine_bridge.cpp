@@ -72,17 +72,21 @@ EngineBridge::~EngineBridge() {
 void EngineBridge::configure(const RunSetup& setup) {
     m_queue.post({"configure", [this, setup] {
                       m_setup = setup;
-                      m_columns.clear();
+                      std::vector<std::unique_ptr<Column>> fresh;
                       for (size_t i = 0; i < setup.columns.size(); ++i) {
                           auto c = std::make_unique<Column>();
                           c->mutex = &m_data_mutex;
                           c->generation = &m_generation;
-                          m_columns.push_back(std::move(c));
+                          fresh.push_back(std::move(c));
                       }
                       {
+                          // snapshot() walks the columns from the UI thread: the vector changes
+                          // under the lock (clearing it unlocked freed columns being copied).
                           std::lock_guard lock(m_data_mutex);
+                          m_columns.swap(fresh);
                           m_error.clear();
                       }
+                      fresh.clear();  // the old columns, no longer reachable from snapshot()
                       rebuild_all(/*lap=*/false);
                       m_max_step = 0;
                       ++m_generation;

@@ -89,8 +89,10 @@ private:
         m_cancel{false}, m_record_every_lap{false};
     std::atomic<int> m_max_step{0}, m_speed{0};
     std::atomic<uint64_t> m_generation{0};
-    RunSetup m_setup;                                // engine thread only
-    std::vector<std::unique_ptr<Column>> m_columns;  // structure: engine thread; data: guarded
+    RunSetup m_setup;  // engine thread only
+    // Structure: changed by the engine thread under m_data_mutex (snapshot() reads it from the UI
+    // thread); read by the engine thread without it. Column data: guarded.
+    std::vector<std::unique_ptr<Column>> m_columns;
     mutable std::mutex m_data_mutex;
     std::string m_error;
     std::string m_work;  // guarded by m_data_mutex

@@ -12,7 +12,7 @@ nlohmann::json read_json_file(const std::filesystem::path& file) {
     buffer << in.rdbuf();
     try {
         return nlohmann::json::parse(buffer.str());
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // also out_of_range: a number like 8e3172
         throw InputError(file, std::string("invalid JSON: ") + e.what());
     }
 }

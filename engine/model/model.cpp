@@ -18,6 +18,7 @@
 #include "engine/model/architecture.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
+#include "engine/model/weight_files.h"
 
 namespace cl {
 
@@ -54,40 +55,6 @@ uint64_t hash_file(const std::filesystem::path& file, uint64_t h) {
         for (; i < n; ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 0x100000001b3ull;
     }
     return h;
-}
-
-// Returns the shard files and, for each tensor name, which shard holds it.
-std::vector<std::filesystem::path> find_weight_files(const std::filesystem::path& dir) {
-    const auto single = dir / "model.safetensors";
-    const auto index = dir / "model.safetensors.index.json";
-    if (std::filesystem::exists(single)) return {single};
-    if (std::filesystem::exists(index)) {
-        std::ifstream in(index);
-        nlohmann::json j;
-        try {
-            j = nlohmann::json::parse(in);
-        } catch (const nlohmann::json::parse_error& e) {
-            throw InputError(index, std::string("invalid JSON: ") + e.what());
-        }
-        if (!j.contains("weight_map") || !j["weight_map"].is_object())
-            throw InputError(index, "no weight_map object");
-        std::set<std::string> shards;
-        for (const auto& entry : j["weight_map"]) {
-            if (!entry.is_string()) throw InputError(index, "weight_map entry is not a file name");
-            const auto name = entry.get<std::string>();
-            if (name.find('/') != std::string::npos || name.find("..") != std::string::npos)
-                throw InputError(index, "weight_map names a file outside the folder: " + name);
-            shards.insert(name);
-        }
-        std::vector<std::filesystem::path> files;
-        for (const auto& s : shards) {
-            if (!std::filesystem::exists(dir / s))
-                throw InputError(dir / s, "shard listed in the index is missing");
-            files.push_back(dir / s);
-        }
-        return files;
-    }
-    throw InputError(dir, "no model.safetensors or model.safetensors.index.json");
 }
 
 torch::Tensor to_float_tensor(const SafetensorsFile& f, const TensorInfo& t) {
@@ -174,7 +141,8 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
         }
     }
     for (const auto& [name, shape] : expected)
-        if (!loaded.count(name)) throw InputError(dir, "weights lack tensor '" + name + "'");
+        if (!loaded.count(name))
+            throw InputError(dir, "weights lack tensor '" + name + "' that config.json implies");
     for (const auto& slot : slots) *slot.tensor = loaded[slot.name];
     if (c.weight_tying) w.head = w.wte;
     char hex[17];

@@ -125,7 +125,7 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(header, header + header_len);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // also out_of_range: a number like 8e3172
         throw InputError(path, std::string("header is not valid JSON: ") + e.what());
     }
     if (!j.is_object()) throw InputError(path, "header is not a JSON object");

@@ -142,7 +142,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text,
     json j;
     try {
         j = json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // also out_of_range: a number like 8e3172
         throw InputError(src, std::string("invalid JSON: ") + e.what());
     }
     std::unique_ptr<Tokenizer> tok(new Tokenizer());
