@@ -6,6 +6,7 @@
 
 #include "engine/base/errors.h"
 #include "engine/generation/generator.h"
+#include "engine/generation/memory_estimate.h"
 #include "engine/model/model.h"
 #include "engine/model/safetensors.h"
 #include "test_util.h"
@@ -189,6 +190,35 @@ TEST(ModelLoad, EveryConfigFieldMutatedLoadsOrNamesTheFile) {
     std::printf("config mutations: %d loaded, %d refused with the file named\n", loaded, refused);
     EXPECT_GT(refused, 100);
     EXPECT_NO_THROW(Model::load(dir));
+}
+
+// A run that cannot fit is refused before it allocates, with the figures: G = 65536 (the most
+// gen_length allows) needs ~70 GB of attention scores per layer on this model (the OOM killer,
+// before). An ordinary run is estimated well under a gigabyte.
+TEST(ModelLoad, ARunThatCannotFitInMemoryIsRefusedWithTheFigures) {
+    const auto dir = test::make_tiny_model("huge-run", 16, 1, 2, 2);
+    auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+    config["max_sequence_length"] = 1 << 22;
+    std::ofstream(dir / "config.json") << config.dump();
+    const auto model = Model::load(dir);
+    GenerationRequest r;
+    r.prompt_text = "hi";
+    r.config.gen_length = 1 << 16;
+    r.config.block_length = 1 << 16;
+    r.config.steps = 4;
+    r.policy = "none";
+    try {
+        Generator g(model, r);
+        FAIL() << "a run of 65536 tokens was accepted";
+    } catch (const InputError& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("gen_length"), std::string::npos) << m;
+        EXPECT_NE(m.find("would need about"), std::string::npos) << m;
+        EXPECT_NE(m.find("is available"), std::string::npos) << m;
+    }
+    const auto ordinary = estimate_run_memory(model->config(), 300, 256, true, true);
+    EXPECT_LT(ordinary.total(), 1e9) << ordinary.describe();
+    EXPECT_GT(ordinary.trace_bytes, ordinary.cache_bytes) << "every layer's map at every step";
 }
 
 TEST(ModelLoad, IntegerWeightsAreRejected) {

@@ -93,7 +93,7 @@ size_t finished_in(const std::vector<std::string>& shards) {
         try {
             n += sweep::SweepStore::open(f)->finished_keys().size();
         } catch (const sweep::SweepFileError&) {
-            // being created by its task: counted at the next look
+            continue;  // being created by its task: counted at the next look
         }
     }
     return n;

@@ -1,5 +1,7 @@
 #include "engine/generation/generator.h"
 
+#include "engine/generation/memory_estimate.h"
+
 #include <chrono>
 
 #include "engine/base/errors.h"
@@ -112,6 +114,24 @@ struct Generator::Impl : detail::RunCore {
     void advance(trace::StepRecord& rec);
 };
 
+namespace {
+
+// Refuses a run whose estimate does not fit in the memory left (on the CPU), before anything big
+// is allocated. The sink's wish for attention maps decides whether the trace holds them.
+void check_fits_in_memory(const Model& model, const GenerationConfig& cfg,
+                          const trace::TraceSink* sink, int64_t prompt_len) {
+    if (model.device() != "cpu") return;
+    const trace::ProbeRequest attention{trace::ProbeKind::Attention, 0, 0, 0, -1};
+    const trace::ProbeRequest oracle{trace::ProbeKind::Oracle, 0, 0, -1, -1};
+    const bool traced = sink && sink->wants(attention);
+    const bool with_oracle = sink && sink->wants(oracle);
+    const auto estimate = estimate_run_memory(model.config(), prompt_len + cfg.gen_length,
+                                              cfg.steps, traced, with_oracle);
+    check_memory_fits(estimate, available_memory_bytes());
+}
+
+}  // namespace
+
 Generator::Generator(std::shared_ptr<const Model> model, const GenerationRequest& req,
                      trace::TraceSink* sink)
     : m_impl(std::make_unique<Impl>()) {
@@ -122,6 +142,7 @@ Generator::Generator(std::shared_ptr<const Model> model, const GenerationRequest
     m.sink = sink;
     const auto prompt = encode_prompt(*m.model, req);
     m.cfg.validate(m.model->config().max_sequence_length, static_cast<int64_t>(prompt.size()));
+    check_fits_in_memory(*m.model, m.cfg, m.sink, static_cast<int64_t>(prompt.size()));
     m.policy = create_policy(req.policy, req.params);
     if (m.cfg.cfg_scale > 0 && req.policy != "none")
         throw InputError(

@@ -109,7 +109,7 @@ std::map<std::string, double> resolve_policy_params(
     for (const auto& s : info.params) params[s.name] = s.default_value;
     for (const auto& [key, value] : overrides) {
         auto spec = std::find_if(info.params.begin(), info.params.end(),
-                                 [&](const ParamSpec& s) { return s.name == key; });
+                                 [&key = key](const ParamSpec& s) { return s.name == key; });
         if (spec == info.params.end())
             throw InputError(Setting{"param"},
                              "policy '" + policy + "' has no parameter '" + key + "'");

@@ -1,0 +1,72 @@
+#include "engine/generation/memory_estimate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "engine/base/errors.h"
+
+namespace cl {
+
+namespace {
+
+constexpr double kFloat = 4;  // bytes: activations and caches are fp32 on the CPU
+
+std::string gigabytes(double bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
+    return text;
+}
+
+}  // namespace
+
+std::string MemoryEstimate::describe() const {
+    return "about " + gigabytes(total()) + " (forward " + gigabytes(forward_bytes) + ", caches " +
+           gigabytes(cache_bytes) + ", trace " + gigabytes(trace_bytes) + ")";
+}
+
+MemoryEstimate estimate_run_memory(const ModelConfig& c, int64_t seq_len, int64_t steps,
+                                   bool attention_trace, bool oracle) {
+    const double L = static_cast<double>(std::max<int64_t>(seq_len, 1));
+    const double N = static_cast<double>(std::max<int64_t>(c.n_layers, 1));
+    const double d = static_cast<double>(std::max<int64_t>(c.d_model, 1));
+    const double ff = static_cast<double>(std::max<int64_t>(c.mlp_hidden_size, 1));
+    const double heads = static_cast<double>(std::max<int64_t>(c.n_heads, 1));
+    const double kv = static_cast<double>(std::max<int64_t>(c.n_kv_heads, 1)) * d / heads;
+    const double vocab = static_cast<double>(std::max<int64_t>(c.vocab_size, 1));
+    MemoryEstimate e;
+    // One layer at a time: scores and probabilities (heads, L, L), the hidden states and MLP
+    // intermediates (L, 3 ff + 6 d), the logits (L, vocab); the oracle runs a second forward.
+    e.forward_bytes =
+        (2 * heads * L * L + L * (3 * ff + 6 * d) + 2 * L * vocab) * kFloat * (oracle ? 2 : 1);
+    // K and V of every layer plus the feature caches (attention and MLP outputs) some policies
+    // keep, each (N, L, width).
+    e.cache_bytes = N * L * (2 * kv + 2 * d) * kFloat;
+    // Per step: tokens, states, predictions, confidences (L of each) and the per-(layer, row)
+    // actions, ages and drift values; with attention, every layer's (L, L) map of 1-byte levels.
+    const double per_step = L * 16 + N * L * 12 + (attention_trace ? N * L * (L + 8) : 0);
+    e.trace_bytes = per_step * static_cast<double>(std::max<int64_t>(steps, 1));
+    return e;
+}
+
+double available_memory_bytes() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    double kb = 0;
+    std::string unit;
+    while (in >> key >> kb >> unit)
+        if (key == "MemAvailable:") return kb * 1024;
+    return 0;
+}
+
+void check_memory_fits(const MemoryEstimate& estimate, double available) {
+    if (available <= 0 || estimate.total() <= 0.9 * available) return;
+    throw InputError(Setting{"gen_length"},
+                     "this run would need " + estimate.describe() + " beyond the model, and " +
+                         gigabytes(available) +
+                         " is available: lower gen_length or steps (or turn off attention "
+                         "tracing / oracle mode)");
+}
+
+}  // namespace cl
