@@ -133,7 +133,14 @@ bool SessionWriter::wants(const trace::ProbeRequest& r) const {
 
 void SessionWriter::enqueue(Item item) {
     {
-        std::lock_guard lock(m_mutex);
+        std::unique_lock lock(m_mutex);
+        if (m_queue.size() >= m_options.max_queued && m_error.empty()) {
+            // Bounded memory: wait (rarely: only when the writer has fallen far behind) until
+            // the writer has taken at least half of what is queued.
+            const uint64_t target = m_enqueued - m_options.max_queued / 2;
+            m_cv.notify_one();
+            m_done_cv.wait(lock, [&] { return m_processed >= target || m_stop; });
+        }
         m_queue.push_back(std::move(item));
         ++m_enqueued;
     }

@@ -38,6 +38,10 @@ struct WriterOptions {
     bool want_drift = false;   // ask the engine for the drift probe
     int batch_steps = 32;
     int batch_ms = 100;
+    // Records waiting for the writer thread at most: past this the engine waits for it to catch
+    // up to half. The writer yields its core to the engine, so in loop mode at full speed it fell
+    // behind for good and the queue (every step's attention maps) grew by megabytes per lap.
+    size_t max_queued = 512;
     int schema_version = 0;  // 0 = current; tests write v1 fixtures with 1
     std::string name;        // session display name (new files)
 };

@@ -2,7 +2,12 @@
 // screenshot, and check that the panels and their colours are where they should be.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include <QAction>
@@ -115,6 +120,56 @@ TEST(EngineBridge, SnapshotsWhileRestartingAreSafe) {
     stop = true;
     ui.join();
     EXPECT_GT(copied, 0u);
+}
+
+long resident_kb() {
+    long pages = 0, resident = 0;
+    std::ifstream("/proc/self/statm") >> pages >> resident;
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// The window in loop mode, recording, for CACHELENS_LOOP_SECONDS (default 3600): resident memory
+// and the session file stay bounded after warm-up (the first fifth): a loop keeps its last lap
+// only, and nothing accumulates per lap. Label long.
+TEST(GuiLong, AnHourOfLoopModeKeepsMemoryAndTheSessionBounded) {
+    const char* env = std::getenv("CACHELENS_LOOP_SECONDS");
+    const int seconds = env ? std::max(10, std::atoi(env)) : 3600;
+    auto o = tiny_model_options("What is 245 + 699?", {"none", "dkv-decode", "elastic"});
+    o.record = true;
+    MainWindow w(o);
+    w.resize(1280, 720);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    const QString path = w.recording_path();
+    auto* loop = w.findChild<QCheckBox*>("loop");
+    loop->setChecked(true);  // starts playing
+    ASSERT_TRUE(wait_for([&] { return w.bridge()->playing(); }, 5000));
+    const auto start = std::chrono::steady_clock::now();
+    auto elapsed = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    long warm_kb = 0, last_kb = 0;
+    qint64 warm_bytes = 0, last_bytes = 0;
+    size_t laps = 0;
+    while (elapsed() < seconds) {
+        QTest::qWait(1000);
+        last_kb = resident_kb();
+        last_bytes = QFileInfo(path).size() + QFileInfo(path + "-wal").size();
+        laps = w.bridge()->snapshot()[0].throughput.size();
+        if (elapsed() < seconds / 5.0) {
+            warm_kb = last_kb;
+            warm_bytes = last_bytes;
+        }
+    }
+    loop->setChecked(false);
+    std::printf(
+        "loop mode for %d s: %zu laps or more; resident %.1f MB after warm-up -> %.1f MB; "
+        "session %.1f MB -> %.1f MB\n",
+        seconds, laps, warm_kb / 1024.0, last_kb / 1024.0, warm_bytes / 1e6, last_bytes / 1e6);
+    EXPECT_GT(laps, 3u);
+    EXPECT_LE(last_kb, warm_kb * 1.05) << "resident memory grew more than 5% after warm-up";
+    EXPECT_LE(last_bytes, std::max<qint64>(warm_bytes * 2, 8 << 20))
+        << "the session grows with the laps";
 }
 
 TEST(Gui, PlayStepsChangeASliderAndScreenshot) {

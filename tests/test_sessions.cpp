@@ -577,6 +577,33 @@ TEST(SessionsLong, RandomKillsLoseNoCommittedStep) {
     EXPECT_GT(with_steps, kills / 4) << "the kills landed mostly before anything was written";
 }
 
+// The queue to the writer thread is bounded: a producer faster than the writer waits instead of
+// queueing without end (loop mode grew by megabytes a lap), and nothing is lost or reordered.
+TEST(Sessions, ABoundedQueueWaitsForTheWriterAndLosesNothing) {
+    const auto path = (test::temp_dir("s") / "bounded.clsession").string();
+    WriterOptions o;
+    o.max_queued = 4;
+    o.batch_steps = 2;
+    o.batch_ms = 1;
+    {
+        auto w = SessionWriter::open(path, o);
+        for (int32_t run = 0; run < 3; ++run) {
+            w->on_run_start(make_info(run, "policy" + std::to_string(run)));
+            for (int32_t s = 0; s < 200; ++s) w->publish(make_step(run, s));
+            w->on_run_end(run, complete_summary());
+        }
+        ASSERT_TRUE(w->flush());
+    }
+    auto r = SessionReader::open(path);
+    const auto runs = r->runs();
+    ASSERT_EQ(runs.size(), 3u);
+    for (const auto& run : runs) {
+        EXPECT_EQ(run.step_count, 200);
+        EXPECT_EQ(run.status, trace::RunStatus::Complete);
+        EXPECT_EQ(r->load_step(run.run_id, 199)->tokens, make_step(0, 199)->tokens);
+    }
+}
+
 TEST(Sessions, FullDiskReportsAnErrorAndKeepsTheRunInMemory) {
     const auto path = (test::temp_dir("s") / "full.clsession").string();
     const pid_t child = fork();
