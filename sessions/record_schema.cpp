@@ -4,6 +4,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "engine/base/json_int.h"
+
 namespace cl::sessions {
 
 using trace::AttentionMap;
@@ -46,11 +48,17 @@ json to_value(const std::vector<TriggerEvent>& triggers) {
 // A missing (null) value leaves the field at its default: older files have NULL columns.
 template <typename T>
 void from_value(const json& j, T& out) {
-    if (!j.is_null()) out = j.get<T>();
+    if (j.is_null()) return;
+    // Integers convert as stored (a uint64 seed lives in SQLite as its int64 bit pattern); a
+    // floating-point value must be a whole number in range (get<T>() casts it: undefined).
+    if constexpr (std::is_integral_v<T>)
+        out = j.is_number_integer() ? j.get<T>() : json_int<T>(j);
+    else
+        out = j.get<T>();
 }
 // SQL has no booleans: an INTEGER column reads 0 or 1.
 void from_value(const json& j, bool& out) {
-    if (!j.is_null()) out = j.is_number() ? j.get<int64_t>() != 0 : j.get<bool>();
+    if (!j.is_null()) out = j.is_number() ? j.get<double>() != 0 : j.get<bool>();
 }
 void from_value(const json& j, double& out) {
     out = j.is_null() ? kNaN : j.get<double>();
@@ -317,14 +325,16 @@ void from_json(const json& j, RunSummary& summary) {
 
 void from_json(const json& j, AttentionMap& m) {
     try {
-        m.layer = j.at("layer").get<int32_t>();
-        m.head = j.at("head").get<int32_t>();
-        m.rows = j.at("rows").get<int32_t>();
-        m.cols = j.at("cols").get<int32_t>();
+        m.layer = json_int<int32_t>(j.at("layer"));
+        m.head = json_int<int32_t>(j.at("head"));
+        m.rows = json_int<int32_t>(j.at("rows"));
+        m.cols = json_int<int32_t>(j.at("cols"));
         m.row_index = j.at("row_index").get<std::vector<int32_t>>();
         m.row_scale = j.at("row_scale").get<std::vector<float>>();
         m.levels = j.at("levels").get<std::vector<uint8_t>>();
     } catch (const json::exception& e) {
+        throw SessionError(std::string("attention map: ") + e.what());
+    } catch (const std::range_error& e) {
         throw SessionError(std::string("attention map: ") + e.what());
     }
 }

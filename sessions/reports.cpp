@@ -1,5 +1,7 @@
 #include "sessions/reports.h"
 
+#include "engine/base/json_int.h"
+
 namespace cl::sessions {
 namespace {
 
@@ -22,9 +24,9 @@ trace::AccuracyPoint point_from_json(const json& j) {
     p.model = j.at("model").get<std::string>();
     p.noise_process = j.at("noise_process").get<std::string>();
     p.task = j.at("task").get<std::string>();
-    p.steps = j.at("steps").get<int32_t>();
-    p.items = j.at("items").get<int32_t>();
-    p.correct = j.at("correct").get<int32_t>();
+    p.steps = json_int<int32_t>(j.at("steps"));
+    p.items = json_int<int32_t>(j.at("items"));
+    p.correct = json_int<int32_t>(j.at("correct"));
     const auto& ci = j.at("interval95");
     p.low = ci.at(0).get<double>();
     p.high = ci.at(1).get<double>();
@@ -50,9 +52,9 @@ trace::AccuracySweep accuracy_sweep_from_json(const json& j, const std::string& 
     try {
         trace::AccuracySweep s;
         s.policy = j.at("policy").get<std::string>();
-        s.gen_len = j.at("gen_length").get<int32_t>();
-        s.block_len = j.at("block_length").get<int32_t>();
-        s.task_seed = j.value("task_seed", uint64_t{1});
+        s.gen_len = json_int<int32_t>(j.at("gen_length"));
+        s.block_len = json_int<int32_t>(j.at("block_length"));
+        s.task_seed = json_int_or<uint64_t>(j, "task_seed", 1);
         for (const auto& p : j.at("points")) s.points.push_back(point_from_json(p));
         return s;
     } catch (const std::exception& e) {

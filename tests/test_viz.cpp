@@ -279,7 +279,14 @@ TEST(Viz, LessonFilesAreValidatedWithClearErrors) {
             {"panel.json",
              R"({"title": "T", "session": "s", "steps": [{"title": "a", "text": "b", "panels": ["nope"]}]})",
              "unknown panel"},
-            {"missing.json", R"({"session": "s", "steps": []})", "malformed"}}) {
+            {"missing.json", R"({"session": "s", "steps": []})", "malformed"},
+            // fuzz_lesson: a step number no int holds was cast (undefined behaviour).
+            {"huge.json",
+             R"({"title": "T", "session": "s", "steps": [{"title": "a", "text": "b", "step": -8.9e67}]})",
+             "expected an integer"},
+            {"fraction.json",
+             R"({"title": "T", "session": "s", "steps": [{"title": "a", "text": "b", "layer": 1.5}]})",
+             "expected an integer"}}) {
         try {
             load_lesson(write(name, text));
             FAIL() << name;
@@ -288,6 +295,10 @@ TEST(Viz, LessonFilesAreValidatedWithClearErrors) {
             EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
         }
     }
+    // The fuzzer's own input, checked in.
+    const auto found = std::filesystem::path(CL_SOURCE_DIR) / "tests/data/fuzz/fuzz_lesson";
+    for (const auto& entry : std::filesystem::directory_iterator(found))
+        EXPECT_THROW(load_lesson(entry.path().string()), std::runtime_error) << entry.path();
 }
 
 TEST(Viz, TimelineColoursFollowStates) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/base/json_int.h"
 #include "viz/panels/panels.h"
 
 namespace cl::viz {
@@ -29,8 +30,8 @@ Lesson load_lesson(const std::string& path) {
             LessonStep st;
             st.title = s.at("title").get<std::string>();
             st.text = s.at("text").get<std::string>();
-            st.step = s.value("step", -1);
-            st.layer = s.value("layer", -1);
+            st.step = json_int_or<int32_t>(s, "step", -1);
+            st.layer = json_int_or<int32_t>(s, "layer", -1);
             st.oracle = s.value("oracle", false);
             for (const auto& p : s.value("panels", nlohmann::json::array())) {
                 const auto name = p.get<std::string>();
@@ -38,8 +39,8 @@ Lesson load_lesson(const std::string& path) {
                 st.panels.insert(name);
             }
             for (const auto& c : s.value("checks", nlohmann::json::array())) {
-                LessonCheck check{c.at("kind").get<std::string>(), c.at("column").get<int>(),
-                                  c.value("other", 0)};
+                LessonCheck check{c.at("kind").get<std::string>(), json_int<int>(c.at("column")),
+                                  json_int_or<int>(c, "other", 0)};
                 const auto& kinds = lesson_check_kinds();
                 if (std::find(kinds.begin(), kinds.end(), check.kind) == kinds.end())
                     throw std::runtime_error("unknown check '" + check.kind + "'");
@@ -47,8 +48,9 @@ Lesson load_lesson(const std::string& path) {
                 st.checks.push_back(check);
             }
             for (const auto& a : s.value("annotations", nlohmann::json::array()))
-                st.annotations.push_back({a.value("step", -1), a.value("position", -1),
-                                          a.value("layer", -1), a.value("text", "")});
+                st.annotations.push_back(
+                    {json_int_or<int32_t>(a, "step", -1), json_int_or<int32_t>(a, "position", -1),
+                     json_int_or<int32_t>(a, "layer", -1), a.value("text", "")});
             l.steps.push_back(std::move(st));
         }
     } catch (const nlohmann::json::exception& e) {

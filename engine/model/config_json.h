@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/base/errors.h"
+#include "engine/base/json_int.h"
 
 namespace cl::detail {
 
@@ -20,9 +21,17 @@ T get_or(const nlohmann::json& j, const char* key, T fallback, const std::filesy
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) return fallback;
     try {
-        return it->get<T>();
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+            if (!it->is_number())
+                throw InputError(file, std::string("field '") + key + "' has the wrong type");
+            return json_int<T>(*it);  // get<T>() casts an out-of-range double: undefined
+        } else {
+            return it->get<T>();
+        }
     } catch (const nlohmann::json::exception&) {
         throw InputError(file, std::string("field '") + key + "' has the wrong type");
+    } catch (const std::range_error& e) {
+        throw InputError(file, std::string("field '") + key + "': " + e.what());
     }
 }
 

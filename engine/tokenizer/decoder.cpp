@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/base/json_int.h"
+
 namespace cl::detail {
 
 Decoder make_decoder(const json& j, const std::string& src) {
@@ -46,7 +48,8 @@ Decoder make_decoder(const json& j, const std::string& src) {
     }
     if (type == "Strip") {
         const auto content = j.at("content").get<std::string>();
-        const size_t start = j.value("start", 0), stop = j.value("stop", 0);
+        const auto start = json_int_or<size_t>(j, "start", 0),
+                   stop = json_int_or<size_t>(j, "stop", 0);
         return [=](std::vector<std::string> toks) {
             for (auto& s : toks) {
                 size_t b = 0, e = s.size(), n = 0;

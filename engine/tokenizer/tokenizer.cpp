@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "engine/base/errors.h"
+#include "engine/base/json_int.h"
 #include "engine/tokenizer/tokenizer_parts.h"
 
 namespace cl {
@@ -208,7 +209,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text,
         if (j.contains("added_tokens")) {
             for (const auto& a : j["added_tokens"]) {
                 AddedToken t;
-                t.id = a.at("id").get<int32_t>();
+                t.id = json_int<int32_t>(a.at("id"));
                 t.content = a.at("content").get<std::string>();
                 t.special = a.value("special", false);
                 t.lstrip = a.value("lstrip", false);
@@ -231,6 +232,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text,
         m.pre_tokenizer = make_pre_tokenizer(j.value("pre_tokenizer", json()), src);
         m.decoder = make_decoder(j.value("decoder", json()), src);
     } catch (const json::exception& e) {
+        throw InputError(src, std::string("malformed tokenizer: ") + e.what());
+    } catch (const std::range_error& e) {  // json_int: a number that is not a valid id or count
         throw InputError(src, std::string("malformed tokenizer: ") + e.what());
     }
     return tok;
