@@ -20,6 +20,7 @@
 
 #include "app/desktop/engine_bridge.h"
 #include "engine/base/assets.h"
+#include "engine/base/process_memory.h"
 #include "engine/generation/policy_registry.h"
 
 namespace {
@@ -27,9 +28,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double resident_mb() {
-    long pages = 0, resident = 0;
-    std::ifstream("/proc/self/statm") >> pages >> resident;
-    return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1e6;
+    return cl::resident_bytes() / 1e6;
 }
 
 // Two or three columns: `none` and random policies with random parameters in their ranges.

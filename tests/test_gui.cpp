@@ -38,6 +38,7 @@
 #include "app/desktop/main_window.h"
 #include "app/desktop/session_browser.h"
 #include "engine/base/assets.h"
+#include "engine/base/process_memory.h"
 #include "engine/tasks/task_suite.h"
 #include "sessions/session_reader.h"
 #include "sessions/session_writer.h"
@@ -123,9 +124,7 @@ TEST(EngineBridge, SnapshotsWhileRestartingAreSafe) {
 }
 
 long resident_kb() {
-    long pages = 0, resident = 0;
-    std::ifstream("/proc/self/statm") >> pages >> resident;
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+    return static_cast<long>(resident_bytes() / 1024);
 }
 
 // The window in loop mode, recording, for CACHELENS_LOOP_SECONDS (default 3600): resident memory

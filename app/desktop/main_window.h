@@ -154,18 +154,17 @@ private:
     struct BackgroundLoad {
         std::thread thread;
         std::atomic<bool> cancel{false};
-        std::atomic<int> done{0}, total{0}, permille{0};
+        std::atomic<int> done{0}, total{0};
     };
     LoadOptions load_options() const;
     void report_load_failure(const QString& error);
     void install_model(std::shared_ptr<Model> model, const QString& dir, bool model_defaults);
     void start_background_load(const QString& dir, bool model_defaults);
     void finish_background_load(const std::shared_ptr<BackgroundLoad>& state,
-                                std::shared_ptr<Model> model, const QString& error, bool cancelled,
+                                std::shared_ptr<Model> model, const QString& error,
                                 const QString& dir, bool model_defaults);
     void cancel_background_load();
     std::shared_ptr<BackgroundLoad> m_loading;  // a load in progress
-    qint64 m_background_load_bytes = 64ll << 20;
     void set_theme(bool dark);
     void refresh_transport();
     // The one step cursor: every seek (transport, keys, scrubber, canvas, lessons, --step) goes
@@ -192,6 +191,7 @@ private:
     ImGuiCanvas* m_canvas = nullptr;
     viz::ViewState m_view;
     int m_threads = 1;
+    qint64 m_background_load_bytes = 64ll << 20;  // LaunchOptions::background_load_bytes
     QTimer* m_poll = nullptr;
     uint64_t m_seen_generation = 0;
     QString m_record_path;  // where live runs are recorded ("" = off)

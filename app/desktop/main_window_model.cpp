@@ -108,7 +108,8 @@ void MainWindow::start_background_load(const QString& dir, bool model_defaults) 
     connect(dialog, &QProgressDialog::canceled, this, [state] { state->cancel = true; });
     auto* timer = new QTimer(dialog);
     connect(timer, &QTimer::timeout, dialog, [dialog, state] {
-        dialog->setValue(state->permille.load());
+        const int total = state->total.load();
+        dialog->setValue(total ? 1000 * state->done.load() / total : 0);
         dialog->setLabelText(QString("Loading weights: %1 of %2 tensors")
                                  .arg(state->done.load())
                                  .arg(state->total.load()));
@@ -118,26 +119,22 @@ void MainWindow::start_background_load(const QString& dir, bool model_defaults) 
     options.progress = [state](size_t done, size_t total) {
         state->done = static_cast<int>(done);
         state->total = static_cast<int>(total);
-        state->permille = total ? static_cast<int>(1000 * done / total) : 0;
         return !state->cancel.load();
     };
     statusBar()->showMessage("Loading " + dir + " in the background...");
     state->thread = std::thread([this, state, dir, options, model_defaults, dialog] {
         std::shared_ptr<Model> model;
         QString error;
-        bool cancelled = false;
         try {
             model = Model::load(dir.toStdString(), options);
-        } catch (const LoadCancelled&) {
-            cancelled = true;
+        } catch (const LoadCancelled&) {  // state->cancel says so
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }
-        if (state->cancel && !cancelled && model) cancelled = true;  // cancelled at the end
         QMetaObject::invokeMethod(
             this,
-            [this, state, model, error, cancelled, dir, model_defaults, dialog] {
-                finish_background_load(state, model, error, cancelled, dir, model_defaults);
+            [this, state, model, error, dir, model_defaults, dialog] {
+                finish_background_load(state, model, error, dir, model_defaults);
                 dialog->close();
             },
             Qt::QueuedConnection);
@@ -146,11 +143,11 @@ void MainWindow::start_background_load(const QString& dir, bool model_defaults) 
 
 void MainWindow::finish_background_load(const std::shared_ptr<BackgroundLoad>& state,
                                         std::shared_ptr<Model> model, const QString& error,
-                                        bool cancelled, const QString& dir, bool model_defaults) {
+                                        const QString& dir, bool model_defaults) {
     if (state->thread.joinable()) state->thread.join();
     if (m_loading == state) m_loading.reset();
-    // Cancel pressed after the worker finished but before this ran still cancels.
-    if (cancelled || state->cancel) {
+    // Cancelled while loading, or after the worker finished but before this ran.
+    if (state->cancel) {
         statusBar()->showMessage("Loading " + dir + " cancelled; the previous model stays.", 8000);
         return;
     }

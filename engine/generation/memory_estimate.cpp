@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "engine/base/errors.h"
 
@@ -48,16 +46,6 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, int64_t seq_len, int64_
     const double per_step = L * 16 + N * L * 12 + (attention_trace ? N * L * (L + 8) : 0);
     e.trace_bytes = per_step * static_cast<double>(std::max<int64_t>(steps, 1));
     return e;
-}
-
-double available_memory_bytes() {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    double kb = 0;
-    std::string unit;
-    while (in >> key >> kb >> unit)
-        if (key == "MemAvailable:") return kb * 1024;
-    return 0;
 }
 
 void check_memory_fits(const MemoryEstimate& estimate, double available) {

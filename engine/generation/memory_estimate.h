@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/base/process_memory.h"  // available_memory_bytes()
 #include "engine/model/model_config.h"
 
 namespace cl {
@@ -24,9 +25,6 @@ struct MemoryEstimate {
 // head-mean attention map kept at every step (the app's live columns).
 MemoryEstimate estimate_run_memory(const ModelConfig& config, int64_t seq_len, int64_t steps,
                                    bool attention_trace, bool oracle);
-
-// Bytes this process may still allocate on the CPU (MemAvailable); 0 when unknown.
-double available_memory_bytes();
 
 // Throws InputError (setting "gen_length") with both figures when `estimate` exceeds 90% of
 // `available` (0: unknown, nothing is checked).
