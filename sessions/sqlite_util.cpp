@@ -1,6 +1,28 @@
 #include "sessions/sqlite_util.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+
 namespace cl::sessions {
+namespace {
+
+// SQLite says "unable to open database file" or "attempt to write a readonly database" whether the
+// file or its folder (where the journal goes) is read-only; the user needs to know which.
+std::string write_access_hint(const std::string& path) {
+    const std::filesystem::path file(path);
+    const auto folder = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+    if (access(path.c_str(), F_OK) == 0 && access(path.c_str(), W_OK) != 0)
+        return " (the file is read-only)";
+    std::error_code ec;
+    if (!std::filesystem::is_directory(folder, ec))
+        return " (the folder " + folder.string() + " does not exist)";
+    if (access(folder.c_str(), W_OK) != 0)
+        return " (the folder " + folder.string() + " is not writable)";
+    return "";
+}
+
+}  // namespace
 
 Db::Db(const std::string& path, int flags) : m_path(path) {
     const int rc = sqlite3_open_v2(path.c_str(), &m_db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -8,7 +30,8 @@ Db::Db(const std::string& path, int flags) : m_path(path) {
         const std::string msg = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
         sqlite3_close(m_db);
         m_db = nullptr;
-        throw SessionError(path + ": cannot open: " + msg);
+        const bool writing = (flags & SQLITE_OPEN_READWRITE) != 0;
+        throw SessionError(path + ": cannot open: " + msg + (writing ? write_access_hint(path) : ""));
     }
     sqlite3_busy_timeout(m_db, 2000);
     sqlite3_extended_result_codes(m_db, 1);
@@ -44,6 +67,8 @@ void Db::fail(const std::string& what) const {
     const int code = m_db ? sqlite3_extended_errcode(m_db) : 0;
     if ((code & 0xff) == SQLITE_NOTADB) msg = "not a CacheLens session (not an SQLite database)";
     if ((code & 0xff) == SQLITE_CORRUPT) msg = "the database file is corrupt (" + msg + ")";
+    if ((code & 0xff) == SQLITE_READONLY || (code & 0xff) == SQLITE_CANTOPEN)
+        msg += write_access_hint(m_path);
     throw SessionError(m_path + ": " + what + ": " + msg);
 }
 

@@ -500,6 +500,50 @@ TEST(Gui, RecordingKeepsAComparisonPerPlayAndReRunAndALoopsLastLap) {
     EXPECT_EQ(w.bridge()->recording_path(), "");
 }
 
+// A session folder that cannot be written (here: its parent is a file, which fails for root as
+// well): the runs go on unrecorded, Record is unchecked, and the status bar says why, naming the
+// file. (Permissions proper: Sessions.AReadOnlyFolderFailsWithTheFileNameAndDamagesNothing.)
+TEST(Gui, AnUnwritableSessionFolderTurnsRecordingOffAndTheRunsGoOn) {
+    const auto blocker = test::temp_dir("gui-ro") / "not-a-folder";
+    test::write_file(blocker, "a file where the data folder should be");
+    struct DataHome {  // restored however the test ends
+        QByteArray saved = qgetenv("XDG_DATA_HOME");
+        ~DataHome() {
+            if (saved.isNull())
+                qunsetenv("XDG_DATA_HOME");
+            else
+                qputenv("XDG_DATA_HOME", saved);
+        }
+    } data_home;
+    qputenv("XDG_DATA_HOME", QByteArray::fromStdString(blocker.string()));
+    auto o = tiny_model_options("hi", {"none", "dkv-decode"});
+    o.record = true;
+    MainWindow w(o);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    const QString path = w.recording_path();
+    w.advance_to(1 << 20);
+    ASSERT_TRUE(wait_for(
+        [&] {
+            const auto runs = w.bridge()->snapshot();
+            return !w.bridge()->busy() && std::all_of(runs.begin(), runs.end(), [](const auto& r) {
+                return r.summary.has_value();
+            });
+        },
+        30000))
+        << "the runs complete without a recording";
+    const QString failure = QString::fromStdString(w.bridge()->recording_error());
+    EXPECT_NE(failure.indexOf(path), -1) << failure.toStdString();
+    EXPECT_NE(failure.indexOf("does not exist"), -1) << failure.toStdString();
+    auto* recording = w.findChild<QLabel*>("recording");
+    ASSERT_TRUE(wait_for([&] { return recording->text().startsWith("not recording:"); }, 3000))
+        << recording->text().toStdString();
+    EXPECT_EQ(recording->toolTip(), failure);
+    EXPECT_FALSE(w.findChild<QAction*>("record")->isChecked());
+    EXPECT_TRUE(w.recording_path().isEmpty());
+    EXPECT_FALSE(QFileInfo::exists(path));
+}
+
 // A session, lesson or model given at start that does not open: a dialog naming the file once,
 // the embedded model running instead, its controls usable (it was a dead window).
 TEST(Gui, WhatFailsAtStartIsReportedAndTheEmbeddedModelRunsInstead) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <thread>
@@ -635,6 +636,68 @@ TEST(Sessions, FullDiskReportsAnErrorAndKeepsTheRunInMemory) {
     EXPECT_GT(runs[0].step_count, 0);
     EXPECT_LT(runs[0].step_count, 400);
     EXPECT_TRUE(r->check().empty());
+}
+
+// Runs `check` in a child process that cannot write to `dir` (mode 0555): root ignores
+// permissions, so as root the child drops to nobody and `dir` is handed to nobody first. The
+// child's exit status is returned; 77 means it could not drop its privileges.
+int run_without_write_access(const std::filesystem::path& dir, const std::function<int()>& check) {
+    const uid_t nobody = 65534;
+    if (geteuid() == 0) {
+        for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+            EXPECT_EQ(chown(e.path().c_str(), nobody, nobody), 0);
+        EXPECT_EQ(chown(dir.c_str(), nobody, nobody), 0);
+    }
+    EXPECT_EQ(chmod(dir.c_str(), 0555), 0);
+    const pid_t child = fork();
+    if (child == 0) {
+        if (geteuid() == 0 && (setgid(nobody) != 0 || setuid(nobody) != 0)) _exit(77);
+        _exit(check());
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    chmod(dir.c_str(), 0755);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A read-only session folder (a shared drive, a lesson folder installed by an administrator):
+// a new recording there and more runs appended to a session there fail with an error naming the
+// file; the sessions already there still open and are byte for byte what they were.
+TEST(Sessions, AReadOnlyFolderFailsWithTheFileNameAndDamagesNothing) {
+    const auto dir = test::temp_dir("s-ro");
+    const auto kept = (dir / "kept.clsession").string();
+    const auto fresh = (dir / "new.clsession").string();
+    write_session(kept, 2, 3);
+    const std::string before = test::read_file(kept);
+    const int status = run_without_write_access(dir, [&] {
+        auto fails_naming = [](const std::string& path, const std::function<void()>& write) {
+            try {
+                write();
+            } catch (const SessionError& e) {
+                std::fprintf(stderr, "refused: %s\n", e.what());
+                const std::string what = e.what();
+                return what.find(path) != std::string::npos &&
+                       what.find("is not writable") != std::string::npos;
+            }
+            return false;
+        };
+        if (!fails_naming(fresh, [&] { SessionWriter::open(fresh); })) return 1;
+        const bool append_failed = fails_naming(kept, [&] {
+            auto w = SessionWriter::open(kept);
+            w->on_run_start(make_info(0, "third"));
+            w->publish(make_step(0, 0));
+            if (!w->flush()) throw SessionError(w->error());
+        });
+        if (!append_failed) return 2;
+        auto r = SessionReader::open(kept, false);  // reading needs no write access
+        return r->runs().size() == 2 && r->check().empty() ? 0 : 3;
+    });
+    if (status == 77) GTEST_SKIP() << "cannot drop root privileges to test a read-only folder";
+    EXPECT_EQ(status, 0) << "1: a new session was created or its error does not name the file "
+                            "and its unwritable folder; 2: the same for appending; "
+                            "3: the existing session no longer reads back";
+    EXPECT_EQ(test::read_file(kept), before) << "the existing session was changed";
+    EXPECT_FALSE(std::filesystem::exists(fresh));
 }
 
 TEST(Sessions, UnwritableLocationFailsWithTheFileName) {

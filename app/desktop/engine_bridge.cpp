@@ -107,6 +107,12 @@ void EngineBridge::advance_to(int step) {
 }
 
 void EngineBridge::set_recording(const std::string& path) {
+    {
+        // Cleared now, not when the engine thread gets to it, so that a window polling for the
+        // outcome never reads the previous attempt's failure as this one's.
+        std::lock_guard lock(m_data_mutex);
+        m_recording_error.clear();
+    }
     m_queue.post({"recording", [this, path] {
                       if (m_writer) m_writer->flush();
                       m_writer.reset();
@@ -121,6 +127,7 @@ void EngineBridge::set_recording(const std::string& path) {
                       }
                       std::lock_guard lock(m_data_mutex);
                       m_recording_path = m_writer ? path : "";
+                      m_recording_error = error;
                       if (!error.empty()) m_error = error;
                   }});
 }
@@ -128,6 +135,11 @@ void EngineBridge::set_recording(const std::string& path) {
 std::string EngineBridge::recording_path() const {
     std::lock_guard lock(m_data_mutex);
     return m_recording_path;
+}
+
+std::string EngineBridge::recording_error() const {
+    std::lock_guard lock(m_data_mutex);
+    return m_recording_error;
 }
 
 std::string EngineBridge::flush_recording() {

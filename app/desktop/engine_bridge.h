@@ -55,6 +55,8 @@ public:
     // Record every run into `path` (a session file; appended to). Empty = stop recording.
     void set_recording(const std::string& path);
     std::string recording_path() const;
+    // Why the last set_recording could not open its file ("" = it did, or none was asked for).
+    std::string recording_error() const;
     // Waits until everything recorded so far is committed; returns the writer's error ("" = fine).
     std::string flush_recording();
 
@@ -99,7 +101,8 @@ private:
     int32_t m_next_run_id = 0;
     std::unique_ptr<sessions::SessionWriter>
         m_writer;  // engine thread creates/uses; flush from any thread
-    std::string m_recording_path;
+    std::string m_recording_path;   // guarded by m_data_mutex
+    std::string m_recording_error;  // guarded by m_data_mutex
 };
 
 }  // namespace cl::app

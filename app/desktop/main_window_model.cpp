@@ -127,7 +127,8 @@ void MainWindow::start_background_load(const QString& dir, bool model_defaults) 
         QString error;
         try {
             model = Model::load(dir.toStdString(), options);
-        } catch (const LoadCancelled&) {  // state->cancel says so
+        } catch (const LoadCancelled&) {
+            state->cancel = true;  // already set (that is what stopped the load); said for the reader
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }

@@ -64,6 +64,20 @@ qint64 MainWindow::recording_bytes() const {
 }
 
 void MainWindow::refresh_recording_label() {
+    // The file could not be opened (an unwritable session folder): recording is off, and the
+    // label says why until the user tries again.
+    const QString failure =
+        bridge() ? QString::fromStdString(bridge()->recording_error()) : QString();
+    if (!m_record_path.isEmpty() && !failure.isEmpty()) {
+        m_record_path.clear();
+        const QSignalBlocker block(m_record_action);
+        m_record_action->setChecked(false);
+    }
+    if (m_record_path.isEmpty() && !failure.isEmpty()) {
+        m_record_label->setText("not recording: the session file cannot be written");
+        m_record_label->setToolTip(failure);
+        return;
+    }
     if (m_record_path.isEmpty()) {
         m_record_label->setText("not recording");
         m_record_label->setToolTip("File > Record live runs");
