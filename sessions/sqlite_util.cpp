@@ -31,7 +31,8 @@ Db::Db(const std::string& path, int flags) : m_path(path) {
         sqlite3_close(m_db);
         m_db = nullptr;
         const bool writing = (flags & SQLITE_OPEN_READWRITE) != 0;
-        throw SessionError(path + ": cannot open: " + msg + (writing ? write_access_hint(path) : ""));
+        throw SessionError(path + ": cannot open: " + msg +
+                           (writing ? write_access_hint(path) : ""));
     }
     sqlite3_busy_timeout(m_db, 2000);
     sqlite3_extended_result_codes(m_db, 1);

@@ -128,7 +128,9 @@ void MainWindow::start_background_load(const QString& dir, bool model_defaults) 
         try {
             model = Model::load(dir.toStdString(), options);
         } catch (const LoadCancelled&) {
-            state->cancel = true;  // already set (that is what stopped the load); said for the reader
+            // Only a cancel stops the load this way, so the flag is already set; said for the
+            // reader.
+            state->cancel = true;
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }
