@@ -99,8 +99,8 @@ private:
     std::string m_error;
     std::string m_work;  // guarded by m_data_mutex
     int32_t m_next_run_id = 0;
-    std::unique_ptr<sessions::SessionWriter>
-        m_writer;                   // engine thread creates/uses; flush from any thread
+    // The engine thread creates and uses it; flush from any thread.
+    std::unique_ptr<sessions::SessionWriter> m_writer;
     std::string m_recording_path;   // guarded by m_data_mutex
     std::string m_recording_error;  // guarded by m_data_mutex
 };
