@@ -8,6 +8,7 @@
 #include "engine/generation/policy_registry.h"
 #include "engine/model/transformer.h"
 #include "engine/trace/trace_store.h"
+#include "policy_run.h"
 #include "test_util.h"
 
 namespace cl {
@@ -19,29 +20,12 @@ std::shared_ptr<Model> model() {
     return m;
 }
 
-struct PolicyRun {
-    trace::RunSummary summary;
-    std::vector<std::shared_ptr<const trace::StepRecord>> steps;
-};
+using test::PolicyRun;
 
 PolicyRun run(const std::string& policy, std::map<std::string, double> params = {}, int64_t G = 32,
               int64_t B = 16, int64_t T = 32, bool oracle = false,
               Remasking remasking = Remasking::LowConfidence) {
-    GenerationRequest r;
-    r.prompt_text = "Remember: abc=123, xyz=987. What is abc?";
-    r.config.gen_length = G;
-    r.config.block_length = B;
-    r.config.steps = T;
-    r.config.remasking = remasking;
-    r.policy = policy;
-    r.params = std::move(params);
-    trace::TraceStore store;
-    store.set_want_oracle(oracle);
-    Generator g(model(), r, &store);
-    PolicyRun out;
-    out.summary = g.run();
-    out.steps = store.steps(0);
-    return out;
+    return test::run_policy(model(), policy, std::move(params), G, B, T, oracle, remasking);
 }
 
 // Positions recomputed at `layer` in a step.
@@ -50,21 +34,6 @@ std::set<int64_t> recomputed(const trace::StepRecord& s, int layer) {
     for (int i = 0; i < s.seq_len; ++i)
         if (s.action(layer, i) == trace::RowAction::Recomputed) out.insert(i);
     return out;
-}
-
-void expect_same_as_baseline(const std::string& policy,
-                             const std::map<std::string, double>& params) {
-    SCOPED_TRACE(policy);
-    const PolicyRun base = run("none");
-    const PolicyRun got = run(policy, params);
-    EXPECT_EQ(got.summary.final_tokens, base.summary.final_tokens);
-    ASSERT_EQ(got.steps.size(), base.steps.size());
-    for (size_t t = 0; t < base.steps.size(); ++t)
-        for (size_t i = 0; i < base.steps[t]->confidence.size(); ++i) {
-            const float a = base.steps[t]->confidence[i], b = got.steps[t]->confidence[i];
-            if (std::isnan(a) || std::isnan(b)) continue;  // rows a policy did not predict
-            EXPECT_NEAR(a, b, 1e-4) << "step " << t << " row " << i;
-        }
 }
 
 TEST(Policies, EveryPolicyIsRegisteredWithDocumentedParameters) {
@@ -156,23 +125,9 @@ TEST(Policies, OwnDecodingIsTyped) {
     EXPECT_EQ(find_policy("elastic")->own_decoding.describe(), "threshold = 0.9");
 }
 
-TEST(Policies, ConservativeDkvDecodeEqualsBaseline) {
-    expect_same_as_baseline("dkv-decode", {{"refresh_interval", 1}});
-}
-TEST(Policies, ConservativeDkvGreedyEqualsBaseline) {
-    expect_same_as_baseline("dkv-greedy", {{"refresh_interval", 1}});
-}
-TEST(Policies, ConservativeDllmCacheEqualsBaseline) {
-    expect_same_as_baseline("dllm-cache", {{"prompt_interval", 1}, {"response_interval", 1}});
-}
-TEST(Policies, ConservativeD2CacheEqualsBaseline) {
-    expect_same_as_baseline("d2cache", {{"k", 4096}, {"p", 1.0}});
-}
-TEST(Policies, ConservativeElasticEqualsBaseline) {
-    expect_same_as_baseline("elastic", {{"gamma", 1.0}});
-}
-TEST(Policies, ConservativeBlockCacheEqualsBaseline) {
-    expect_same_as_baseline("block-cache", {{"refresh_interval", 1}});
+TEST(Policies, ConservativeSettingsEqualTheBaseline) {
+    for (const auto& [policy, params] : test::conservative_settings())
+        test::expect_same_as_baseline(model(), policy, params);
 }
 
 TEST(Policies, DkvDecodeRecomputesExactlyMaskedPlusJustDecoded) {

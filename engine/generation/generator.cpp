@@ -25,7 +25,7 @@ std::vector<int32_t> encode_prompt(const Model& model, const GenerationRequest& 
     std::vector<int32_t> prompt = req.prompt_ids;
     const auto& tok = model.tokenizer();
     if (prompt.empty() && !req.prompt_text.empty()) {
-        const bool templ = req.chat_template && tok.has_chat_tokens();
+        const bool templ = req.chat_template && model.has_chat_template();
         prompt = tok.encode(templ ? model.apply_chat_template(req.prompt_text) : req.prompt_text);
     }
     for (int32_t id : prompt)

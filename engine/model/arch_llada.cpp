@@ -113,6 +113,8 @@ Architecture llada_architecture() {
     a.write_config = write_llada_config;
     a.weight_slots = llada_weight_slots;
     a.chat_template = llada_chat_template;
+    a.chat_tokens = {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
+    a.end_of_turn = "<|eot_id|>";
     return a;
 }
 

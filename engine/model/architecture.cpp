@@ -4,6 +4,7 @@
 #include <list>
 #include <mutex>
 
+#include "engine/model/arch_dream.h"
 #include "engine/model/arch_llada.h"
 #include "engine/model/config_json.h"
 
@@ -13,7 +14,7 @@ namespace {
 struct Table {
     std::mutex mutex;
     // A list: references handed out stay valid when architectures are added later.
-    std::list<Architecture> entries{llada_architecture()};
+    std::list<Architecture> entries{llada_architecture(), dream_architecture()};
 };
 
 Table& table() {

@@ -42,6 +42,10 @@ struct Architecture {
     // The user message wrapped in the model's chat format (special tokens as text).
     std::function<std::string(const Tokenizer& tokenizer, const std::string& user_message)>
         chat_template;
+    // The special tokens the template needs: without them in tokenizer.json (a base model's or a
+    // test model's tokenizer) the prompt is used as it is.
+    std::vector<std::string> chat_tokens;
+    std::string end_of_turn;  // the token that closes a chat turn ("" = none)
 };
 
 // Adds an architecture to the table (LLaDA is built in); a name already present is replaced.

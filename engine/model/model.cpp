@@ -86,6 +86,7 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     Impl& m = *model->m_impl;
     m.dir = dir;
     m.config = load_model_config(dir);
+    m.arch = detail::find_architecture(m.config.architecture);
     m.defaults = load_generation_defaults(dir);
     const auto tok_file = dir / "tokenizer.json";
     if (!std::filesystem::exists(tok_file)) throw InputError(tok_file, "tokenizer.json not found");
@@ -94,7 +95,8 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
         throw InputError(tok_file, "tokenizer has " + std::to_string(m.tokenizer->vocab_size()) +
                                        " ids but the model's vocabulary is " +
                                        std::to_string(m.config.vocab_size));
-    if (auto eot = m.tokenizer->token_to_id("<|eot_id|>")) m.eot = *eot;
+    if (!m.arch->end_of_turn.empty())
+        if (auto eot = m.tokenizer->token_to_id(m.arch->end_of_turn)) m.eot = *eot;
 
     torch::Device device(torch::kCPU);
     if (options.device != "cpu") {
@@ -107,7 +109,6 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     }
 
     const ModelConfig& c = m.config;
-    m.arch = detail::find_architecture(c.architecture);
     detail::TransformerWeights w;
     w.layers.resize(static_cast<size_t>(c.n_layers));
     std::map<std::string, std::vector<int64_t>> expected;
@@ -192,6 +193,11 @@ int32_t Model::eot_id() const {
 }
 detail::Transformer& Model::net() const {
     return *m_impl->net;
+}
+bool Model::has_chat_template() const {
+    for (const auto& token : m_impl->arch->chat_tokens)
+        if (!m_impl->tokenizer->token_to_id(token)) return false;
+    return true;
 }
 std::string Model::apply_chat_template(const std::string& user_message) const {
     return m_impl->arch->chat_template(*m_impl->tokenizer, user_message);

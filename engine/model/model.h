@@ -57,7 +57,10 @@ public:
     int64_t parameter_count() const;
     int64_t weight_bytes_in_memory() const;
     const std::vector<TensorSummary>& tensors() const;
-    int32_t eot_id() const;  // <|eot_id|> when the tokenizer has it, else -1
+    int32_t eot_id()
+        const;  // the architecture's end-of-turn token when the tokenizer has it, else -1
+    // Whether the tokenizer has every special token of the architecture's chat format.
+    bool has_chat_template() const;
     // The user message in the architecture's chat format (special tokens as text).
     std::string apply_chat_template(const std::string& user_message) const;
 

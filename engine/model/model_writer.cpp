@@ -54,6 +54,9 @@ ModelConfig init_random_model(const std::filesystem::path& dir, ModelConfig conf
         std::ofstream out(dir / "config.json");
         out << config.to_json();
     }
+    // As the loader will read it: an architecture fixes some fields whatever the caller set
+    // (Dream's q/k/v projections always have biases), and the weights must match.
+    config = load_model_config(dir);
     torch::manual_seed(seed);
     detail::TransformerWeights w = detail::init_weights(config);
     detail::save_weights(dir, config, w, dtype, shards);

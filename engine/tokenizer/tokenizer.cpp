@@ -340,9 +340,4 @@ const std::vector<AddedToken>& Tokenizer::added_tokens() const {
     return m_impl->added;
 }
 
-bool Tokenizer::has_chat_tokens() const {
-    return token_to_id("<|start_header_id|>") && token_to_id("<|end_header_id|>") &&
-           token_to_id("<|eot_id|>");
-}
-
 }  // namespace cl

@@ -48,11 +48,6 @@ public:
     bool is_special(int32_t id) const;
     const std::vector<AddedToken>& added_tokens() const;
 
-    // LLaDA chat template (Llama-3 style headers); encode the result without extra specials.
-    // <|startoftext|><|start_header_id|>user<|end_header_id|>\n\n{content}<|eot_id|>
-    // <|start_header_id|>assistant<|end_header_id|>\n\n
-    bool has_chat_tokens() const;
-
 private:
     Tokenizer();
     struct Impl;

@@ -1,0 +1,250 @@
+// The Dream architecture (engine/model/arch_dream.cpp): its published config.json reads as the 7B
+// model it describes, Qwen2 options CacheLens does not implement are refused naming the file, the
+// forward equals an independent Qwen2 forward written here in plain LibTorch ops over the
+// checkpoint's own tensor names (without the causal mask, which is Dream's change), predictions
+// come from the previous row, and the policies' invariants hold on it.
+#include <cmath>
+
+#include "engine/base/errors.h"
+#include "engine/generation/policy_registry.h"
+#include "engine/model/arch_dream.h"
+#include "engine/model/safetensors.h"
+#include "engine/model/transformer.h"
+#include "policy_run.h"
+#include "test_util.h"
+
+namespace cl {
+namespace {
+
+// Dream-org/Dream-v0-Instruct-7B's config.json as published (auto_map is for Python's
+// trust_remote_code and is ignored).
+constexpr const char* kPublishedConfig = R"({
+  "architectures": ["DreamModel"],
+  "attention_dropout": 0.0,
+  "auto_map": {"AutoConfig": "configuration_dream.DreamConfig",
+               "AutoModel": "modeling_dream.DreamModel"},
+  "bos_token_id": 151643,
+  "eos_token_id": 151643,
+  "hidden_act": "silu",
+  "hidden_size": 3584,
+  "initializer_range": 0.02,
+  "intermediate_size": 18944,
+  "mask_token_id": 151666,
+  "max_position_embeddings": 131072,
+  "max_window_layers": 28,
+  "model_type": "Dream",
+  "num_attention_heads": 28,
+  "num_hidden_layers": 28,
+  "num_key_value_heads": 4,
+  "pad_token_id": 151643,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000.0,
+  "sliding_window": null,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.46.2",
+  "use_cache": false,
+  "use_sliding_window": false,
+  "vocab_size": 152064
+})";
+
+ModelConfig tiny_dream_config() {
+    ModelConfig c = tiny_config(48, 3, 6, 2);  // grouped-query: 3 query heads per key/value head
+    c.architecture = "dream";
+    c.model_type = "Dream";
+    c.rope_theta = 1e6;
+    c.rms_norm_eps = 1e-6;
+    return c;
+}
+
+std::filesystem::path tiny_dream_dir() {
+    static const std::filesystem::path dir = [] {
+        auto d = test::temp_dir("tiny-dream");
+        init_random_model(d, tiny_dream_config(), /*seed=*/11);
+        return d;
+    }();
+    return dir;
+}
+
+std::shared_ptr<Model> dream_model() {
+    static std::shared_ptr<Model> m = Model::load(tiny_dream_dir());
+    return m;
+}
+
+TEST(Dream, ThePublishedConfigReadsAsTheSevenBillionModel) {
+    const auto dir = test::temp_dir("dream-7b");
+    test::write_file(dir / "config.json", kPublishedConfig);
+    const ModelConfig c = load_model_config(dir);
+    EXPECT_EQ(c.architecture, "dream");
+    EXPECT_EQ(c.logits_shift, 1);
+    EXPECT_EQ(c.d_model, 3584);
+    EXPECT_EQ(c.n_heads, 28);
+    EXPECT_EQ(c.n_kv_heads, 4);
+    EXPECT_EQ(c.head_dim(), 128);
+    EXPECT_EQ(c.n_layers, 28);
+    EXPECT_EQ(c.mlp_hidden_size, 18944);
+    EXPECT_EQ(c.vocab_size, 152064);
+    EXPECT_EQ(c.max_sequence_length, 131072);
+    EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+    EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
+    EXPECT_EQ(c.mask_token_id, 151666);
+    EXPECT_EQ(c.eos_token_id, 151643);
+    EXPECT_TRUE(c.qkv_bias);
+    EXPECT_FALSE(c.weight_tying);
+    // Qwen2.5-7B's published parameter count, which Dream keeps.
+    EXPECT_EQ(c.parameter_count(), 7'615'616'512);
+}
+
+TEST(Dream, QwenOptionsItDoesNotImplementAreRefusedNamingTheFile) {
+    for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+             {"use_sliding_window", true},
+             {"rope_scaling", {{"type", "yarn"}, {"factor", 4.0}}},
+             {"hidden_act", "gelu"}}) {
+        SCOPED_TRACE(key);
+        auto j = nlohmann::json::parse(kPublishedConfig);
+        j[key] = value;
+        const auto dir = test::temp_dir("dream-bad");
+        test::write_file(dir / "config.json", j.dump());
+        try {
+            load_model_config(dir);
+            ADD_FAILURE() << "accepted";
+        } catch (const InputError& e) {
+            const std::string msg = e.what();
+            EXPECT_NE(msg.find("config.json"), std::string::npos) << msg;
+            EXPECT_NE(msg.find(key), std::string::npos) << msg;
+        }
+    }
+}
+
+// One tensor of the checkpoint by its Hugging Face name, in float64.
+torch::Tensor checkpoint_tensor(const SafetensorsFile& file, const std::string& name) {
+    const TensorInfo* info = file.find(name);
+    EXPECT_NE(info, nullptr) << name;
+    if (!info) return torch::zeros({1}, torch::kFloat64);
+    EXPECT_EQ(info->dtype, DType::F32) << name;
+    return torch::from_blob(const_cast<std::byte*>(file.data(*info)), info->shape, torch::kFloat32)
+        .to(torch::kFloat64);
+}
+
+// Qwen2's forward as its modeling code computes it, in float64, with attention over every row.
+// ids: (L,) -> logits (L, V).
+torch::Tensor reference_forward(const std::filesystem::path& dir, const ModelConfig& c,
+                                const torch::Tensor& ids) {
+    const auto file = SafetensorsFile::open(dir / "model.safetensors");
+    auto w = [&](const std::string& name) { return checkpoint_tensor(*file, name); };
+    const int64_t L = ids.size(0), H = c.n_heads, KV = c.n_kv_heads, Dh = c.head_dim();
+    auto rms_norm = [&](const torch::Tensor& x, const torch::Tensor& weight) {  // (L, D)
+        return x * torch::rsqrt(x.pow(2).mean(-1, true) + c.rms_norm_eps) * weight;
+    };
+    // RoPE, rotate-half form: cos/sin (L, Dh) over the frequencies repeated twice.
+    auto inv_freq = 1.0 / torch::pow(c.rope_theta, torch::arange(0, Dh, 2, torch::kFloat64) /
+                                                       static_cast<double>(Dh));
+    auto freqs = torch::outer(torch::arange(L, torch::kFloat64), inv_freq);  // (L, Dh/2)
+    auto emb = torch::cat({freqs, freqs}, -1);                               // (L, Dh)
+    auto cos = emb.cos(), sin = emb.sin();
+    auto rope = [&](const torch::Tensor& x) {  // (heads, L, Dh)
+        auto x1 = x.narrow(-1, 0, Dh / 2), x2 = x.narrow(-1, Dh / 2, Dh / 2);
+        return x * cos + torch::cat({-x2, x1}, -1) * sin;
+    };
+    auto x = w("model.embed_tokens.weight").index_select(0, ids);  // (L, D)
+    for (int64_t i = 0; i < c.n_layers; ++i) {
+        const std::string p = "model.layers." + std::to_string(i) + ".";
+        auto h = rms_norm(x, w(p + "input_layernorm.weight"));
+        auto proj = [&](const std::string& name, int64_t heads) {  // -> (heads, L, Dh)
+            auto y = torch::matmul(h, w(p + name + ".weight").t()) + w(p + name + ".bias");
+            return y.view({L, heads, Dh}).transpose(0, 1);
+        };
+        auto q = rope(proj("self_attn.q_proj", H));
+        // repeat_kv: query head j reads key/value head j / (H / KV).
+        auto k = rope(proj("self_attn.k_proj", KV)).repeat_interleave(H / KV, 0);
+        auto v = proj("self_attn.v_proj", KV).repeat_interleave(H / KV, 0);
+        auto scores = torch::matmul(q, k.transpose(1, 2)) / std::sqrt(static_cast<double>(Dh));
+        auto attn = torch::matmul(scores.softmax(-1), v);  // (H, L, Dh), no mask
+        attn = attn.transpose(0, 1).reshape({L, H * Dh});
+        x = x + torch::matmul(attn, w(p + "self_attn.o_proj.weight").t());
+        auto g = rms_norm(x, w(p + "post_attention_layernorm.weight"));
+        auto gate = torch::matmul(g, w(p + "mlp.gate_proj.weight").t());
+        auto up = torch::matmul(g, w(p + "mlp.up_proj.weight").t());
+        x = x + torch::matmul(torch::silu(gate) * up, w(p + "mlp.down_proj.weight").t());
+    }
+    return torch::matmul(rms_norm(x, w("model.norm.weight")), w("lm_head.weight").t());
+}
+
+TEST(Dream, TheForwardEqualsAnIndependentQwen2Forward) {
+    auto m = dream_model();
+    ASSERT_EQ(m->config().architecture, "dream");
+    ASSERT_TRUE(m->config().qkv_bias);
+    torch::InferenceMode guard;
+    const int64_t L = 21;
+    torch::manual_seed(3);
+    auto ids = torch::randint(0, m->config().vocab_size, {L}, torch::kLong);
+    auto got = m->net().forward_full(ids.unsqueeze(0))[0].to(torch::kFloat64);  // (L, V)
+    auto want = reference_forward(tiny_dream_dir(), m->config(), ids);
+    const double err = (got - want).pow(2).sum().item<double>() / want.pow(2).sum().item<double>();
+    EXPECT_LT(err, 1e-10) << "normalised squared error against the float64 reference";
+    EXPECT_TRUE(torch::equal(got.argmax(-1), want.argmax(-1)));
+}
+
+TEST(Dream, EveryPolicyAtItsConservativeSettingsEqualsTheBaseline) {
+    for (const auto& [policy, params] : test::conservative_settings())
+        test::expect_same_as_baseline(dream_model(), policy, params);
+}
+
+TEST(Dream, TheBaselineHasNoStalenessAndCachesDo) {
+    const auto base = test::run_policy(dream_model(), "none", {}, 32, 16, 32, /*oracle=*/true);
+    for (const auto& s : base.steps) {
+        ASSERT_TRUE(s->has_oracle);
+        EXPECT_NEAR(s->oracle.logits_kl, 0.0, 1e-9) << "step " << s->step;
+    }
+    const auto stale = test::run_policy(dream_model(), "dkv-prefill", {}, 32, 16, 32, true);
+    double kl = 0;
+    for (const auto& s : stale.steps) kl += s->oracle.logits_kl;
+    EXPECT_GT(kl, 0.0);
+}
+
+// Under every policy, the first step's prediction for each position is the full forward's row
+// before it (Dream's shifted logits).
+TEST(Dream, PredictionsComeFromThePreviousRowUnderEveryPolicy) {
+    auto m = dream_model();
+    for (const auto& info : list_policies()) {
+        SCOPED_TRACE(info.name);
+        GenerationRequest r;
+        r.prompt_text = "Reverse the list: 4 1 7";
+        r.config.gen_length = 16;
+        r.config.block_length = 8;
+        r.config.steps = 16;
+        r.config = apply_own_decoding(r.config, info.name);
+        r.policy = info.name;
+        trace::TraceStore store;
+        Generator g(m, r, &store);
+        const auto initial = g.info().initial_tokens;
+        EXPECT_EQ(g.run().status, trace::RunStatus::Complete);
+        const auto steps = store.steps(0);
+        ASSERT_FALSE(steps.empty());
+        torch::InferenceMode guard;
+        auto ids = torch::tensor(std::vector<int64_t>(initial.begin(), initial.end()));
+        auto full = m->net().forward_full(ids.unsqueeze(0))[0];  // (L, V)
+        int checked = 0;
+        for (auto i = static_cast<int64_t>(g.info().prompt_len);
+             i < static_cast<int64_t>(initial.size()); ++i) {
+            const int32_t predicted = steps[0]->predicted[static_cast<size_t>(i)];
+            if (predicted < 0) continue;  // not predicted at step 0 by this policy
+            EXPECT_EQ(predicted, full[i - 1].argmax().item<int64_t>()) << "position " << i;
+            ++checked;
+        }
+        EXPECT_GT(checked, 0);
+    }
+}
+
+TEST(Dream, TheChatTemplateIsChatML) {
+    EXPECT_EQ(detail::dream_chat_template(dream_model()->tokenizer(), "What is 2 + 2?"),
+              "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+              "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n");
+    // The tiny model's byte-level tokenizer has no ChatML tokens: prompts go in as they are.
+    EXPECT_FALSE(dream_model()->has_chat_template());
+    EXPECT_EQ(dream_model()->eot_id(), -1);
+}
+
+}  // namespace
+}  // namespace cl
