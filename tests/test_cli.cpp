@@ -28,7 +28,9 @@ TEST(Cli, InitInspectGenerate) {
     ASSERT_EQ(r.code, 0) << r.out;
     r = cli("inspect-model --model " + dir.string());
     EXPECT_EQ(r.code, 0) << r.out;
-    EXPECT_NE(r.out.find("LLaDA: 2 layers, d_model 32"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("llada: 2 layers, d_model 32"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("21 in 2 file(s), checked against config.json"), std::string::npos)
+        << r.out;
     r = cli("inspect-model --json --model " + dir.string());
     EXPECT_EQ(nlohmann::json::parse(r.out)["tensors"].size(), 21u);
     const auto trace = dir.parent_path() / "trace.jsonl";

@@ -11,43 +11,11 @@
 #include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
 #include "policy_run.h"
+#include "published_configs.h"
 #include "test_util.h"
 
 namespace cl {
 namespace {
-
-// Dream-org/Dream-v0-Instruct-7B's config.json as published (auto_map is for Python's
-// trust_remote_code and is ignored).
-constexpr const char* kPublishedConfig = R"({
-  "architectures": ["DreamModel"],
-  "attention_dropout": 0.0,
-  "auto_map": {"AutoConfig": "configuration_dream.DreamConfig",
-               "AutoModel": "modeling_dream.DreamModel"},
-  "bos_token_id": 151643,
-  "eos_token_id": 151643,
-  "hidden_act": "silu",
-  "hidden_size": 3584,
-  "initializer_range": 0.02,
-  "intermediate_size": 18944,
-  "mask_token_id": 151666,
-  "max_position_embeddings": 131072,
-  "max_window_layers": 28,
-  "model_type": "Dream",
-  "num_attention_heads": 28,
-  "num_hidden_layers": 28,
-  "num_key_value_heads": 4,
-  "pad_token_id": 151643,
-  "rms_norm_eps": 1e-06,
-  "rope_scaling": null,
-  "rope_theta": 1000000.0,
-  "sliding_window": null,
-  "tie_word_embeddings": false,
-  "torch_dtype": "bfloat16",
-  "transformers_version": "4.46.2",
-  "use_cache": false,
-  "use_sliding_window": false,
-  "vocab_size": 152064
-})";
 
 ModelConfig tiny_dream_config() {
     ModelConfig c = tiny_config(48, 3, 6, 2);  // grouped-query: 3 query heads per key/value head
@@ -74,7 +42,7 @@ std::shared_ptr<Model> dream_model() {
 
 TEST(Dream, ThePublishedConfigReadsAsTheSevenBillionModel) {
     const auto dir = test::temp_dir("dream-7b");
-    test::write_file(dir / "config.json", kPublishedConfig);
+    test::write_file(dir / "config.json", test::kDream7BConfig);
     const ModelConfig c = load_model_config(dir);
     EXPECT_EQ(c.architecture, "dream");
     EXPECT_EQ(c.logits_shift, 1);
@@ -102,7 +70,7 @@ TEST(Dream, QwenOptionsItDoesNotImplementAreRefusedNamingTheFile) {
              {"rope_scaling", {{"type", "yarn"}, {"factor", 4.0}}},
              {"hidden_act", "gelu"}}) {
         SCOPED_TRACE(key);
-        auto j = nlohmann::json::parse(kPublishedConfig);
+        auto j = nlohmann::json::parse(test::kDream7BConfig);
         j[key] = value;
         const auto dir = test::temp_dir("dream-bad");
         test::write_file(dir / "config.json", j.dump());

@@ -20,8 +20,7 @@ void ModelOptions::add_to(CLI::App& app) {
         ->check(CLI::Range(1, 256));
 }
 
-std::shared_ptr<Model> ModelOptions::load() const {
-    set_thread_count(threads);
+std::filesystem::path ModelOptions::folder() const {
     std::filesystem::path dir = model_dir;
     if (dir.empty()) {
         dir = default_model_dir();
@@ -30,9 +29,14 @@ std::shared_ptr<Model> ModelOptions::load() const {
                 "--model: no model given and the embedded default model (assets/models/) is "
                 "missing");
     }
+    return dir;
+}
+
+std::shared_ptr<Model> ModelOptions::load() const {
+    set_thread_count(threads);
     LoadOptions opts;
     opts.device = device;
-    return Model::load(dir, opts);
+    return Model::load(folder(), opts);
 }
 
 void AlsoModelOptions::add_to(CLI::App& app, const std::string& what) {

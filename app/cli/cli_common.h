@@ -23,6 +23,8 @@ struct ModelOptions {
     void add_to(CLI::App& app);
     // Resolves the folder, sets threads, loads. Throws InputError.
     std::shared_ptr<Model> load() const;
+    // --model, or the embedded default model's folder. Throws InputError when neither exists.
+    std::filesystem::path folder() const;
 };
 
 // `--also-model DIR` (repeatable): further model folders that run the same work as --model (a

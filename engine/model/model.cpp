@@ -6,19 +6,16 @@
 #endif
 
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <sstream>
 
 #include "engine/base/assets.h"
 #include "engine/base/errors.h"
 #include "engine/model/architecture.h"
+#include "engine/model/model_folder.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
-#include "engine/model/weight_files.h"
 
 namespace cl {
 
@@ -39,24 +36,6 @@ Model::~Model() = default;
 
 namespace {
 
-// FNV-1a over 8-byte words: fast enough for multi-GB checkpoints, stable across runs.
-uint64_t hash_file(const std::filesystem::path& file, uint64_t h) {
-    std::ifstream in(file, std::ios::binary);
-    std::vector<char> buf(1 << 20);
-    while (in) {
-        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-        const auto n = static_cast<size_t>(in.gcount());
-        size_t i = 0;
-        for (; i + 8 <= n; i += 8) {
-            uint64_t w;
-            std::memcpy(&w, buf.data() + i, 8);
-            h = (h ^ w) * 0x100000001b3ull;
-        }
-        for (; i < n; ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 0x100000001b3ull;
-    }
-    return h;
-}
-
 torch::Tensor to_float_tensor(const SafetensorsFile& f, const TensorInfo& t) {
     torch::ScalarType st;
     switch (t.dtype) {
@@ -69,9 +48,8 @@ torch::Tensor to_float_tensor(const SafetensorsFile& f, const TensorInfo& t) {
         case DType::BF16:
             st = torch::kBFloat16;
             break;
-        default:
-            throw InputError(f.path(), "tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) +
-                                           " (expected F32, F16 or BF16)");
+        default:  // check_model_folder refused the folder before
+            throw std::logic_error("tensor '" + t.name + "' has a non-float dtype");
     }
     auto view = torch::from_blob(const_cast<std::byte*>(f.data(t)), t.shape,
                                  torch::TensorOptions().dtype(st));
@@ -85,7 +63,10 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     std::shared_ptr<Model> model(new Model());
     Impl& m = *model->m_impl;
     m.dir = dir;
-    m.config = load_model_config(dir);
+    // Everything about the folder but the weights' values is checked before any is read.
+    ModelFolder folder = check_model_folder(dir);
+    m.config = folder.config;
+    m.tensors = std::move(folder.tensors);
     m.arch = detail::find_architecture(m.config.architecture);
     m.defaults = load_generation_defaults(dir);
     const auto tok_file = dir / "tokenizer.json";
@@ -111,44 +92,22 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     const ModelConfig& c = m.config;
     detail::TransformerWeights w;
     w.layers.resize(static_cast<size_t>(c.n_layers));
-    std::map<std::string, std::vector<int64_t>> expected;
     const auto slots = m.arch->weight_slots(c, w);
-    for (const auto& slot : slots) expected[slot.name] = slot.shape;
-
     std::map<std::string, torch::Tensor> loaded;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const auto& file : find_weight_files(dir)) {
+    for (const auto& t : m.tensors) loaded[t.name] = torch::Tensor();
+    size_t done = 0;
+    for (const auto& file : folder.weight_files) {
         auto st = SafetensorsFile::open(file);
-        h = hash_file(file, h);
         for (const auto& t : st->tensors()) {
-            auto it = expected.find(t.name);
-            if (it == expected.end()) continue;  // extra tensors (e.g. rotary buffers) are ignored
-            if (t.shape != it->second) {
-                std::ostringstream msg;
-                msg << "tensor '" << t.name << "' has shape [";
-                for (size_t k = 0; k < t.shape.size(); ++k) msg << (k ? ", " : "") << t.shape[k];
-                msg << "] but config.json implies [";
-                for (size_t k = 0; k < it->second.size(); ++k)
-                    msg << (k ? ", " : "") << it->second[k];
-                msg << "]";
-                throw InputError(file, msg.str());
-            }
-            if (loaded.count(t.name))
-                throw InputError(file, "tensor '" + t.name + "' appears in two shards");
+            if (!loaded.count(t.name)) continue;  // not the architecture's (checked above)
             loaded[t.name] = to_float_tensor(*st, t).to(device);
-            m.tensors.push_back({t.name, t.shape, dtype_name(t.dtype), file.filename().string()});
-            if (options.progress && !options.progress(loaded.size(), expected.size()))
+            if (options.progress && !options.progress(++done, m.tensors.size()))
                 throw LoadCancelled();
         }
     }
-    for (const auto& [name, shape] : expected)
-        if (!loaded.count(name))
-            throw InputError(dir, "weights lack tensor '" + name + "' that config.json implies");
     for (const auto& slot : slots) *slot.tensor = loaded[slot.name];
     if (c.weight_tying) w.head = w.wte;
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-    m.hash = hex;
+    m.hash = cl::content_hash(folder);
     m.net = std::make_unique<detail::Transformer>(c, std::move(w), device);
     return model;
 }

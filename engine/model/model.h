@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/model/model_config.h"
+#include "engine/model/model_folder.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace cl {
@@ -33,13 +34,6 @@ struct LoadCancelled : std::runtime_error {
     LoadCancelled() : std::runtime_error("loading cancelled") {}
 };
 
-struct TensorSummary {
-    std::string name;
-    std::vector<int64_t> shape;
-    std::string stored_dtype;  // as in the file
-    std::string file;          // shard it came from
-};
-
 class Model {
 public:
     // Throws InputError naming the file and the problem (missing files, bad JSON, wrong shapes).
@@ -57,8 +51,8 @@ public:
     int64_t parameter_count() const;
     int64_t weight_bytes_in_memory() const;
     const std::vector<TensorSummary>& tensors() const;
-    int32_t eot_id()
-        const;  // the architecture's end-of-turn token when the tokenizer has it, else -1
+    // The architecture's end-of-turn token when the tokenizer has it, else -1.
+    int32_t eot_id() const;
     // Whether the tokenizer has every special token of the architecture's chat format.
     bool has_chat_template() const;
     // The user message in the architecture's chat format (special tokens as text).
