@@ -48,6 +48,27 @@ TEST(Cli, InitInspectGenerate) {
     EXPECT_EQ(lines, 8);
 }
 
+// A Dream-architecture folder from init-model (sharded) runs under every command that loads one;
+// an unknown architecture is refused naming the known ones.
+TEST(Cli, InitModelWritesADreamFolderThatGenerates) {
+    const auto dir = test::temp_dir("cli-dream") / "model";
+    auto r = cli("init-model --arch dream --out " + dir.string() +
+                 " --d-model 32 --layers 2 --heads 4 --kv-heads 2 --shards 2");
+    ASSERT_EQ(r.code, 0) << r.out;
+    r = cli("inspect-model --model " + dir.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("dream: 2 layers, d_model 32, 4 heads (2 kv)"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("shifted logits"), std::string::npos) << r.out;
+    r = cli(
+        "generate --model " + dir.string() +
+        " --prompt hi --gen-length 8 --block-length 4 --steps 8 --policy fast-dual --view quiet");
+    EXPECT_EQ(r.code, 0) << r.out;
+    r = cli("init-model --arch gpt --out " + (dir.parent_path() / "x").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("known: llada, dream"), std::string::npos) << r.out;
+}
+
 TEST(Cli, BadInputExitsTwoWithOneLineNamingTheFile) {
     auto dir = test::temp_dir("cli");
     auto r = cli("inspect-model --model " + (dir / "missing").string());

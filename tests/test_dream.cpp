@@ -19,8 +19,7 @@ namespace {
 
 ModelConfig tiny_dream_config() {
     ModelConfig c = tiny_config(48, 3, 6, 2);  // grouped-query: 3 query heads per key/value head
-    c.architecture = "dream";
-    c.model_type = "Dream";
+    set_architecture(c, "dream");
     c.rope_theta = 1e6;
     c.rms_norm_eps = 1e-6;
     return c;

@@ -1,5 +1,5 @@
-// `cachelens-cli init-model --out DIR`: a randomly initialised LLaDA model with a byte-level
-// tokenizer, as an HF folder. For tests and experiments with shapes.
+// `cachelens-cli init-model --out DIR`: a randomly initialised model (LLaDA or Dream) with a
+// byte-level tokenizer, as an HF folder. For tests and experiments with shapes.
 #include <fstream>
 
 #include "app/cli/cli_common.h"
@@ -16,6 +16,7 @@ struct InitOptions {
     double rope_theta = 10000.0;
     uint64_t seed = 0;
     std::string dtype = "f32";
+    std::string arch = "llada";
     int shards = 1;
     bool force = false;
 };
@@ -28,11 +29,12 @@ int run_init(const InitOptions& o) {
     c.mlp_hidden_size = o.mlp_hidden > 0 ? o.mlp_hidden : 4 * o.d_model;
     c.max_sequence_length = o.max_seq;
     c.rope_theta = o.rope_theta;
+    set_architecture(c, o.arch);
     if (o.shards < 1 || o.shards > 1000) throw InputError("--shards: must be between 1 and 1000");
     c = init_random_model(o.out, c, o.seed, parse_storage_dtype(o.dtype), o.shards);
-    std::printf("wrote %s: %lld layers, d_model %lld, %lld heads, %lld parameters\n", o.out.c_str(),
-                (long long)c.n_layers, (long long)c.d_model, (long long)c.n_heads,
-                (long long)c.parameter_count());
+    std::printf("wrote %s: %s, %lld layers, d_model %lld, %lld heads, %lld parameters\n",
+                o.out.c_str(), c.architecture.c_str(), (long long)c.n_layers, (long long)c.d_model,
+                (long long)c.n_heads, (long long)c.parameter_count());
     return kOk;
 }
 
@@ -41,7 +43,8 @@ int run_init(const InitOptions& o) {
 void add_init_model_command(CLI::App& root, Runner& run) {
     auto o = std::make_shared<InitOptions>();
     auto* cmd = root.add_subcommand(
-        "init-model", "Write a randomly initialised LLaDA model + byte-level tokenizer");
+        "init-model",
+        "Write a randomly initialised model (--arch llada|dream) + byte-level tokenizer");
     cmd->add_option("--out", o->out, "Output folder")->required();
     cmd->add_option("--d-model", o->d_model, "Hidden size")
         ->capture_default_str()
@@ -59,6 +62,9 @@ void add_init_model_command(CLI::App& root, Runner& run) {
         ->capture_default_str()
         ->check(CLI::Range(8, 1 << 20));
     cmd->add_option("--rope-theta", o->rope_theta, "RoPE base")->capture_default_str();
+    cmd->add_option("--arch", o->arch,
+                    "Architecture: llada, or dream (Qwen2 names, q/k/v biases, shifted logits)")
+        ->capture_default_str();
     cmd->add_option("--seed", o->seed, "Initialisation seed")->capture_default_str();
     cmd->add_option("--dtype", o->dtype, "Storage dtype: f32, f16 or bf16")->capture_default_str();
     cmd->add_option("--shards", o->shards, "Write N shards + model.safetensors.index.json")

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "engine/base/errors.h"
+#include "engine/model/architecture.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights_io.h"
@@ -33,6 +34,18 @@ ModelConfig tiny_config(int64_t d_model, int64_t n_layers, int64_t n_heads, int6
     c.max_sequence_length = 4096;
     c.rope_theta = 10000.0;
     return c;
+}
+
+void set_architecture(ModelConfig& config, const std::string& name) {
+    const auto* arch = detail::find_architecture(name);
+    if (!arch) {
+        std::string known;
+        for (const auto& n : detail::architecture_names()) known += (known.empty() ? "" : ", ") + n;
+        throw InputError(Setting{"arch"},
+                         "'" + name + "' is not a known architecture (known: " + known + ")");
+    }
+    config.architecture = arch->name;
+    config.model_type = arch->model_types.front();
 }
 
 ModelConfig init_random_model(const std::filesystem::path& dir, ModelConfig config, uint64_t seed,
