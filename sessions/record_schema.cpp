@@ -329,9 +329,9 @@ void from_json(const json& j, AttentionMap& m) {
         m.head = json_int<int32_t>(j.at("head"));
         m.rows = json_int<int32_t>(j.at("rows"));
         m.cols = json_int<int32_t>(j.at("cols"));
-        m.row_index = j.at("row_index").get<std::vector<int32_t>>();
+        m.row_index = json_ints<int32_t>(j.at("row_index"));
         m.row_scale = j.at("row_scale").get<std::vector<float>>();
-        m.levels = j.at("levels").get<std::vector<uint8_t>>();
+        m.levels = json_ints<uint8_t>(j.at("levels"));
     } catch (const json::exception& e) {
         throw SessionError(std::string("attention map: ") + e.what());
     } catch (const std::range_error& e) {

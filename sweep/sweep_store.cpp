@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/base/json_int.h"
 #include "sessions/sqlite_util.h"
 
 namespace cl::sweep {
@@ -101,8 +102,8 @@ std::vector<ItemResult> load_items(const Db& db, const std::string& key) {
         it.flops_full = s.col_double(6);
         it.prompt_len = static_cast<int32_t>(s.col_int(7));
         try {
-            it.final_tokens = nlohmann::json::parse(s.col_text(8)).get<std::vector<int32_t>>();
-        } catch (const nlohmann::json::exception&) {
+            it.final_tokens = json_ints<int32_t>(nlohmann::json::parse(s.col_text(8)));
+        } catch (const std::exception&) {  // invalid JSON, or not whole numbers in range
             refuse(db.path(), "item " + it.family + " #" + std::to_string(it.index) +
                                   " of point '" + key + "' is corrupt (final tokens)");
         }

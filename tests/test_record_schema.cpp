@@ -261,6 +261,19 @@ TEST(RecordSchema, UnknownOrMistypedJsonIsAnErrorNamingTheKey) {
         EXPECT_NE(std::string(e.what()).find("block"), std::string::npos) << e.what();
     }
     EXPECT_THROW(from_json(json{{"states", {0, 1, 9}}}, r), SessionError);  // no state 9
+    // An attention map's integer arrays: a float that does not fit (a cast would be undefined
+    // behaviour) or a level above 255 is refused, not converted.
+    const json map = {{"layer", 0},       {"head", -1},         {"rows", 1},       {"cols", 2},
+                      {"row_index", {0}}, {"row_scale", {1.0}}, {"levels", {3, 4}}};
+    trace::AttentionMap m;
+    from_json(map, m);
+    EXPECT_EQ(m.levels, (std::vector<uint8_t>{3, 4}));
+    for (const auto& [key, bad] : std::vector<std::pair<std::string, json>>{
+             {"row_index", {-8.9e67}}, {"row_index", {0.5}}, {"levels", {3, 256}}}) {
+        json broken = map;
+        broken[key] = bad;
+        EXPECT_THROW(from_json(broken, m), SessionError) << key << " = " << bad.dump();
+    }
 }
 
 TEST(RecordSchema, AnUnknownStoredArrayIsAnErrorNamingIt) {

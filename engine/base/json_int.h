@@ -10,6 +10,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace cl {
 
@@ -32,6 +33,17 @@ T json_int(const nlohmann::json& v) {
             "expected an integer in [" + std::to_string(std::numeric_limits<T>::min()) + ", " +
             std::to_string(std::numeric_limits<T>::max()) + "], got " + v.dump());
     return static_cast<T>(x);
+}
+
+// An array of integers, each checked as json_int does; throws std::range_error for anything else.
+template <typename T>
+std::vector<T> json_ints(const nlohmann::json& v) {
+    if (!v.is_array())
+        throw std::range_error("expected an array of integers, got " + std::string(v.type_name()));
+    std::vector<T> out;
+    out.reserve(v.size());
+    for (const auto& x : v) out.push_back(json_int<T>(x));
+    return out;
 }
 
 // `key` of `object` as an integer, `fallback` when absent or null.
