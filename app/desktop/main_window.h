@@ -180,6 +180,7 @@ private:
     // embedded model.
     void report_startup_error(const QString& title, const QString& error, const QString& what_now);
     void fall_back(const QString& title, const QString& error, const QString& what_now);
+    void fall_back_from_model(const QString& dir, const QString& error);
     void show_replay_setup(bool replaying);     // the setup dock for a replay or the live engine
     std::vector<viz::RunView>& current_runs();  // the source's columns for this frame
     int available_steps() const;

@@ -156,11 +156,7 @@ void MainWindow::finish_background_load(const std::shared_ptr<BackgroundLoad>& s
     }
     if (!error.isEmpty()) {
         report_load_failure(error);
-        // Nothing runs yet (the folder given at start): the embedded model, as for a small one.
-        const QString embedded = QString::fromStdString(default_model_dir().string());
-        if (!m_model && QFileInfo(dir).absoluteFilePath() != QFileInfo(embedded).absoluteFilePath())
-            fall_back("Cannot load the model", error,
-                      "The embedded default model is loaded instead.");
+        if (!m_model) fall_back_from_model(dir, error);  // the folder given at start
         return;
     }
     install_model(std::move(model), dir, model_defaults);

@@ -33,16 +33,21 @@ void MainWindow::open_at_start(const LaunchOptions& options, const QSettings& se
         const bool remembered =
             settings.contains("gen_length") &&
             settings.value("model_dir").toString() == QFileInfo(dir).absoluteFilePath();
-        if (load_model(dir, !remembered)) return;
-        const QString fallback = QString::fromStdString(default_model_dir().string());
-        if (!fallback.isEmpty() &&
-            QFileInfo(dir).absoluteFilePath() != QFileInfo(fallback).absoluteFilePath())
-            fall_back("Cannot load the model", statusBar()->currentMessage(),
-                      "The embedded default model is loaded instead.");
-        else
-            report_startup_error("Cannot load the model", statusBar()->currentMessage(),
-                                 "File > Open model folder loads another.");
+        if (!load_model(dir, !remembered)) fall_back_from_model(dir, statusBar()->currentMessage());
     }
+}
+
+// The model folder given at start failed and nothing runs: the embedded model instead, unless the
+// folder was the embedded model (then the dialog is all there is). Loads on the GUI thread and in
+// the background both end here.
+void MainWindow::fall_back_from_model(const QString& dir, const QString& error) {
+    const QString embedded = QString::fromStdString(default_model_dir().string());
+    if (!embedded.isEmpty() &&
+        QFileInfo(dir).absoluteFilePath() != QFileInfo(embedded).absoluteFilePath())
+        fall_back("Cannot load the model", error, "The embedded default model is loaded instead.");
+    else
+        report_startup_error("Cannot load the model", error,
+                             "File > Open model folder loads another.");
 }
 
 void MainWindow::fall_back(const QString& title, const QString& error, const QString& what_now) {
