@@ -30,13 +30,27 @@ const fs::path& template_dir() {
     return dir;
 }
 
+// A fresh copy of the template. libFuzzer's timeout alarm (SIGALRM) can interrupt the copy's
+// system calls, and std::filesystem::copy does not retry on EINTR: its 1M run stopped there once
+// after 391,704 executions ("cannot copy: Interrupted system call"). That is the harness's
+// problem, not the loader's, so the copy is retried.
+void copy_template(const fs::path& work) {
+    for (int attempt = 0;; ++attempt) {
+        fs::remove_all(work);
+        std::error_code ec;
+        fs::copy(template_dir(), work, ec);
+        if (!ec) return;
+        if (ec != std::errc::interrupted || attempt == 100)
+            throw fs::filesystem_error("copying the template folder", template_dir(), work, ec);
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size == 0) return 0;
     const fs::path work = cl::fuzz::scratch_dir() / "model";
-    fs::remove_all(work);
-    fs::copy(template_dir(), work);
+    copy_template(work);
     const char* file = kFiles[data[0] % (sizeof kFiles / sizeof kFiles[0])];
     cl::fuzz::write_file(work / file, data + 1, size - 1);
     std::shared_ptr<cl::Model> model;
