@@ -8,6 +8,7 @@
 #include "cli_util.h"
 #include "engine/base/errors.h"
 #include "engine/base/process_memory.h"
+#include "engine/model/model.h"
 #include "engine/model/model_folder.h"
 #include "published_configs.h"
 #include "test_util.h"
@@ -87,6 +88,30 @@ TEST(Checkpoints, InspectModelDescribesAFullSizeFolderAndItsMemory) {
         EXPECT_EQ(j["parameters"].get<int64_t>(), p.parameters);
         EXPECT_EQ(j["tensors"].size(), p.tensors);
     }
+}
+
+// A checkpoint bigger than the memory left is refused with the figures before a weight is read
+// (it was killed by the OOM killer). Only where the full-size model does not fit, so that a
+// machine with more memory does not read 30 GB of holes.
+TEST(Checkpoints, AModelTooBigForTheMemoryIsRefusedBeforeItLoads) {
+    const auto& dream = published()[1];
+    const double need = 4.0 * static_cast<double>(dream.parameters);
+    if (need <= 0.9 * available_memory_bytes())
+        GTEST_SKIP() << "this machine has room for the 30 GB model; nothing to refuse";
+    const auto dir = full_size_folder(dream);
+    const double before = resident_bytes();
+    try {
+        Model::load(dir);
+        FAIL() << "loaded";
+    } catch (const InputError& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find(dir.string()), std::string::npos) << msg;
+        EXPECT_NE(msg.find("the weights need 30.46 GB in memory (float32)"), std::string::npos)
+            << msg;
+    }
+    EXPECT_LT(resident_bytes() - before, 64e6);
+    const auto r = test::cli("inspect-model --model " + dir.string());
+    EXPECT_NE(r.out.find("does not fit here"), std::string::npos) << r.out;
 }
 
 TEST(Checkpoints, BrokenFoldersAreRefusedNamingTheFile) {

@@ -116,6 +116,8 @@ int print_text(const Inspected& in, bool list_tensors) {
         size_text(static_cast<double>(m.stored_bytes)).c_str(),
         size_text(static_cast<double>(m.cpu_bytes)).c_str(), m.kv_bytes_per_token / 1024.0,
         size_text(m.available_bytes).c_str());
+    if (m.available_bytes > 0 && m.cpu_bytes > 0.9 * m.available_bytes)
+        std::printf("                does not fit here: loading it on the cpu is refused\n");
     if (!in.hash.empty()) std::printf("content hash    %s\n", in.hash.c_str());
     std::printf("tensors         %zu in %zu file(s), checked against config.json\n",
                 f.tensors.size(), f.weight_files.size());

@@ -12,6 +12,7 @@
 
 #include "engine/base/assets.h"
 #include "engine/base/errors.h"
+#include "engine/base/process_memory.h"
 #include "engine/model/architecture.h"
 #include "engine/model/model_folder.h"
 #include "engine/model/safetensors.h"
@@ -56,6 +57,18 @@ torch::Tensor to_float_tensor(const SafetensorsFile& f, const TensorInfo& t) {
     return view.to(torch::kFloat32).clone();
 }
 
+// The engine holds weights as float32 on the CPU: a checkpoint bigger than the memory left is
+// refused with the figures before a byte is read (it was killed by the OOM killer).
+void check_weights_fit(const std::filesystem::path& dir, const ModelConfig& c, double available) {
+    const double need = 4.0 * static_cast<double>(c.parameter_count());
+    if (available <= 0 || need <= 0.9 * available) return;
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "the weights need %.2f GB in memory (float32) and %.2f GB is available",
+                  need / 1e9, available / 1e9);
+    throw InputError(dir, text);
+}
+
 }  // namespace
 
 std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
@@ -89,6 +102,7 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
         device = torch::Device(options.device);
     }
 
+    if (device.is_cpu()) check_weights_fit(dir, m.config, available_memory_bytes());
     const ModelConfig& c = m.config;
     detail::TransformerWeights w;
     w.layers.resize(static_cast<size_t>(c.n_layers));
