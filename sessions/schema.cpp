@@ -76,10 +76,15 @@ void migrate_v4_to_v5(Db& db) {
         "run_id, row_number() OVER (PARTITION BY comparison_id ORDER BY run_id) - 1 FROM run");
 }
 
+// v5 -> v6: runs name their model's architecture (all earlier runs were LLaDA's).
+void migrate_v5_to_v6(Db& db) {
+    db.exec("ALTER TABLE run ADD COLUMN architecture TEXT NOT NULL DEFAULT 'llada'");
+}
+
 const std::vector<std::function<void(Db&)>>& migrations() {
     static const std::vector<std::function<void(Db&)>> m{
-        migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4,
-        migrate_v4_to_v5};  // index i: v(i+1) -> v(i+2)
+        migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4, migrate_v4_to_v5,
+        migrate_v5_to_v6};  // index i: v(i+1) -> v(i+2)
     return m;
 }
 

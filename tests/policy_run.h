@@ -21,16 +21,21 @@ struct PolicyRun {
     std::vector<std::shared_ptr<const trace::StepRecord>> steps;
 };
 
-inline PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& policy,
-                            std::map<std::string, double> params = {}, int64_t G = 32,
-                            int64_t B = 16, int64_t T = 32, bool oracle = false,
-                            Remasking remasking = Remasking::LowConfidence) {
+// The invariant tests' sampler: G = 32 in blocks of 16, one token per step, low confidence.
+inline GenerationConfig policy_test_config(int64_t G = 32, int64_t B = 16, int64_t T = 32) {
+    GenerationConfig c;
+    c.gen_length = G;
+    c.block_length = B;
+    c.steps = T;
+    return c;
+}
+
+inline PolicyRun run_policy_with(const std::shared_ptr<Model>& model, const std::string& policy,
+                                 std::map<std::string, double> params,
+                                 const GenerationConfig& config, bool oracle = false) {
     GenerationRequest r;
     r.prompt_text = "Remember: abc=123, xyz=987. What is abc?";
-    r.config.gen_length = G;
-    r.config.block_length = B;
-    r.config.steps = T;
-    r.config.remasking = remasking;
+    r.config = config;
     r.policy = policy;
     r.params = std::move(params);
     trace::TraceStore store;
@@ -42,12 +47,22 @@ inline PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::stri
     return out;
 }
 
-// The final tokens and every step's confidences equal the baseline's (`none`).
+inline PolicyRun run_policy(const std::shared_ptr<Model>& model, const std::string& policy,
+                            std::map<std::string, double> params = {}, int64_t G = 32,
+                            int64_t B = 16, int64_t T = 32, bool oracle = false,
+                            Remasking remasking = Remasking::LowConfidence) {
+    GenerationConfig c = policy_test_config(G, B, T);
+    c.remasking = remasking;
+    return run_policy_with(model, policy, std::move(params), c, oracle);
+}
+
+// The final tokens and every step's confidences equal the baseline's (`none`) under `config`.
 inline void expect_same_as_baseline(const std::shared_ptr<Model>& model, const std::string& policy,
-                                    const std::map<std::string, double>& params) {
+                                    const std::map<std::string, double>& params,
+                                    const GenerationConfig& config = policy_test_config()) {
     SCOPED_TRACE(policy);
-    const PolicyRun base = run_policy(model, "none");
-    const PolicyRun got = run_policy(model, policy, params);
+    const PolicyRun base = run_policy_with(model, "none", {}, config);
+    const PolicyRun got = run_policy_with(model, policy, params, config);
     EXPECT_EQ(got.summary.final_tokens, base.summary.final_tokens);
     ASSERT_EQ(got.steps.size(), base.steps.size());
     for (size_t t = 0; t < base.steps.size(); ++t)

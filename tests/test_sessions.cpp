@@ -869,6 +869,17 @@ TEST(Sessions, AV4FileGetsOneComparisonPerRecorder) {
               std::vector<std::string>{"later"});
 }
 
+TEST(Sessions, RunsFromBeforeArchitecturesWereRecordedReadAsLlada) {
+    const auto path = (test::temp_dir("s") / "v5.clsession").string();
+    WriterOptions v5;
+    v5.schema_version = 5;
+    write_session(path, 2, 1, v5);
+    auto r = SessionReader::open(path, /*repair=*/false);
+    EXPECT_EQ(r->info().schema_version_found, 5);
+    ASSERT_EQ(r->runs().size(), 2u);
+    for (const auto& run : r->runs()) EXPECT_EQ(run.info.architecture, "llada");
+}
+
 TEST(Sessions, StoresAccuracySweepsBesideTheRuns) {
     const auto path = (test::temp_dir("s") / "sweep.clsession").string();
     write_session(path, 1, 2);

@@ -112,7 +112,7 @@ std::string column_title(const std::vector<RunView>& runs, const RunView& run) {
     std::string title = run.info.policy;
     for (const auto& r : runs)
         if (!same_model(r, run)) {
-            title += " @" + run.info.model_name;
+            title += " @" + run.info.model_name + " (" + run.info.architecture + ")";
             break;
         }
     // Two columns of one policy are told apart by what differs ("dkv-decode (delay=0)").

@@ -98,7 +98,21 @@ void SamplerOptions::add_to(CLI::App& app) {
         ->capture_default_str();
     app.add_option("--cfg-scale", cfg_scale, "Classifier-free guidance scale; 0 = off")
         ->capture_default_str();
-    app.add_option("--remasking", remasking, "low_confidence or random")->capture_default_str();
+    app.add_option("--remasking", remasking,
+                   "Confidence: low_confidence, random, topk_margin or entropy (Dream's "
+                   "maskgit_plus and origin are low_confidence and random)")
+        ->capture_default_str();
+    app.add_option("--schedule", schedule,
+                   "Masks committed per step: even (LLaDA) or dream (int(n * (1 - s/t)))")
+        ->capture_default_str();
+    app.add_option("--top-p", top_p, "Sample from the smallest token set holding top-p (1 = all)")
+        ->capture_default_str();
+    app.add_option("--top-k", top_k, "Sample from the k most likely tokens (0 = all)")
+        ->capture_default_str();
+    app.add_option("--alg-temp", alg_temp,
+                   "Draw the committed positions by softmax(confidence / alg-temp) (Dream; 0 = the "
+                   "most confident)")
+        ->capture_default_str();
     app.add_option("--update-rule", update_rule,
                    "Uniform-noise models: adaptive (largest p(top) - p(current)) or confidence")
         ->capture_default_str();
@@ -129,6 +143,10 @@ GenerationConfig SamplerOptions::resolve(const Model& model) const {
     c.temperature = temperature;
     c.cfg_scale = cfg_scale;
     c.remasking = parse_remasking(remasking);
+    c.schedule = parse_transfer_schedule(schedule);
+    c.top_p = top_p;
+    c.top_k = top_k;
+    c.alg_temp = alg_temp;
     c.update_rule = parse_update_rule(update_rule);
     c.threshold = threshold;
     c.factor = factor;

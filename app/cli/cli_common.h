@@ -48,6 +48,9 @@ struct SamplerOptions {
     int64_t gen_length = -1, block_length = -1, steps = -1;  // -1 = model default
     double temperature = 0, cfg_scale = 0, threshold = 0, factor = 0, certainty_sigma = 10;
     std::string remasking = "low_confidence";
+    std::string schedule = "even";
+    double top_p = 1.0, alg_temp = 0;
+    int64_t top_k = 0;
     std::string update_rule = "adaptive";
     bool certainty_prior = false, logits_eos_inf = false, confidence_eos_eot_inf = false;
     uint64_t seed = 0;

@@ -24,7 +24,8 @@ struct BenchOptions {
     ModelOptions model;
     SamplerOptions sampler;
     ParamOptions params;
-    std::string policies;  // empty = every registered policy
+    AlsoModelOptions also;  // further model folders: the same bench on each
+    std::string policies;   // empty = every registered policy
     int prompts = 3;
     int repeats = 3;
     std::string mode = "both";
@@ -38,8 +39,8 @@ struct BenchOptions {
 // same items (in "own" mode `none` is the uncached one-token-per-step sampler): what a speedup
 // costs, with intervals. `names` starts with "none". A policy without its own decoding runs the
 // same sampler in both modes: it is scored once and its row repeated.
-nlohmann::json bench_accuracy(const std::shared_ptr<Model>& model, const BenchOptions& o,
-                              const GenerationConfig& base_cfg,
+nlohmann::json bench_accuracy(const std::shared_ptr<Model>& model, const ModelOptions& mo,
+                              const BenchOptions& o, const GenerationConfig& base_cfg,
                               const std::vector<std::string>& names,
                               const std::vector<std::string>& modes) {
     nlohmann::json out = nlohmann::json::array();
@@ -54,7 +55,7 @@ nlohmann::json bench_accuracy(const std::shared_ptr<Model>& model, const BenchOp
         for (const auto& n : names) {
             const auto cfg = mode == "own" ? apply_own_decoding(base_cfg, n) : base_cfg;
             const ScoringSetup setup{model, cfg, n, o.params.for_policy(n, names.size() == 1),
-                                     o.model.threads};
+                                     mo.threads};
             for (const auto& family : families) {
                 const Key key{n, family, cfg.to_map()};
                 if (!scored.count(key))
@@ -71,12 +72,150 @@ nlohmann::json bench_accuracy(const std::shared_ptr<Model>& model, const BenchOp
     return out;
 }
 
+// The bench's prompts: from the eval split of the task suite (kv prompts with 16-28 pairs are
+// ~110-190 tokens long; the benchmark asks for prompts of about 64-200 tokens).
+std::vector<std::string> bench_prompts(const BenchOptions& o) {
+    tasks::TaskGenerator gen(7, tasks::Split::Eval, tasks::Difficulty{3, 16, 28, 3, 8});
+    std::vector<std::string> prompts;
+    prompts.reserve(static_cast<size_t>(o.prompts));
+    for (int i = 0; i < o.prompts; ++i) prompts.push_back(gen.next(o.prompt_family).prompt);
+    return prompts;
+}
+
+// One mode's timed runs on one model: per policy, the metrics of its median repeat against
+// `none` on each prompt, and the median repeat's wall time.
+struct ModeRuns {
+    std::map<std::string, std::vector<PolicyMetrics>> metrics;
+    std::map<std::string, std::vector<double>> wall_ms;
+};
+
+// Everything a mode's runs share: the model, its sampler, the policies, prompts and progress.
+struct BenchContext {
+    std::shared_ptr<Model> model;
+    const ModelOptions& mo;
+    const BenchOptions& o;
+    const GenerationConfig& base_cfg;
+    const std::vector<std::string>& names;
+    const std::vector<std::string>& prompts;
+    ProgressBar& bar;
+    size_t& runs_done;
+};
+
+// The median of `repeats` runs of every policy on one prompt. Repeats go round-robin over the
+// policies, so that a slow moment of the machine lands on every policy alike instead of on one
+// policy's repeats. Their step records (no attention maps: nothing asks for them) live until this
+// prompt is compared.
+std::map<std::string, PolicyRun> median_runs(const BenchContext& b, const std::string& mode,
+                                             const std::string& prompt) {
+    std::map<std::string, std::vector<PolicyRun>> reps;
+    for (int r = 0; r < b.o.repeats; ++r)
+        for (const auto& n : b.names) {
+            auto cfg = mode == "own" ? apply_own_decoding(b.base_cfg, n) : b.base_cfg;
+            reps[n].push_back(run_policy(b.model, prompt, cfg, n,
+                                         b.o.params.for_policy(n, b.names.size() == 1), 0,
+                                         b.mo.threads));
+            b.bar.update(++b.runs_done, mode + " " + n);
+        }
+    b.bar.clear();  // the rows go where the bar was
+    std::map<std::string, PolicyRun> med;
+    for (auto& [n, runs] : reps) {
+        std::sort(runs.begin(), runs.end(), [](const PolicyRun& a, const PolicyRun& c) {
+            return a.summary.wall_ms < c.summary.wall_ms;
+        });
+        med[n] = runs[runs.size() / 2];
+    }
+    return med;
+}
+
+ModeRuns time_mode(const BenchContext& b, const std::string& mode,
+                   std::vector<int32_t>& prompt_tokens) {
+    ModeRuns out;
+    for (const auto& prompt : b.prompts) {
+        const auto warm = run_policy(b.model, prompt, b.base_cfg, "none", {}, 0, b.mo.threads);
+        b.bar.update(++b.runs_done, mode + " warm-up");
+        if (prompt_tokens.size() < b.prompts.size()) prompt_tokens.push_back(warm.prompt_len);
+        auto med = median_runs(b, mode, prompt);
+        // In "own" mode the baseline is still the uncached LLaDA sampler (none with no threshold).
+        for (const auto& n : b.names) {
+            out.metrics[n].push_back(compare_with_baseline(med[n], med["none"]));
+            out.wall_ms[n].push_back(med[n].summary.wall_ms);
+        }
+    }
+    return out;
+}
+
+// A mode's table: one printed row and one JSON object per policy, means over the prompts.
+void mode_rows(const BenchOptions& o, const std::string& mode,
+               const std::vector<std::string>& names, const ModeRuns& runs,
+               nlohmann::json& results) {
+    for (const auto& n : names) {
+        const auto& ms = runs.metrics.at(n);
+        auto mean = [&](double PolicyMetrics::*f) {
+            double s = 0;
+            for (const auto& m : ms) s += m.*f;
+            return s / static_cast<double>(ms.size());
+        };
+        const double speedup = mean(&PolicyMetrics::speedup),
+                     flop = mean(&PolicyMetrics::flop_ratio);
+        const double wall = stats::median(runs.wall_ms.at(n));
+        std::printf("%-12s %9.1f %8.2fx %7.2fx %10.2f %9.1f%% %7.1f%% %9.0f\n", n.c_str(),
+                    mean(&PolicyMetrics::tokens_per_s), speedup, flop,
+                    mean(&PolicyMetrics::efficiency), 100 * mean(&PolicyMetrics::recompute),
+                    100 * mean(&PolicyMetrics::agreement), wall);
+        results.push_back({{"mode", mode},
+                           {"policy", n},
+                           {"tokens_per_s", mean(&PolicyMetrics::tokens_per_s)},
+                           {"speedup", speedup},
+                           {"flop_ratio", flop},
+                           {"efficiency", mean(&PolicyMetrics::efficiency)},
+                           {"recompute_fraction", mean(&PolicyMetrics::recompute)},
+                           {"agreement", mean(&PolicyMetrics::agreement)},
+                           {"median_wall_ms", wall},
+                           {"prompts", o.prompts},
+                           {"repeats", o.repeats}});
+    }
+}
+
+// Every policy on one model, in every mode: the printed tables and the model's JSON object.
+nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
+                           const std::vector<std::string>& names,
+                           const std::vector<std::string>& modes,
+                           const std::vector<std::string>& prompts) {
+    auto model = mo.load();
+    const GenerationConfig base_cfg = o.sampler.resolve(*model);
+    std::printf("\nmodel %s (%s)\n", model->name().c_str(), model->config().architecture.c_str());
+    nlohmann::json results = nlohmann::json::array();
+    std::vector<int32_t> prompt_tokens;
+    ProgressBar bar("runs", modes.size() * prompts.size() *
+                                (1 + static_cast<size_t>(o.repeats) * names.size()));
+    size_t runs_done = 0;
+    const BenchContext ctx{model, mo, o, base_cfg, names, prompts, bar, runs_done};
+    for (const auto& mode : modes) {
+        std::printf("\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s)\n",
+                    mode.c_str(), (long long)base_cfg.gen_length, (long long)base_cfg.block_length,
+                    (long long)base_cfg.steps, o.prompts, o.repeats, mo.threads);
+        std::printf("%-12s %9s %9s %8s %10s %10s %8s %9s\n", "policy", "tok/s", "speedup", "FLOP-x",
+                    "efficiency", "recompute", "agree", "ms/run");
+        mode_rows(o, mode, names, time_mode(ctx, mode, prompt_tokens), results);
+    }
+    std::printf("\nprompt tokens (chat template included):");
+    for (int32_t n : prompt_tokens) std::printf(" %d", n);
+    std::printf("\n");
+    nlohmann::json accuracy = nlohmann::json::array();
+    if (o.accuracy_items > 0) accuracy = bench_accuracy(model, mo, o, base_cfg, names, modes);
+    return nlohmann::json{{"model", model->name()},
+                          {"architecture", model->config().architecture},
+                          {"threads", mo.threads},
+                          {"sampler", base_cfg.to_map()},
+                          {"prompt_tokens", prompt_tokens},
+                          {"results", results},
+                          {"accuracy", accuracy}};
+}
+
 int run_bench(BenchOptions o) {
-    auto model = o.model.load();
     if (o.sampler.gen_length < 0) o.sampler.gen_length = 256;
     if (o.sampler.block_length < 0) o.sampler.block_length = 32;
     if (o.sampler.steps < 0) o.sampler.steps = o.sampler.gen_length;
-    const GenerationConfig base_cfg = o.sampler.resolve(*model);
     std::vector<std::string> names;
     if (o.policies.empty())
         for (const auto& p : list_policies()) names.push_back(p.name);
@@ -95,98 +234,13 @@ int run_bench(BenchOptions o) {
     if (modes.empty()) throw InputError("--mode: expected cache-only, own or both");
     if (o.prompts < 1 || o.repeats < 1)
         throw InputError("--prompts and --repeats must be positive");
-
-    // Prompts from the eval split of the task suite: kv prompts with 16-28 pairs are ~110-190
-    // tokens long (the benchmark asks for prompts of about 64-200 tokens).
-    tasks::TaskGenerator gen(7, tasks::Split::Eval, tasks::Difficulty{3, 16, 28, 3, 8});
-    std::vector<std::string> prompts;
-    prompts.reserve(static_cast<size_t>(o.prompts));
-    for (int i = 0; i < o.prompts; ++i) prompts.push_back(gen.next(o.prompt_family).prompt);
-
-    nlohmann::json results = nlohmann::json::array();
-    std::vector<int32_t> prompt_tokens;
-    ProgressBar bar("runs", modes.size() * prompts.size() *
-                                (1 + static_cast<size_t>(o.repeats) * names.size()));
-    size_t runs_done = 0;
-    for (const auto& mode : modes) {
-        std::printf("\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s)\n",
-                    mode.c_str(), (long long)base_cfg.gen_length, (long long)base_cfg.block_length,
-                    (long long)base_cfg.steps, o.prompts, o.repeats, o.model.threads);
-        std::printf("%-12s %9s %9s %8s %10s %10s %8s %9s\n", "policy", "tok/s", "speedup", "FLOP-x",
-                    "efficiency", "recompute", "agree", "ms/run");
-        std::map<std::string, std::vector<PolicyMetrics>> per_policy;
-        std::map<std::string, std::vector<double>> wall;
-        for (size_t pi = 0; pi < prompts.size(); ++pi) {
-            const auto warm = run_policy(model, prompts[pi], base_cfg, "none", {}, 0,
-                                         o.model.threads);  // warm-up
-            bar.update(++runs_done, mode + " warm-up");
-            if (prompt_tokens.size() < prompts.size()) prompt_tokens.push_back(warm.prompt_len);
-            // Repeats go round-robin over the policies, so that a slow moment of the machine
-            // lands on every policy alike instead of on one policy's repeats. Their step records
-            // (no attention maps: nothing asks for them) live until this prompt is compared.
-            std::map<std::string, std::vector<PolicyRun>> reps;
-            for (int r = 0; r < o.repeats; ++r)
-                for (const auto& n : names) {
-                    auto cfg = mode == "own" ? apply_own_decoding(base_cfg, n) : base_cfg;
-                    reps[n].push_back(run_policy(model, prompts[pi], cfg, n,
-                                                 o.params.for_policy(n, names.size() == 1), 0,
-                                                 o.model.threads));
-                    bar.update(++runs_done, mode + " " + n);
-                }
-            bar.clear();  // the rows go where the bar was
-            std::map<std::string, PolicyRun> med;
-            for (auto& [n, runs] : reps) {
-                std::sort(runs.begin(), runs.end(), [](const PolicyRun& a, const PolicyRun& b) {
-                    return a.summary.wall_ms < b.summary.wall_ms;
-                });
-                med[n] = runs[runs.size() / 2];
-            }
-            // In "own" mode the baseline is still the uncached LLaDA sampler (none with no
-            // threshold).
-            for (const auto& n : names) {
-                per_policy[n].push_back(compare_with_baseline(med[n], med["none"]));
-                wall[n].push_back(med[n].summary.wall_ms);
-            }
-        }
-        for (const auto& n : names) {
-            const auto& ms = per_policy[n];
-            auto mean = [&](double PolicyMetrics::*f) {
-                double s = 0;
-                for (const auto& m : ms) s += m.*f;
-                return s / static_cast<double>(ms.size());
-            };
-            const double speedup = mean(&PolicyMetrics::speedup),
-                         flop = mean(&PolicyMetrics::flop_ratio);
-            std::printf("%-12s %9.1f %8.2fx %7.2fx %10.2f %9.1f%% %7.1f%% %9.0f\n", n.c_str(),
-                        mean(&PolicyMetrics::tokens_per_s), speedup, flop,
-                        mean(&PolicyMetrics::efficiency), 100 * mean(&PolicyMetrics::recompute),
-                        100 * mean(&PolicyMetrics::agreement), stats::median(wall[n]));
-            results.push_back({{"mode", mode},
-                               {"policy", n},
-                               {"tokens_per_s", mean(&PolicyMetrics::tokens_per_s)},
-                               {"speedup", speedup},
-                               {"flop_ratio", flop},
-                               {"efficiency", mean(&PolicyMetrics::efficiency)},
-                               {"recompute_fraction", mean(&PolicyMetrics::recompute)},
-                               {"agreement", mean(&PolicyMetrics::agreement)},
-                               {"median_wall_ms", stats::median(wall[n])},
-                               {"prompts", o.prompts},
-                               {"repeats", o.repeats}});
-        }
-    }
-    std::printf("\nprompt tokens (chat template included):");
-    for (int32_t n : prompt_tokens) std::printf(" %d", n);
-    std::printf("\n");
-    nlohmann::json accuracy = nlohmann::json::array();
-    if (o.accuracy_items > 0) accuracy = bench_accuracy(model, o, base_cfg, names, modes);
-    if (!o.json_file.empty()) {
-        write_json_file(o.json_file, nlohmann::json{{"model", model->name()},
-                                                    {"threads", o.model.threads},
-                                                    {"sampler", base_cfg.to_map()},
-                                                    {"prompt_tokens", prompt_tokens},
-                                                    {"results", results},
-                                                    {"accuracy", accuracy}});
-    }
+    const auto prompts = bench_prompts(o);
+    const auto models = o.also.models(o.model);
+    nlohmann::json per_model = nlohmann::json::array();
+    for (const auto& mo : models) per_model.push_back(bench_model(mo, o, names, modes, prompts));
+    if (!o.json_file.empty())  // one model's object, or {"models": [...]} for several
+        write_json_file(o.json_file,
+                        models.size() == 1 ? per_model[0] : nlohmann::json{{"models", per_model}});
     return kOk;
 }
 
@@ -199,6 +253,7 @@ void add_bench_command(CLI::App& root, Runner& run) {
     o->model.add_to(*cmd);
     o->sampler.add_to(*cmd);
     o->params.add_to(*cmd);
+    o->also.add_to(*cmd, "bench");
     cmd->add_option("--policies", o->policies,
                     "Comma-separated policies (default: all; none is always the baseline)");
     cmd->add_option("--prompts", o->prompts, "Prompts from the task suite's eval split")

@@ -1,5 +1,6 @@
-// `cachelens-cli train`: trains a LLaDA-architecture model on the task suite (masked or uniform
-// diffusion).
+// `cachelens-cli train`: trains a LLaDA- or Dream-architecture model on the task suite (masked or
+// uniform diffusion), from scratch or from another model folder (converted when its architecture
+// differs).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -15,7 +16,7 @@ namespace {
 
 struct TrainCliOptions {
     TrainOptions train;
-    int64_t d_model = 128, n_layers = 6, n_heads = 4, mlp_hidden = 352;
+    int64_t d_model = 128, n_layers = 6, n_heads = 4, n_kv_heads = 0, mlp_hidden = 352;
     int threads = 1;
     std::vector<std::string> mixture;
     std::string noise = "masked";
@@ -26,7 +27,7 @@ int run_train(TrainCliOptions o) {
     o.train.shape.d_model = o.d_model;
     o.train.shape.n_layers = o.n_layers;
     o.train.shape.n_heads = o.n_heads;
-    o.train.shape.n_kv_heads = o.n_heads;
+    o.train.shape.n_kv_heads = o.n_kv_heads;
     o.train.shape.mlp_hidden_size = o.mlp_hidden;
     o.train.shape.max_sequence_length = 1024;
     o.train.shape.rope_theta = 10000.0;
@@ -73,7 +74,8 @@ void add_train_command(CLI::App& root, Runner& run) {
     auto o = std::make_shared<TrainCliOptions>();
     auto* cmd = root.add_subcommand(
         "train",
-        "Train a LLaDA-architecture model on the task suite (masked or uniform diffusion)");
+        "Train a LLaDA- or Dream-architecture model on the task suite (masked or uniform "
+        "diffusion)");
     auto& t = o->train;
     cmd->add_option("--out", t.out_dir, "Model folder to write (checkpoints go to OUT/checkpoint)")
         ->required();
@@ -88,6 +90,13 @@ void add_train_command(CLI::App& root, Runner& run) {
     cmd->add_option("--d-model", o->d_model, "Hidden size")->capture_default_str();
     cmd->add_option("--layers", o->n_layers, "Transformer blocks")->capture_default_str();
     cmd->add_option("--heads", o->n_heads, "Attention heads")->capture_default_str();
+    cmd->add_option("--kv-heads", o->n_kv_heads,
+                    "Key/value heads (grouped-query attention); 0: as many as --heads, or as the "
+                    "--init-from model's")
+        ->capture_default_str();
+    cmd->add_option("--arch", t.architecture,
+                    "Architecture: llada or dream (default: the --init-from model's, else llada); "
+                    "another than --init-from's converts that model first (OUT/converted-start)");
     cmd->add_option("--mlp-hidden", o->mlp_hidden, "MLP hidden size")->capture_default_str();
     cmd->add_option("--vocab-size", t.vocab_size,
                     "BPE vocabulary size (tokenizer trained on the task data)")

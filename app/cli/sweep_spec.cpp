@@ -68,10 +68,24 @@ public:
             s.task_seed = static_cast<uint64_t>(integer(t["seed"], "tasks.seed", 0, INT64_MAX));
     }
 
+    // A named choice (remasking, schedule), checked by the engine's own parser.
+    template <typename Parse>
+    void read_choice(const json& j, const char* key, std::string& out, Parse parse) const {
+        if (!j.contains(key)) return;
+        const std::string field = std::string("sampler.") + key;
+        if (!j[key].is_string()) fail(field, "must be a string");
+        out = j[key].get<std::string>();
+        try {
+            parse(out);
+        } catch (const InputError& e) {
+            fail(field, problem_of(e));
+        }
+    }
+
     void read_sampler(const json& j, SamplerOptions& o) const {
         only_keys(j, "sampler",
                   {"gen_length", "block_length", "steps", "temperature", "threshold", "remasking",
-                   "seed"});
+                   "schedule", "seed"});
         if (j.contains("gen_length"))
             o.gen_length = integer(j["gen_length"], "sampler.gen_length", 1, 65536);
         if (j.contains("block_length"))
@@ -83,12 +97,8 @@ public:
             fail("sampler.temperature", "must be from 0 to 10");
         if (j.contains("threshold")) o.threshold = number(j["threshold"], "sampler.threshold");
         if (o.threshold < 0 || o.threshold > 1) fail("sampler.threshold", "must be from 0 to 1");
-        if (j.contains("remasking")) {
-            if (!j["remasking"].is_string()) fail("sampler.remasking", "must be a string");
-            o.remasking = j["remasking"].get<std::string>();
-            if (o.remasking != "low_confidence" && o.remasking != "random")
-                fail("sampler.remasking", "must be low_confidence or random");
-        }
+        read_choice(j, "remasking", o.remasking, parse_remasking);
+        read_choice(j, "schedule", o.schedule, parse_transfer_schedule);
         if (j.contains("seed"))
             o.seed = static_cast<uint64_t>(integer(j["seed"], "sampler.seed", 0, INT64_MAX));
     }

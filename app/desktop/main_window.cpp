@@ -231,7 +231,8 @@ void MainWindow::show_replay_setup(bool replaying) {
         QString("<b>Replay</b> (read-only; File &gt; Back to live engine returns)<br>"
                 "model %1 on %2<br>G = %3, block %4, %5 steps, seed %6<br>columns: %7<br>"
                 "prompt: %8")
-            .arg(QString::fromStdString(info.model_name).toHtmlEscaped(),
+            .arg(QString::fromStdString(info.model_name + " (" + info.architecture + ")")
+                     .toHtmlEscaped(),
                  QString::fromStdString(info.device).toHtmlEscaped())
             .arg(info.gen_len)
             .arg(info.block_len)
@@ -354,8 +355,11 @@ void MainWindow::apply_setup() {
     setup.config.gen_length = m_gen_length->value();
     setup.config.block_length = m_block_length->value();
     setup.config.steps = m_steps->value();
-    setup.config.remasking =
-        m_remasking->currentIndex() == 1 ? Remasking::Random : Remasking::LowConfidence;
+    setup.config.remasking = parse_remasking(m_remasking->currentText().toStdString());
+    setup.config.schedule = parse_transfer_schedule(m_schedule->currentText().toStdString());
+    setup.config.top_p = m_top_p->value();
+    setup.config.top_k = m_top_k->value();
+    setup.config.alg_temp = m_alg_temp->value();
     setup.config.threshold = m_threshold->value();
     setup.config.temperature = m_temperature->value();
     setup.config.cfg_scale = m_cfg->value();

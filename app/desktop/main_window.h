@@ -21,6 +21,7 @@ class QCheckBox;
 class QComboBox;
 class QDockWidget;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
@@ -145,6 +146,8 @@ private:
     qint64 recording_bytes() const;  // the recorded session on disk (file and its log)
     QWidget* build_setup_dock();
     QWidget* build_policies_dock();
+    void add_decoding_rows(QFormLayout* layout, QSpinBox* top_k, QDoubleSpinBox* top_p,
+                           QDoubleSpinBox* alg_temp);
     QWidget* build_transport();
     // `model_defaults`: put the model's generation defaults into the setup dock (a newly opened
     // model); false keeps what is there (remembered values at start-up, a device switch).
@@ -226,7 +229,9 @@ private:
     QCheckBox* m_chat_template = nullptr;
     QSpinBox *m_gen_length = nullptr, *m_block_length = nullptr, *m_steps = nullptr,
              *m_seed = nullptr;
-    QComboBox *m_remasking = nullptr, *m_device = nullptr;
+    QComboBox *m_remasking = nullptr, *m_schedule = nullptr, *m_device = nullptr;
+    QSpinBox* m_top_k = nullptr;
+    QDoubleSpinBox *m_top_p = nullptr, *m_alg_temp = nullptr;
     QDoubleSpinBox *m_threshold = nullptr, *m_temperature = nullptr, *m_cfg = nullptr;
     QCheckBox* m_oracle = nullptr;
     QCheckBox* m_drift = nullptr;

@@ -115,7 +115,8 @@ QWidget* MainWindow::build_setup_dock() {
     layout->addRow("Prompt", m_prompt);
     connect(m_examples, QOverload<int>::of(&QComboBox::activated), this,
             [this](int i) { m_prompt->setPlainText(m_examples->itemData(i).toString()); });
-    m_chat_template = new QCheckBox("LLaDA chat template");
+    m_chat_template = new QCheckBox("Chat template");
+    m_chat_template->setToolTip("Wrap the prompt in the model's chat format (LLaDA's or ChatML)");
     m_chat_template->setChecked(true);
     layout->addRow("", m_chat_template);
     auto spin = [](int lo, int hi, int v) {
@@ -135,9 +136,6 @@ QWidget* MainWindow::build_setup_dock() {
     layout->addRow("Gen length", m_gen_length);
     layout->addRow("Block length", m_block_length);
     layout->addRow("Steps", m_steps);
-    m_remasking = new QComboBox();
-    m_remasking->addItems({"low_confidence", "random"});
-    layout->addRow("Remasking", m_remasking);
     auto dspin = [](double lo, double hi, double v, double step) {
         auto* s = new QDoubleSpinBox();
         s->setRange(lo, hi);
@@ -146,6 +144,7 @@ QWidget* MainWindow::build_setup_dock() {
         s->setValue(v);
         return s;
     };
+    add_decoding_rows(layout, spin(0, 100000, 0), dspin(0.01, 1, 1, 0.05), dspin(0, 10, 0, 0.1));
     m_threshold = dspin(0, 1, 0, 0.05);
     m_threshold->setToolTip(
         "Parallel decoding: commit every in-block mask with confidence >= threshold (0 = off)");
@@ -194,6 +193,40 @@ QWidget* MainWindow::build_setup_dock() {
     connect(apply, &QPushButton::clicked, this, &MainWindow::apply_setup);
     layout->addRow("", apply);
     return outer;
+}
+
+// Which masks a step commits: the confidence algorithm, the schedule and Dream's sampling
+// options (top-p / top-k filters, alg_temp), on two rows to keep the dock short.
+void MainWindow::add_decoding_rows(QFormLayout* layout, QSpinBox* top_k, QDoubleSpinBox* top_p,
+                                   QDoubleSpinBox* alg_temp) {
+    m_remasking = new QComboBox();
+    for (auto r :
+         {Remasking::LowConfidence, Remasking::Random, Remasking::TopkMargin, Remasking::Entropy})
+        m_remasking->addItem(to_string(r));
+    m_remasking->setToolTip(
+        "The confidence that ranks masked positions: the predicted token's probability "
+        "(Dream: maskgit_plus), a random draw (origin), top-1 minus top-2, or minus the entropy");
+    m_schedule = new QComboBox();
+    for (auto s : {TransferSchedule::Even, TransferSchedule::Dream})
+        m_schedule->addItem(to_string(s));
+    m_schedule->setToolTip("Masks committed per step: even (LLaDA) or Dream's int(n (1 - s/t))");
+    auto* row = new QHBoxLayout();
+    row->addWidget(m_remasking, 1);
+    row->addWidget(m_schedule);
+    layout->addRow("Remasking", row);
+    m_top_p = top_p;
+    m_top_k = top_k;
+    m_alg_temp = alg_temp;
+    m_top_p->setToolTip("Top-p: sample from the smallest set of tokens holding p (1 = all)");
+    m_top_k->setToolTip("Top-k: sample from the k most likely tokens (0 = all)");
+    m_alg_temp->setToolTip(
+        "alg_temp: draw the committed positions by softmax(confidence / alg_temp) (0 = the most "
+        "confident)");
+    auto* sampling = new QHBoxLayout();
+    sampling->addWidget(m_top_p);
+    sampling->addWidget(m_top_k);
+    sampling->addWidget(m_alg_temp);
+    layout->addRow("Top-p, k, alg T", sampling);
 }
 
 QWidget* MainWindow::build_policies_dock() {

@@ -12,6 +12,7 @@
 
 #include "app/desktop/engine_bridge.h"
 #include "app/desktop/main_window.h"
+#include "engine/base/errors.h"
 #include "engine/tasks/task_suite.h"
 #include "sweep/point_metrics.h"
 #include "sweep/sweep_store.h"
@@ -59,8 +60,17 @@ void MainWindow::apply_sweep_setting() {
     if (sampler.contains("temperature"))
         m_temperature->setValue(sampler["temperature"].get<double>());
     if (sampler.contains("threshold")) m_threshold->setValue(sampler["threshold"].get<double>());
-    if (sampler.contains("remasking"))
-        m_remasking->setCurrentIndex(sampler["remasking"] == "random" ? 1 : 0);
+    const auto set_choice = [&](QComboBox* box, const char* key, auto parse) {
+        if (!sampler.contains(key) || !sampler[key].is_string()) return;
+        // The spec's name, or a Dream alias of it, as the combo box spells it.
+        try {
+            box->setCurrentText(to_string(parse(sampler[key].get<std::string>())));
+        } catch (const InputError&) {
+            return;  // a name this version does not know: the current choice stays
+        }
+    };
+    set_choice(m_remasking, "remasking", parse_remasking);
+    set_choice(m_schedule, "schedule", parse_transfer_schedule);
     const std::string prompt = first_task_prompt(spec);
     if (!prompt.empty()) {
         m_prompt->setPlainText(QString::fromStdString(prompt));

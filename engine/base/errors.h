@@ -38,6 +38,16 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// The problem alone, without the setting's name in front ("expected x, got y").
+inline std::string problem_of(const InputError& e) {
+    std::string what = e.what();
+    const std::string& name = e.setting();
+    if (name.empty() || what.compare(0, name.size(), name) != 0 ||
+        what.compare(name.size(), 2, ": ") != 0)
+        return what;
+    return what.substr(name.size() + 2);
+}
+
 // The message for a command line: a setting's engine name becomes its flag ("gen_length: x" ->
 // "--gen-length: x"); other messages are unchanged.
 inline std::string cli_message(const InputError& e) {

@@ -7,13 +7,38 @@
 namespace cl {
 
 const char* to_string(Remasking r) {
-    return r == Remasking::Random ? "random" : "low_confidence";
+    switch (r) {
+        case Remasking::Random:
+            return "random";
+        case Remasking::TopkMargin:
+            return "topk_margin";
+        case Remasking::Entropy:
+            return "entropy";
+        case Remasking::LowConfidence:
+            break;
+    }
+    return "low_confidence";
 }
 
 Remasking parse_remasking(const std::string& text) {
-    if (text == "low_confidence") return Remasking::LowConfidence;
-    if (text == "random") return Remasking::Random;
-    throw InputError(Setting{"remasking"}, "expected low_confidence or random, got '" + text + "'");
+    if (text == "low_confidence" || text == "maskgit_plus") return Remasking::LowConfidence;
+    if (text == "random" || text == "origin") return Remasking::Random;
+    if (text == "topk_margin") return Remasking::TopkMargin;
+    if (text == "entropy") return Remasking::Entropy;
+    throw InputError(Setting{"remasking"},
+                     "expected low_confidence, random, topk_margin or entropy (or Dream's "
+                     "maskgit_plus, origin), got '" +
+                         text + "'");
+}
+
+const char* to_string(TransferSchedule s) {
+    return s == TransferSchedule::Dream ? "dream" : "even";
+}
+
+TransferSchedule parse_transfer_schedule(const std::string& text) {
+    if (text == "even") return TransferSchedule::Even;
+    if (text == "dream") return TransferSchedule::Dream;
+    throw InputError(Setting{"schedule"}, "expected even or dream, got '" + text + "'");
 }
 
 const char* to_string(UpdateRule r) {
@@ -54,6 +79,11 @@ void GenerationConfig::validate(int64_t max_sequence_length, int64_t prompt_leng
         throw InputError(Setting{"factor"}, "must be between 0 and 100");
     if (threshold > 0 && factor > 0)
         throw InputError(Setting{"threshold"}, "threshold and factor cannot both be set");
+    if (!(top_p > 0.0 && top_p <= 1.0)) throw InputError(Setting{"top_p"}, "must be in (0, 1]");
+    if (top_k < 0 || top_k > 100'000'000)
+        throw InputError(Setting{"top_k"}, "must be between 0 (off) and 100000000");
+    if (!(alg_temp >= 0.0) || !std::isfinite(alg_temp) || alg_temp > 100)
+        throw InputError(Setting{"alg_temp"}, "must be between 0 and 100");
     if (!(certainty_sigma > 0.0) || !std::isfinite(certainty_sigma))
         throw InputError(Setting{"certainty_sigma"}, "must be positive");
     if (prompt_length + gen_length > max_sequence_length)
@@ -75,6 +105,10 @@ std::map<std::string, std::string> GenerationConfig::to_map() const {
             {"temperature", num(temperature)},
             {"cfg_scale", num(cfg_scale)},
             {"remasking", to_string(remasking)},
+            {"schedule", to_string(schedule)},
+            {"top_p", num(top_p)},
+            {"top_k", std::to_string(top_k)},
+            {"alg_temp", num(alg_temp)},
             {"threshold", num(threshold)},
             {"factor", num(factor)},
             {"certainty_prior", certainty_prior ? "true" : "false"},

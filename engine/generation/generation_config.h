@@ -1,5 +1,7 @@
 // GenerationConfig: the sampler settings of POLICIES.md section 1 (LLaDA generate.py semantics
-// plus Fast-dLLM parallel decoding, d2Cache certainty-prior decoding and LLaDA's EOS options).
+// plus Fast-dLLM parallel decoding, d2Cache certainty-prior decoding, LLaDA's EOS options and
+// Dream's diffusion_generate options: top-p, top-k, its confidence algorithms, alg_temp and its
+// transfer schedule).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +10,14 @@
 
 namespace cl {
 
-enum class Remasking { LowConfidence, Random };
+// How a masked position's confidence is scored (Dream's `alg` in brackets): LowConfidence, the
+// probability of the predicted token (maskgit_plus); Random, a uniform draw (origin); TopkMargin,
+// top-1 minus top-2 probability; Entropy, minus the entropy of the prediction.
+enum class Remasking { LowConfidence, Random, TopkMargin, Entropy };
+// How many masks a step commits: Even, LLaDA's floor(n / T) plus one for the first n mod T steps;
+// Dream, int(masked * (1 - s / t)) over timesteps linspace(1, 1e-3, T + 1) and everything at the
+// last step (with Random remasking each mask is committed with probability 1 - s / t instead).
+enum class TransferSchedule { Even, Dream };
 // Under uniform noise, which in-block positions a step updates (docs/uniform-noise.md):
 // Adaptive: the largest shift of probability mass onto the top token, p(top) - p(current token);
 // Confidence: the largest p(top). Only positions whose top token differs from their token count.
@@ -21,6 +30,11 @@ struct GenerationConfig {
     double temperature = 0.0;   // Gumbel-max temperature in float64; 0 = argmax
     double cfg_scale = 0.0;     // classifier-free guidance; 0 = off
     Remasking remasking = Remasking::LowConfidence;
+    TransferSchedule schedule = TransferSchedule::Even;
+    double top_p = 1.0;            // sample from the smallest set of tokens holding top_p (1 = all)
+    int64_t top_k = 0;             // sample from the k most likely tokens (0 = all)
+    double alg_temp = 0.0;         // > 0: the committed positions are drawn by softmax(confidence /
+                                   // alg_temp) without replacement (Dream); 0 = the most confident
     double threshold = 0.0;        // > 0: commit every in-block mask with confidence >= threshold
     double factor = 0.0;           // > 0: commit the top-n while c_(n) >= 1 - factor / (n + 1)
     bool certainty_prior = false;  // d2Cache: rank by confidence x local density of known tokens
@@ -39,8 +53,12 @@ struct GenerationConfig {
 };
 
 const char* to_string(Remasking r);
-// Throws InputError for anything but low_confidence / random.
+// low_confidence, random, topk_margin, entropy, or Dream's maskgit_plus / origin; throws InputError
+// for anything else.
 Remasking parse_remasking(const std::string& text);
+const char* to_string(TransferSchedule s);
+// Throws InputError for anything but even / dream.
+TransferSchedule parse_transfer_schedule(const std::string& text);
 const char* to_string(UpdateRule r);
 // Throws InputError for anything but adaptive / confidence.
 UpdateRule parse_update_rule(const std::string& text);

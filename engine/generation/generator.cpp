@@ -17,6 +17,19 @@ std::vector<int64_t> transfer_schedule(int64_t masked, int64_t steps) {
     return s;
 }
 
+float dream_transfer_fraction(int64_t steps, int64_t step) {
+    if (step >= steps - 1) return 1.0F;
+    // torch's own linspace, so the float32 timesteps are Dream's to the last bit.
+    const auto ts = torch::linspace(1.0, 1e-3, steps + 1, torch::kFloat32);  // (steps + 1)
+    const float t = ts[step].item<float>(), s = ts[step + 1].item<float>();
+    return 1.0F - s / t;
+}
+
+int64_t dream_transfer_count(int64_t masked, int64_t steps, int64_t step) {
+    if (step >= steps - 1) return masked;
+    return static_cast<int64_t>(static_cast<float>(masked) * dream_transfer_fraction(steps, step));
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -74,6 +87,7 @@ trace::RunInfo make_run_info(const detail::RunCore& run, const GenerationRequest
     info.model_name = run.model->name();
     info.model_hash = run.model->content_hash();
     info.noise_process = to_string(mc.noise_process);
+    info.architecture = mc.architecture;
     info.device = run.model->device();
     info.threads = req.threads;
     info.seed = run.cfg.seed;

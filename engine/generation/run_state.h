@@ -35,6 +35,11 @@ struct RunState {
             if (masked[static_cast<size_t>(i)]) return true;
         return false;
     }
+    int64_t block_masked_count() const {
+        int64_t n = 0;
+        for (int64_t i = block_start(); i < block_end(); ++i) n += masked[static_cast<size_t>(i)];
+        return n;
+    }
     int64_t masked_count() const {
         int64_t n = 0;
         for (uint8_t m : masked) n += m;

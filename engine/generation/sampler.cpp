@@ -23,6 +23,43 @@ std::vector<Out> to_host(const torch::Tensor& t) {  // any device -> host vector
     return std::vector<Out>(p, p + cpu.numel());
 }
 
+// Dream's top-p then top-k filters: tokens outside them get -inf, so they can be neither sampled
+// nor counted in the confidence. The nucleus is taken on the temperature-scaled distribution, as
+// Dream does; ties at the k-th logit are kept (as in Dream's top_k_logits).
+void filter_logits(torch::Tensor& lg, const GenerationConfig& cfg) {  // (M, V) float64
+    const double neg_inf = -std::numeric_limits<double>::infinity();
+    if (cfg.top_p < 1.0) {
+        auto scaled = cfg.temperature > 0 ? lg / cfg.temperature : lg;  // (M, V)
+        auto [sorted, order] = scaled.sort(1, /*descending=*/true);     // (M, V)
+        auto p = torch::softmax(sorted, 1);                             // (M, V)
+        // Token j (sorted) goes when the tokens before it already hold more than top_p.
+        auto drop_sorted = (p.cumsum(1) - p) > cfg.top_p;  // (M, V)
+        auto drop = torch::zeros_like(drop_sorted).scatter(1, order, drop_sorted);
+        lg.masked_fill_(drop, neg_inf);
+    }
+    if (cfg.top_k > 0 && cfg.top_k < lg.size(1)) {
+        auto kth = std::get<0>(lg.topk(cfg.top_k, 1)).select(1, cfg.top_k - 1).unsqueeze(1);
+        lg.masked_fill_(lg < kth, neg_inf);  // kth: (M, 1)
+    }
+}
+
+// The ranking score of each position under the confidence algorithm, from the distribution the
+// predictions are drawn from: probs (M, V), x0 (M).
+torch::Tensor confidence_of(const torch::Tensor& probs, const torch::Tensor& x0, Remasking r) {
+    switch (r) {
+        case Remasking::TopkMargin: {
+            auto top2 = std::get<0>(probs.topk(std::min<int64_t>(2, probs.size(1)), 1));  // (M, 2)
+            return top2.size(1) > 1 ? top2.select(1, 0) - top2.select(1, 1) : top2.select(1, 0);
+        }
+        case Remasking::Entropy:  // minus the entropy: the most certain position first
+            return (probs * torch::log(probs)).nan_to_num(0.0).sum(1);  // (M)
+        case Remasking::LowConfidence:
+        case Remasking::Random:
+            break;  // Random's draws replace it on the host
+    }
+    return probs.gather(1, x0.unsqueeze(1)).squeeze(1);  // (M)
+}
+
 }  // namespace
 
 double remask_uniform(uint64_t seed, int32_t step, int64_t position) {
@@ -39,6 +76,12 @@ Predictions sample(const torch::Tensor& logits, const std::vector<int64_t>& posi
     auto lg = logits.to(torch::kFloat64).contiguous();  // (M, V)
     if (cfg.logits_eos_inf && in.eos_id >= 0) lg.select(1, in.eos_id).fill_(neg_inf);
     if (in.suppress_id >= 0) lg.select(1, in.suppress_id).fill_(neg_inf);
+    const auto model_lg = lg;  // the inspector's view: before the sampling filters
+    const bool filtered = cfg.top_p < 1.0 || cfg.top_k > 0;
+    if (filtered) {
+        lg = lg.clone();
+        filter_logits(lg, cfg);
+    }
     torch::Tensor scores = lg;
     if (cfg.temperature > 0) {
         // exp(logits) / (-log U)^temp, compared in the log domain (same argmax, no overflow).
@@ -52,12 +95,13 @@ Predictions sample(const torch::Tensor& logits, const std::vector<int64_t>& posi
         if (in.eos_id >= 0) conf_logits.select(1, in.eos_id).fill_(neg_inf);
         if (in.eot_id >= 0) conf_logits.select(1, in.eot_id).fill_(neg_inf);
     }
-    auto full_probs = torch::softmax(conf_logits, 1);               // (M, V)
-    auto probs = full_probs.gather(1, x0.unsqueeze(1)).squeeze(1);  // (M)
+    auto full_probs = torch::softmax(conf_logits, 1);           // (M, V)
+    auto probs = confidence_of(full_probs, x0, cfg.remasking);  // (M)
     const int64_t K = std::min<int64_t>(in.top_k, full_probs.size(1));
-    auto softmax = cfg.confidence_eos_eot_inf ? torch::softmax(lg, 1) : full_probs;  // raw logits
+    const bool same = !cfg.confidence_eos_eot_inf && !filtered;
+    auto softmax = same ? full_probs : torch::softmax(model_lg, 1);                  // (M, V)
     auto [top_p, top_i] = softmax.topk(K, 1);                                        // (M, K)
-    auto ent = -(softmax * torch::log_softmax(lg, 1)).nan_to_num(0.0).sum(1);        // (M)
+    auto ent = -(softmax * torch::log_softmax(model_lg, 1)).nan_to_num(0.0).sum(1);  // (M)
 
     Predictions out;
     out.top_k = K;

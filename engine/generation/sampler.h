@@ -1,6 +1,7 @@
-// The sampler's per-step math on tensors (POLICIES.md section 1): Gumbel-max in float64 with
-// counter-based noise, confidence by softmax or a random-remasking draw, and the inspector's
-// top-k, entropy and margin. Runs on the logits' device; the one host copy is of the small
+// The sampler's per-step math on tensors (POLICIES.md section 1): Dream's top-p / top-k filters,
+// Gumbel-max in float64 with counter-based noise, the confidence by the remasking algorithm
+// (probability, margin, entropy or a random draw), and the inspector's top-k and entropy of the
+// unfiltered prediction. Runs on the logits' device; the one host copy is of the small
 // results at the end.
 #pragma once
 
@@ -16,7 +17,8 @@ namespace cl::detail {
 struct Predictions {
     int64_t top_k = 0;
     std::vector<int32_t> token;        // (M) x0
-    std::vector<double> confidence;    // (M) softmax probability of x0, or the remasking draw
+    std::vector<double> confidence;    // (M) ranking score: probability of x0, top-1 - top-2
+                                       // margin, minus the entropy, or the remasking draw
     std::vector<int32_t> topk_ids;     // (M, top_k)
     std::vector<double> topk_probs;    // (M, top_k) of the raw logits' softmax
     std::vector<double> entropy;       // (M) of the raw logits' softmax

@@ -31,8 +31,8 @@ StepContext RunCore::context(std::vector<trace::TriggerEvent>* triggers) const {
 
 namespace {
 
-// Random remasking with a fixed schedule draws its confidences without the forward, so the
-// positions it will commit are known now (dKV-Cache-Greedy plans around them).
+// Random remasking with a schedule draws its confidences without the forward, so the positions it
+// will commit are known now (dKV-Cache-Greedy plans around them).
 std::vector<int32_t> planned_commits(const RunState& s, const GenerationConfig& cfg) {
     std::vector<int32_t> planned;
     if (cfg.remasking != Remasking::Random || cfg.parallel_decoding() || cfg.certainty_prior ||
@@ -44,8 +44,7 @@ std::vector<int32_t> planned_commits(const RunState& s, const GenerationConfig& 
             u.emplace_back(remask_uniform(cfg.seed, s.step, i), i);
     std::stable_sort(u.begin(), u.end(),
                      [](const auto& a, const auto& b) { return a.first > b.first; });
-    const auto k = std::min<size_t>(
-        u.size(), static_cast<size_t>(s.schedule[static_cast<size_t>(s.step_in_block)]));
+    const size_t k = std::min(u.size(), scheduled_count(s, cfg, u));
     for (size_t i = 0; i < k; ++i) planned.push_back(static_cast<int32_t>(u[i].second));
     return planned;
 }
@@ -63,10 +62,7 @@ void begin_step(RunCore& run, StepWork& work) {
     rec.n_layers = static_cast<int32_t>(s.N);
     work.masked_before = s.masked_count();
     if (s.step_in_block == 0) {
-        int64_t n = 0;
-        for (int64_t i = s.block_start(); i < s.block_end(); ++i)
-            n += s.masked[static_cast<size_t>(i)];
-        s.schedule = transfer_schedule(n, s.S);
+        s.schedule = transfer_schedule(s.block_masked_count(), s.S);
         run.policy->on_block_start(run.context(&rec.triggers));
     }
     s.planned = planned_commits(s, run.cfg);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/generation/sampler.h"
 #include "engine/generation/step_stages.h"
 
 namespace cl::detail {
@@ -44,7 +45,7 @@ size_t commit_count(const RunState& s, const GenerationConfig& cfg,
             ++k;
         k = std::max<size_t>(k, 1);
     } else if (s.step_in_block < s.S) {
-        k = static_cast<size_t>(s.schedule[static_cast<size_t>(s.step_in_block)]);
+        k = scheduled_count(s, cfg, cand);
     } else {
         k = cand.size();  // overtime (a policy left masks behind): finish the block
     }
@@ -86,7 +87,38 @@ void select_updates(RunCore& run, StepWork& work, const std::vector<uint8_t>& fr
     work.commit_count = k;
 }
 
+// Dream's alg_temp: the k committed positions are a draw without replacement from
+// softmax(score / alg_temp), taken as the top k of score / alg_temp + Gumbel noise (the same
+// distribution) with counter-based draws, so a run replays exactly.
+void rerank_by_alg_temp(const RunState& s, const GenerationConfig& cfg,
+                        std::vector<std::pair<double, int64_t>>& cand) {
+    constexpr uint64_t kAlgTempStream = 0x616c675f74656d70ull;  // "alg_temp"
+    for (auto& [score, pos] : cand) {
+        const double u = remask_uniform(cfg.seed ^ kAlgTempStream, s.step, pos);
+        score = score / cfg.alg_temp - std::log(-std::log(u));
+    }
+    std::stable_sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+}
+
 }  // namespace
+
+size_t scheduled_count(const RunState& s, const GenerationConfig& cfg,
+                       const std::vector<std::pair<double, int64_t>>& ranked) {
+    const auto step = static_cast<int64_t>(s.step_in_block);
+    if (cfg.schedule == TransferSchedule::Even)
+        return static_cast<size_t>(s.schedule[static_cast<size_t>(step)]);
+    if (cfg.remasking == Remasking::Random) {
+        // Dream's origin: each mask independently with probability p = 1 - s/t, which for a
+        // uniform draw u is u >= 1 - p; the ranking puts those first.
+        const double bar = 1.0 - static_cast<double>(dream_transfer_fraction(s.S, step));
+        size_t k = 0;
+        while (k < ranked.size() && ranked[k].first >= bar) ++k;
+        return k;
+    }
+    return static_cast<size_t>(dream_transfer_count(s.block_masked_count(), s.S, step));
+}
 
 void select_commits(RunCore& run, StepWork& work) {
     RunState& s = run.state;
@@ -119,6 +151,9 @@ void select_commits(RunCore& run, StepWork& work) {
         return a.first > b.first || (a.first == b.first && a.second < b.second);
     });
     work.commit_count = commit_count(s, run.cfg, cand);
+    if (run.cfg.alg_temp > 0 && run.cfg.remasking != Remasking::Random &&
+        !run.cfg.parallel_decoding())
+        rerank_by_alg_temp(s, run.cfg, cand);
 }
 
 }  // namespace cl::detail

@@ -85,6 +85,10 @@ void begin_step(RunCore& run, StepWork& work);
 ProbeWants ask_probes(const RunCore& run);
 void predict(RunCore& run, StepWork& work);
 void select_commits(RunCore& run, StepWork& work);
+// How many of the `ranked` (score, position) masks of the current block the transfer schedule
+// commits at this step (before the block's last budgeted step is passed).
+size_t scheduled_count(const RunState& s, const GenerationConfig& cfg,
+                       const std::vector<std::pair<double, int64_t>>& ranked);
 void measure_oracle(RunCore& run, StepWork& work);
 // Drift of one layer's computed rows (called by predict's layer observer when wanted).
 void observe_drift(RunCore& run, StepWork& work, const LayerResult& layer);

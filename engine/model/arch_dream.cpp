@@ -120,6 +120,9 @@ Architecture dream_architecture() {
     a.chat_template = dream_chat_template;
     a.chat_tokens = {"<|im_start|>", "<|im_end|>"};
     a.end_of_turn = "<|im_end|>";
+    // Dream added <|beginoftext|> and <|mask|> to Qwen2.5's vocabulary.
+    a.special_tokens = {"<|beginoftext|>", "<|endoftext|>", "<|mask|>", "<|im_start|>",
+                        "<|im_end|>"};
     return a;
 }
 

@@ -4,6 +4,7 @@
 #include "engine/model/arch_llada.h"
 
 #include "engine/model/config_json.h"
+#include "engine/tokenizer/bpe_trainer.h"
 
 namespace cl::detail {
 
@@ -115,6 +116,8 @@ Architecture llada_architecture() {
     a.chat_template = llada_chat_template;
     a.chat_tokens = {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
     a.end_of_turn = "<|eot_id|>";
+    a.special_tokens = {SpecialTokens::kBos, SpecialTokens::kEos, SpecialTokens::kMask,
+                        SpecialTokens::kStartHeader, SpecialTokens::kEot};
     return a;
 }
 

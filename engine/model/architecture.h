@@ -26,6 +26,14 @@ struct WeightSlot {
     bool optional = false;  // may be absent (e.g. an untied head when weights are tied)
 };
 
+// The special tokens of a CacheLens-made tokenizer for the architecture, by role (the names its
+// published checkpoints use). A tokenizer converted between architectures keeps each role's id.
+struct SpecialTokenNames {
+    std::string bos, eos, mask;
+    std::string turn_start;  // opens a chat turn
+    std::string turn_end;    // closes a chat turn
+};
+
 struct Architecture {
     std::string name;                      // "llada"
     std::vector<std::string> model_types;  // config.json `model_type` values it accepts
@@ -46,6 +54,7 @@ struct Architecture {
     // test model's tokenizer) the prompt is used as it is.
     std::vector<std::string> chat_tokens;
     std::string end_of_turn;  // the token that closes a chat turn ("" = none)
+    SpecialTokenNames special_tokens;
 };
 
 // Adds an architecture to the table (LLaDA is built in); a name already present is replaced.

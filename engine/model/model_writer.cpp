@@ -46,6 +46,13 @@ void set_architecture(ModelConfig& config, const std::string& name) {
     }
     config.architecture = arch->name;
     config.model_type = arch->model_types.front();
+    // The fields an architecture fixes whatever the caller set (Dream's q/k/v biases), as its
+    // loader will read them back.
+    const NoiseProcess noise = config.noise_process;
+    config = arch->read_config(arch->write_config(config), "config.json");
+    config.architecture = arch->name;
+    config.logits_shift = arch->logits_shift;
+    config.noise_process = noise;
 }
 
 ModelConfig init_random_model(const std::filesystem::path& dir, ModelConfig config, uint64_t seed,

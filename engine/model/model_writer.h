@@ -20,8 +20,9 @@ StorageDType parse_storage_dtype(const std::string& text);  // throws InputError
 ModelConfig init_random_model(const std::filesystem::path& dir, ModelConfig config, uint64_t seed,
                               StorageDType dtype = StorageDType::F32, int shards = 1);
 
-// Makes `config` a model of the architecture table's entry `name` ("llada", "dream"): its name
-// and its first model_type. Throws InputError naming the known architectures.
+// Makes `config` a model of the architecture table's entry `name` ("llada", "dream"): its name,
+// its first model_type and the fields it fixes (q/k/v biases, logits shift). Throws InputError
+// naming the known architectures.
 void set_architecture(ModelConfig& config, const std::string& name);
 
 // Convenience shape for tests: a tiny model in a few kilobytes.

@@ -75,6 +75,7 @@ struct RunInfo {
     std::string model_name;
     std::string model_hash;                // content hash of the weights file(s)
     std::string noise_process = "masked";  // of the model: "masked" or "uniform"
+    std::string architecture = "llada";    // of the model: "llada", "dream"
     std::string device;                    // "cpu" or "cuda:0"
     int32_t threads = 1;
     uint64_t seed = 0;

@@ -1,5 +1,7 @@
 #include "engine/training/trainer.h"
 
+#include "engine/training/per_position_loss.h"
+
 #include <torch/torch.h>
 
 #include <chrono>
@@ -9,6 +11,7 @@
 #include <random>
 
 #include "engine/base/errors.h"
+#include "engine/model/arch_conversion.h"
 #include "engine/model/architecture.h"
 #include "engine/model/model.h"
 #include "engine/model/model_writer.h"
@@ -106,11 +109,8 @@ torch::Tensor masked_loss(detail::Transformer& net, const Batch& batch, const Mo
     auto t = torch::rand({B, 1}, gen) * (1 - eps) + eps;            // (B, 1)
     auto masked = (torch::rand({B, L}, gen) < t) & batch.response;  // (B, L)
     auto noised = torch::where(masked, torch::full_like(batch.ids, c.mask_token_id), batch.ids);
-    auto logits = net.forward_full(noised);  // (B, L, V)
-    auto ce = torch::nn::functional::cross_entropy(
-                  logits.reshape({B * L, -1}), batch.ids.reshape({-1}),
-                  torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
-                  .reshape({B, L});                                          // (B, L)
+    auto logits = net.forward_full(noised);                                  // (B, L, V)
+    auto ce = detail::per_position_ce(logits, batch.ids, c.logits_shift);    // (B, L)
     auto weighted = (ce * masked.to(torch::kFloat32)) / t;                   // (B, L)
     auto resp_len = batch.response.sum(1).clamp_min(1).to(torch::kFloat32);  // (B)
     return (weighted.sum(1) / resp_len).mean();
@@ -139,11 +139,8 @@ torch::Tensor uniform_loss(detail::Transformer& net, const Batch& batch, const M
     auto t = torch::rand({B, 1}, gen) * (1 - eps) + eps;             // (B, 1)
     auto corrupt = (torch::rand({B, L}, gen) < t) & batch.response;  // (B, L)
     auto noised = torch::where(corrupt, uniform_noise_like(batch.ids, c, gen), batch.ids);
-    auto logits = net.forward_full(noised);  // (B, L, V)
-    auto ce = torch::nn::functional::cross_entropy(
-                  logits.reshape({B * L, -1}), batch.ids.reshape({-1}),
-                  torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
-                  .reshape({B, L});                                          // (B, L)
+    auto logits = net.forward_full(noised);                                  // (B, L, V)
+    auto ce = detail::per_position_ce(logits, batch.ids, c.logits_shift);    // (B, L)
     auto resp = batch.response.to(torch::kFloat32);                          // (B, L)
     auto resp_len = batch.response.sum(1).clamp_min(1).to(torch::kFloat32);  // (B)
     return ((ce * resp).sum(1) / resp_len).mean();
@@ -194,8 +191,14 @@ void check_options(const TrainOptions& o) {
             "must be 0 or between response_pad (" + std::to_string(o.response_pad) + ") and 4096");
 }
 
+// The architecture of a new model (LLaDA unless the options name another).
+std::string new_model_architecture(const TrainOptions& o) {
+    return o.architecture.empty() ? std::string("llada") : o.architecture;
+}
+
 // The tokenizer of the model being trained: copied from a warm start, kept when resuming, or
-// trained once on a sample of every family and then fixed for the model's life.
+// trained once on a sample of every family (special tokens named as the architecture names them)
+// and then fixed for the model's life.
 void prepare_tokenizer(const TrainOptions& o, const std::filesystem::path& tok_file, bool resuming,
                        bool warm_start, const std::vector<std::string>& verses) {
     if (warm_start) {
@@ -215,7 +218,9 @@ void prepare_tokenizer(const TrainOptions& o, const std::filesystem::path& tok_f
             }
         }
         texts.emplace_back("user assistant");
-        std::ofstream(tok_file) << train_byte_level_bpe(texts, o.vocab_size, true);
+        std::ofstream(tok_file) << rename_special_tokens(
+            train_byte_level_bpe(texts, o.vocab_size, true), "llada", new_model_architecture(o),
+            tok_file);
     }
 }
 
@@ -289,21 +294,39 @@ ModelConfig model_config_for(const TrainOptions& o, const Tokenizer& tok,
         return c;
     }
     ModelConfig c = o.shape;
+    if (c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
     c.noise_process = o.noise;
+    set_architecture(c, new_model_architecture(o));
+    const auto& names = detail::find_architecture(c.architecture)->special_tokens;
     c.vocab_size = tok.vocab_size();
-    c.mask_token_id = tok.required_token_id(SpecialTokens::kMask);
-    c.eos_token_id = tok.required_token_id(SpecialTokens::kEos);
+    c.mask_token_id = tok.required_token_id(names.mask);
+    c.eos_token_id = tok.required_token_id(names.eos);
     c.pad_token_id = c.eos_token_id;
-    c.bos_token_id = tok.required_token_id(SpecialTokens::kBos);
+    c.bos_token_id = tok.required_token_id(names.bos);
     c.validate(o.out_dir / "config.json");
     return c;
 }
 
+// A warm start of another architecture (or fewer key/value heads) than the options ask for is
+// converted once into OUT/converted-start, which the run then starts from.
+TrainOptions with_converted_start(const TrainOptions& options) {
+    if (options.resume || options.init_from.empty() || options.architecture.empty()) return options;
+    const ModelConfig src = load_model_config(options.init_from);
+    const int64_t kv = options.shape.n_kv_heads;
+    if (src.architecture == options.architecture && (kv == 0 || kv == src.n_kv_heads))
+        return options;
+    TrainOptions o = options;
+    o.init_from = options.out_dir / "converted-start";
+    convert_model_folder(options.init_from, o.init_from, options.architecture, kv);
+    return o;
+}
+
 }  // namespace
 
-TrainResult train_model(const TrainOptions& o) {
-    check_options(o);
-    std::filesystem::create_directories(o.out_dir);
+TrainResult train_model(const TrainOptions& options) {
+    check_options(options);
+    std::filesystem::create_directories(options.out_dir);
+    const TrainOptions o = with_converted_start(options);
     const auto ckpt = o.out_dir / "checkpoint";
     const bool resuming = o.resume && std::filesystem::exists(ckpt / "state.json");
     if (o.resume && !resuming) throw InputError(ckpt, "resume: no checkpoint to resume from");

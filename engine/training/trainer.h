@@ -34,8 +34,13 @@ struct TrainOptions {
     std::filesystem::path out_dir;  // the model folder written (and resumed from)
     bool resume = false;            // continue from out_dir/checkpoint
     std::filesystem::path
-        init_from;      // start from this model folder (weights + tokenizer), fresh optimizer
-    ModelConfig shape;  // d_model, n_layers, n_heads, n_kv_heads, mlp_hidden_size
+        init_from;  // start from this model folder (weights + tokenizer), fresh optimizer
+    // d_model, n_layers, n_heads, n_kv_heads (0: as many as query heads, or a warm start's),
+    // mlp_hidden_size
+    ModelConfig shape;
+    // The architecture trained: "" keeps a warm start's (LLaDA for a new model); another one, or
+    // fewer key/value heads, converts the warm start first (engine/model/arch_conversion.h).
+    std::string architecture;
     NoiseProcess noise = NoiseProcess::Masked;  // of a new model (a resumed one keeps its own)
     int vocab_size = 1024;                      // BPE vocabulary incl. 6 special tokens
     int64_t total_steps = 20000;
