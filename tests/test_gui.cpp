@@ -45,6 +45,7 @@
 #include "sweep/sweep_store.h"
 #include "test_util.h"
 #include "viz/palette.h"
+#include "viz/panels/panels.h"
 
 namespace cl::app {
 namespace {
@@ -503,6 +504,63 @@ TEST(Gui, RecordingKeepsAComparisonPerPlayAndReRunAndALoopsLastLap) {
 // A session folder that cannot be written (here: its parent is a file, which fails for root as
 // well): the runs go on unrecorded, Record is unchecked, and the status bar says why, naming the
 // file. (Permissions proper: Sessions.AReadOnlyFolderFailsWithTheFileNameAndDamagesNothing.)
+// LLaDA and Dream side by side: every checked policy runs on both models, each column compared
+// with its own model's none, the titles name model and architecture, the session records both
+// architectures and a replay shows the same columns.
+TEST(Gui, LladaAndDreamColumnsRunSideBySideLiveAndInReplay) {
+    auto o = tiny_model_options("Reverse: 1 2 3", {"none", "dkv-decode"});
+    ModelConfig dream = tiny_config(32, 2, 4, 2);
+    set_architecture(dream, "dream");
+    const auto dream_dir = test::temp_dir("gui-dream");
+    init_random_model(dream_dir, dream, 5);
+    o.also_model_dir = QString::fromStdString(dream_dir.string());
+    o.record = true;
+    MainWindow w(o);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_TRUE(w.startup_error().isEmpty()) << w.startup_error().toStdString();
+    auto* also = w.findChild<QComboBox*>("also_model");
+    ASSERT_NE(also, nullptr);
+    const std::string llada_name = QFileInfo(o.model_dir).fileName().toStdString();
+    const std::string dream_name = dream_dir.filename().string();
+    EXPECT_EQ(also->currentText().toStdString(), dream_name);
+    w.advance_to(1 << 20);
+    const auto finished = [&] {
+        const auto runs = w.bridge()->snapshot();
+        for (const auto& r : runs)
+            if (!r.summary) return false;
+        return runs.size() == 4 && !w.bridge()->busy();
+    };
+    ASSERT_TRUE(wait_for(finished, 30000));
+    const auto runs = w.bridge()->snapshot();
+    std::vector<std::string> titles;
+    for (const auto& r : runs) titles.push_back(viz::column_title(runs, r));
+    EXPECT_EQ(titles,
+              (std::vector<std::string>{
+                  "none @" + llada_name + " (llada)", "dkv-decode @" + llada_name + " (llada)",
+                  "none @" + dream_name + " (dream)", "dkv-decode @" + dream_name + " (dream)"}));
+    EXPECT_EQ(viz::baseline_of(runs, runs[3])->info.run_id, runs[2].info.run_id)
+        << "the Dream column is compared with Dream's none";
+
+    ASSERT_EQ(w.bridge()->flush_recording(), "");
+    const QString path = w.recording_path();
+    auto reader = sessions::SessionReader::open(path.toStdString(), false);
+    std::set<std::string> archs;
+    for (const auto& r : reader->runs()) archs.insert(r.info.architecture);
+    EXPECT_EQ(archs, (std::set<std::string>{"llada", "dream"}));
+    ASSERT_EQ(w.open_session(path, false), "");
+    std::vector<std::string> replayed;
+    const auto& shown = w.source()->runs(w.view());
+    for (const auto& r : shown) replayed.push_back(viz::column_title(shown, r));
+    EXPECT_EQ(replayed, titles);
+
+    // Removing the second model leaves the first model's columns.
+    w.back_to_live();
+    EXPECT_EQ(w.set_also_model(""), "");
+    ASSERT_TRUE(wait_for([&] { return w.bridge()->snapshot().size() == 2; }, 10000));
+    EXPECT_EQ(w.set_also_model("/nonexistent/model").isEmpty(), false);
+}
+
 TEST(Gui, AnUnwritableSessionFolderTurnsRecordingOffAndTheRunsGoOn) {
     const auto blocker = test::temp_dir("gui-ro") / "not-a-folder";
     test::write_file(blocker, "a file where the data folder should be");

@@ -370,7 +370,7 @@ TEST(Viz, ColumnsOfTwoModelsHaveTheirOwnBaselineAndTitle) {
     }
     EXPECT_EQ(baseline_of(runs, runs[1]), &runs[0]);
     EXPECT_EQ(baseline_of(runs, runs[3]), &runs[2]);  // not the other model's none
-    EXPECT_EQ(column_title(runs, runs[3]), "block-cache @uniform-tiny");
+    EXPECT_EQ(column_title(runs, runs[3]), "block-cache @uniform-tiny (llada)");
     const std::vector<RunView> one_model(runs.begin(), runs.begin() + 2);
     EXPECT_EQ(column_title(one_model, one_model[1]), "block-cache");
     EXPECT_EQ(baseline_of({runs[3]}, runs[3]), nullptr);

@@ -236,7 +236,8 @@ void EngineBridge::rebuild(size_t i) {
     if (c.gen && !c.gen->done()) c.gen->finish(true);
     c.recorder = m_writer.get();
     try {
-        c.gen = std::make_unique<Generator>(m_model, req, &c);
+        const auto& model = m_setup.columns[i].model;
+        c.gen = std::make_unique<Generator>(model ? model : m_model, req, &c);
     } catch (const std::exception& e) {
         c.gen.reset();
         std::lock_guard lock(m_data_mutex);

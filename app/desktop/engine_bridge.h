@@ -22,6 +22,7 @@ namespace cl::app {
 struct ColumnSpec {
     std::string policy;
     std::map<std::string, double> params;
+    std::shared_ptr<Model> model;  // null: the bridge's model (another: columns side by side)
 };
 
 struct RunSetup {

@@ -99,6 +99,7 @@ void add_options(QCommandLineParser& parser) {
         {{"h", "help"}, "Show this help and exit"},
         {{"v", "version"}, "Show the version and exit"},
         {{"m", "model"}, "Model folder (default: the embedded model)", "DIR"},
+        {"also-model", "A second model folder: every policy also runs on it, side by side", "DIR"},
         {"prompt", "Prompt text", "TEXT"},
         {"policies", "Comma-separated policies to show (cachelens-cli policies)", "LIST"},
         {"advance", "Run N denoising steps before showing (headless figures)", "N"},
@@ -127,6 +128,7 @@ LaunchArgs read_args(const QCommandLineParser& parser) {
     LaunchArgs a;
     LaunchOptions& o = a.options;
     o.model_dir = parser.value("model");
+    o.also_model_dir = parser.value("also-model");
     o.prompt = parser.value("prompt");
     o.policies = policy_list(parser);
     o.threads = integer_value(parser, "threads", 1, 256, 1);

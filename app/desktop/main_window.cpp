@@ -369,6 +369,7 @@ void MainWindow::apply_setup() {
     setup.columns = selected_columns();
     try {
         setup.config.validate(m_model->config().max_sequence_length, 0);
+        if (m_also_model) setup.config.validate(m_also_model->config().max_sequence_length, 0);
     } catch (const InputError& e) {
         statusBar()->showMessage(QString("Not started: %1").arg(e.what()), 8000);
         return;

@@ -49,8 +49,9 @@ struct LaunchOptions {
     // Cancel (the embedded model has ~6 MB); negative: never (headless figures need the model
     // before they draw).
     qint64 background_load_bytes = 64ll << 20;
-    QString lesson;   // start this lesson (replays its session)
-    QString session;  // open this session file for replay instead of running live
+    QString lesson;          // start this lesson (replays its session)
+    QString session;         // open this session file for replay instead of running live
+    QString also_model_dir;  // a second model's columns beside the first's
 };
 
 class MainWindow : public QMainWindow {
@@ -81,6 +82,11 @@ public:
     void open_model(const QString& dir) { load_model(dir); }
     bool loading_model() const { return m_loading != nullptr; }
     QString model_dir() const;  // "" before a model is loaded
+    // A second model whose columns run beside the first's (LLaDA and Dream side by side): every
+    // checked policy runs on both. "" removes it. Returns an error message ("" on success).
+    // `restart`: start new runs with it at once.
+    QString set_also_model(const QString& dir, bool restart = true);
+    QString also_model_dir() const;
     // Presenter mode: every dock but the transport hidden (on), then restored (off).
     void set_presenter(bool on);
     bool presenter() const { return m_presenter; }
@@ -189,6 +195,10 @@ private:
     int available_steps() const;
 
     std::shared_ptr<Model> m_model;
+    std::shared_ptr<Model> m_also_model;  // the second model's columns (null: none)
+    QComboBox* m_also_model_box = nullptr;
+    void add_also_model_row(QFormLayout* layout);
+    void refresh_also_model_choices();
     std::unique_ptr<LiveSource> m_live;
     std::unique_ptr<ReplaySource> m_replay;
     std::vector<viz::RunView> m_no_runs;  // what the canvas draws without a source

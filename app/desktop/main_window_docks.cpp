@@ -145,6 +145,7 @@ QWidget* MainWindow::build_setup_dock() {
         return s;
     };
     add_decoding_rows(layout, spin(0, 100000, 0), dspin(0.01, 1, 1, 0.05), dspin(0, 10, 0, 0.1));
+    add_also_model_row(layout);
     m_threshold = dspin(0, 1, 0, 0.05);
     m_threshold->setToolTip(
         "Parallel decoding: commit every in-block mask with confidence >= threshold (0 = off)");
@@ -409,6 +410,13 @@ std::vector<ColumnSpec> MainWindow::selected_columns() const {
         c.policy = info.name;
         for (const auto& [k, s] : w.params) c.params[k] = s->value();
         cols.push_back(c);
+    }
+    // The second model's columns after the first's, in the same order (each compared with its
+    // own model's none).
+    const size_t first = cols.size();
+    for (size_t i = 0; m_also_model && i < first; ++i) {
+        cols.push_back(cols[i]);
+        cols.back().model = m_also_model;
     }
     return cols;
 }

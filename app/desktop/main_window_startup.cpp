@@ -28,6 +28,13 @@ void MainWindow::open_at_start(const LaunchOptions& options, const QSettings& se
         QString dir = options.model_dir;
         if (dir.isEmpty()) dir = QString::fromStdString(default_model_dir().string());
         if (options.record) set_recording(true);
+        if (!options.also_model_dir.isEmpty()) {
+            const QString err = set_also_model(options.also_model_dir, false);
+            if (!err.isEmpty())
+                report_startup_error("Cannot load the second model", err,
+                                     "The first model runs alone; Run setup > Also model picks "
+                                     "another.");
+        }
         // Remembered generation settings win over the model's defaults for the model they were
         // remembered with (they were overwritten at every start).
         const bool remembered =
