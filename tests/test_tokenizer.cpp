@@ -40,6 +40,52 @@ TEST(Tokenizer, SpecialTokensAreSingleIds) {
     EXPECT_EQ(tok->decode(ids, false), std::string("a") + SpecialTokens::kMask + "b");
 }
 
+// A SentencePiece-style tokenizer.json as in LLaMA-2-family checkpoints: "▁" for spaces, BPE with
+// byte fallback, and the decoder Replace("▁", " ") + ByteFallback + Fuse + Strip(" ", 1, 0).
+std::unique_ptr<Tokenizer> sentencepiece_style() {
+    nlohmann::json vocab = {{"<unk>", 0}, {"\u2581", 1}, {"a", 2}, {"b", 3}, {"\u2581a", 4}};
+    for (int b = 0; b < 256; ++b) {
+        char name[8];
+        std::snprintf(name, sizeof name, "<0x%02X>", b);
+        vocab[name] = 5 + b;
+    }
+    const nlohmann::json j = {
+        {"version", "1.0"},
+        {"added_tokens", nlohmann::json::array()},
+        {"normalizer",
+         {{"type", "Sequence"},
+          {"normalizers",
+           {{{"type", "Prepend"}, {"prepend", "\u2581"}},
+            {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}}}}},
+        {"pre_tokenizer", nullptr},
+        {"post_processor", nullptr},
+        {"decoder",
+         {{"type", "Sequence"},
+          {"decoders",
+           {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+            {{"type", "ByteFallback"}},
+            {{"type", "Fuse"}},
+            {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
+        {"model",
+         {{"type", "BPE"},
+          {"byte_fallback", true},
+          {"unk_token", "<unk>"},
+          {"vocab", vocab},
+          {"merges", {"\u2581 a"}}}}};
+    return Tokenizer::from_json_text(j.dump(), "sentencepiece-style");
+}
+
+TEST(Tokenizer, SentencePieceStyleByteFallbackRoundTrips) {
+    auto tok = sentencepiece_style();
+    // "a é": "▁a", "▁", then é as its two UTF-8 bytes.
+    const auto ids = tok->encode("a \xc3\xa9");
+    EXPECT_EQ(ids, (std::vector<int32_t>{4, 1, 5 + 0xC3, 5 + 0xA9}));
+    EXPECT_EQ(tok->decode(ids), "a \xc3\xa9");
+    EXPECT_EQ(tok->decode(tok->encode("ab ba \xf0\x9f\x99\x82")), "ab ba \xf0\x9f\x99\x82");
+    // A byte run that is not UTF-8 decodes to one U+FFFD per byte, as Hugging Face's does.
+    EXPECT_EQ(tok->decode({2, 5 + 0xC3, 5 + 0x28}), "a\xef\xbf\xbd\xef\xbf\xbd");
+}
+
 TEST(Tokenizer, ChatTemplateFollowsLlada) {
     auto tok = byte_level();
     for (const auto* t : {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"})

@@ -3,8 +3,55 @@
 #include <algorithm>
 
 #include "engine/base/json_int.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace cl::detail {
+namespace {
+
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// The byte of a SentencePiece byte token "<0xAB>", or -1 for any other token.
+int byte_token_value(const std::string& t) {
+    if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
+    const int hi = hex_digit(t[3]), lo = hex_digit(t[4]);
+    return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+// Hugging Face's ByteFallback: each run of byte tokens becomes its text when the bytes are valid
+// UTF-8, else one U+FFFD per byte token; other tokens pass unchanged.
+std::vector<std::string> fuse_byte_tokens(const std::vector<std::string>& toks) {
+    std::vector<std::string> out;
+    std::string bytes;
+    size_t count = 0;
+    auto flush = [&] {
+        if (count == 0) return;
+        if (is_valid_utf8(bytes))
+            out.push_back(bytes);
+        else
+            out.insert(out.end(), count, std::string("\xEF\xBF\xBD"));
+        bytes.clear();
+        count = 0;
+    };
+    for (const auto& t : toks) {
+        const int b = byte_token_value(t);
+        if (b < 0) {
+            flush();
+            out.push_back(t);
+            continue;
+        }
+        bytes.push_back(static_cast<char>(b));
+        ++count;
+    }
+    flush();
+    return out;
+}
+
+}  // namespace
 
 Decoder make_decoder(const json& j, const std::string& src) {
     if (j.is_null()) return nullptr;
@@ -24,6 +71,7 @@ Decoder make_decoder(const json& j, const std::string& src) {
             for (const auto& t : toks) joined += t;
             return std::vector<std::string>{from_byte_level(joined)};
         };
+    if (type == "ByteFallback") return fuse_byte_tokens;
     if (type == "Fuse")
         return [](const std::vector<std::string>& toks) {
             std::string joined;
