@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Regenerates tests/data/tokenizer_*.json with the Hugging Face `tokenizers` library (pip install
-tokenizers). The C++ tokenizer test checks that CacheLens encodes these strings id for id as the
-reference library does. Not needed to build or test: the fixtures are committed."""
+tokenizers; fixtures recorded with 0.20.0). The C++ tokenizer test checks that CacheLens encodes
+these strings id for id and decodes them to the same text as the reference library does: a
+LLaDA-like byte-level BPE, Dream's (Qwen2's) pre-tokenizer, and a SentencePiece-style BPE with
+byte fallback as in LLaMA-2-family checkpoints. Not needed to build or test: the fixtures are
+committed."""
 import json, pathlib, sys
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, decoders, trainers, Regex
 
@@ -42,8 +45,55 @@ def hf_style():
     tok.train_from_iterator(corpus(), trainer)
     return tok
 
+# Qwen2's pre-tokenizer (Dream's tokenizer): its split regex, then byte-level without a regex,
+# NFC, ChatML's special tokens.
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+def qwen2_style():
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=450, special_tokens=["<|endoftext|>", "<|im_start|>",
+                                                                   "<|im_end|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus(), trainer)
+    return tok
+
+# A SentencePiece-style BPE as in LLaMA-2-family checkpoints: "\u2581" for spaces (Prepend +
+# Replace normalisers, no pre-tokenizer), <0x00>..<0xFF> byte tokens for what the vocabulary
+# lacks (byte_fallback), and the decoder Replace + ByteFallback + Fuse + Strip.
+def sentencepiece_style():
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"),
+                                           normalizers.Replace(" ", "\u2581")])
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<s>", "</s>"],
+                                  limit_alphabet=60)
+    tok.train_from_iterator(corpus(), trainer)
+    trained = json.loads(tok.to_str())
+    model = trained["model"]
+    # LLaMA's layout: <unk>, <s>, </s>, the 256 byte tokens, then the learned pieces.
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab["<0x%02X>" % b] = len(vocab)
+    for piece, _ in sorted(model["vocab"].items(), key=lambda kv: kv[1]):
+        vocab.setdefault(piece, len(vocab))
+    model.update({"vocab": vocab, "byte_fallback": True, "unk_token": "<unk>", "fuse_unk": True})
+    for t in trained["added_tokens"]:
+        t["id"] = vocab[t["content"]]
+    trained["decoder"] = {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    return Tokenizer.from_str(json.dumps(trained))
+
 def main():
-    fixtures = {"tokenizer_hf_bpe.json": hf_style()}
+    fixtures = {"tokenizer_hf_bpe.json": hf_style(), "tokenizer_qwen2_style.json": qwen2_style(),
+                "tokenizer_sentencepiece_bpe.json": sentencepiece_style()}
     cachelens = root / "tests" / "data" / "tokenizer_cachelens_bpe.json"
     if cachelens.exists():
         fixtures[cachelens.name] = Tokenizer.from_file(str(cachelens))
@@ -51,7 +101,11 @@ def main():
     for name, tok in fixtures.items():
         if name != cachelens.name:
             tok.save(str(out / name))
-        golden[name] = [{"text": t, "ids": tok.encode(t, add_special_tokens=False).ids} for t in TEXTS]
+        golden[name] = []
+        for t in TEXTS:
+            ids = tok.encode(t, add_special_tokens=False).ids
+            golden[name].append({"text": t, "ids": ids,
+                                 "decoded": tok.decode(ids, skip_special_tokens=False)})
     (out / "tokenizer_golden.json").write_text(json.dumps(golden, ensure_ascii=False, indent=1))
     print("wrote", ", ".join(fixtures), "and tokenizer_golden.json")
 
