@@ -64,6 +64,20 @@ def qwen2_style():
     tok.train_from_iterator(corpus(), trainer)
     return tok
 
+# LLaMA's vocabulary layout for a trained BPE (tokenizer.json as a dict): <unk>, <s>, </s>, the 256
+# byte tokens <0x00>..<0xFF>, then the learned pieces; byte fallback on.
+def with_byte_tokens(trained):
+    model = trained["model"]
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab["<0x%02X>" % b] = len(vocab)
+    for piece, _ in sorted(model["vocab"].items(), key=lambda kv: kv[1]):
+        vocab.setdefault(piece, len(vocab))
+    model.update({"vocab": vocab, "byte_fallback": True, "unk_token": "<unk>", "fuse_unk": True})
+    for t in trained["added_tokens"]:
+        t["id"] = vocab[t["content"]]
+    return trained
+
 # A SentencePiece-style BPE as in LLaMA-2-family checkpoints: "\u2581" for spaces (Prepend +
 # Replace normalisers, no pre-tokenizer), <0x00>..<0xFF> byte tokens for what the vocabulary
 # lacks (byte_fallback), and the decoder Replace + ByteFallback + Fuse + Strip.
@@ -74,26 +88,32 @@ def sentencepiece_style():
     trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<s>", "</s>"],
                                   limit_alphabet=60)
     tok.train_from_iterator(corpus(), trainer)
-    trained = json.loads(tok.to_str())
-    model = trained["model"]
-    # LLaMA's layout: <unk>, <s>, </s>, the 256 byte tokens, then the learned pieces.
-    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
-    for b in range(256):
-        vocab["<0x%02X>" % b] = len(vocab)
-    for piece, _ in sorted(model["vocab"].items(), key=lambda kv: kv[1]):
-        vocab.setdefault(piece, len(vocab))
-    model.update({"vocab": vocab, "byte_fallback": True, "unk_token": "<unk>", "fuse_unk": True})
-    for t in trained["added_tokens"]:
-        t["id"] = vocab[t["content"]]
+    trained = with_byte_tokens(json.loads(tok.to_str()))
     trained["decoder"] = {"type": "Sequence", "decoders": [
         {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
         {"type": "ByteFallback"}, {"type": "Fuse"},
         {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
     return Tokenizer.from_str(json.dumps(trained))
 
+# The newer SentencePiece conversion (Metaspace pre-tokenizer with prepend_scheme "first", its
+# decoder), with chat tokens so that segments after an added token are not prepended.
+def metaspace_style():
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first",
+                                                 split=True)
+    tok.decoder = decoders.Sequence([decoders.Metaspace(replacement="\u2581",
+                                                        prepend_scheme="first", split=True),
+                                     decoders.ByteFallback(), decoders.Fuse()])
+    specials = ["<unk>", "<s>", "</s>", "<|startoftext|>", "<|start_header_id|>",
+                "<|end_header_id|>", "<|eot_id|>"]
+    trainer = trainers.BpeTrainer(vocab_size=330, special_tokens=specials, limit_alphabet=60)
+    tok.train_from_iterator(corpus(), trainer)
+    return Tokenizer.from_str(json.dumps(with_byte_tokens(json.loads(tok.to_str()))))
+
 def main():
     fixtures = {"tokenizer_hf_bpe.json": hf_style(), "tokenizer_qwen2_style.json": qwen2_style(),
-                "tokenizer_sentencepiece_bpe.json": sentencepiece_style()}
+                "tokenizer_sentencepiece_bpe.json": sentencepiece_style(),
+                "tokenizer_metaspace_bpe.json": metaspace_style()}
     cachelens = root / "tests" / "data" / "tokenizer_cachelens_bpe.json"
     if cachelens.exists():
         fixtures[cachelens.name] = Tokenizer.from_file(str(cachelens))

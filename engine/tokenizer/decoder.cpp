@@ -51,6 +51,30 @@ std::vector<std::string> fuse_byte_tokens(const std::vector<std::string>& toks) 
     return out;
 }
 
+// Hugging Face's Metaspace decoder: the replacement character becomes a space, except in the
+// first token, where it is dropped when the pre-tokenizer prepends one (scheme not "never").
+Decoder metaspace_decoder(const json& j, const std::string& src) {
+    const auto replacement = j.value("replacement", std::string("\u2581"));
+    std::string scheme = j.value("prepend_scheme", std::string());
+    if (scheme.empty()) scheme = j.value("add_prefix_space", true) ? "always" : "never";
+    if (scheme != "always" && scheme != "first" && scheme != "never")
+        throw InputError(src, "Metaspace prepend_scheme '" + scheme + "' is not supported");
+    return [replacement, scheme](std::vector<std::string> toks) {
+        for (size_t i = 0; i < toks.size(); ++i) {
+            const std::string with = i == 0 && scheme != "never" ? "" : " ";
+            std::string out;
+            size_t last = 0;
+            for (size_t at = toks[i].find(replacement); at != std::string::npos;
+                 at = toks[i].find(replacement, last)) {
+                out.append(toks[i], last, at - last).append(with);
+                last = at + replacement.size();
+            }
+            toks[i] = out.append(toks[i], last, std::string::npos);
+        }
+        return toks;
+    };
+}
+
 }  // namespace
 
 Decoder make_decoder(const json& j, const std::string& src) {
@@ -72,6 +96,7 @@ Decoder make_decoder(const json& j, const std::string& src) {
             return std::vector<std::string>{from_byte_level(joined)};
         };
     if (type == "ByteFallback") return fuse_byte_tokens;
+    if (type == "Metaspace") return metaspace_decoder(j, src);
     if (type == "Fuse")
         return [](const std::vector<std::string>& toks) {
             std::string joined;

@@ -5,12 +5,49 @@
 
 namespace cl::detail {
 
-PreTokenizer make_pre_tokenizer(const json& j, const std::string& src) {
+namespace {
+
+// SentencePiece's space handling as Hugging Face's Metaspace: spaces become the replacement
+// character, which is prepended (always; or, "first", only at the start of the input) unless the
+// piece starts with it, and pieces split before each one (MergedWithNext).
+PreTokenizer metaspace(const json& j, const std::string& src, bool input_start) {
+    const auto replacement = j.value("replacement", std::string("\u2581"));
+    std::string scheme = j.value("prepend_scheme", std::string());
+    if (scheme.empty()) scheme = j.value("add_prefix_space", true) ? "always" : "never";
+    if (scheme != "always" && scheme != "first" && scheme != "never")
+        throw InputError(src, "Metaspace prepend_scheme '" + scheme + "' is not supported");
+    const bool prepend = scheme == "always" || (scheme == "first" && input_start);
+    const bool split = j.value("split", true);
+    auto re = compile_pattern(json{{"String", replacement}}, src);
+    return [=](std::vector<std::string> pieces) {
+        std::vector<std::string> out;
+        for (size_t i = 0; i < pieces.size(); ++i) {
+            std::string s;
+            for (char c : pieces[i]) c == ' ' ? s += replacement : s += c;
+            const bool first_piece = scheme == "always" || i == 0;
+            if (prepend && first_piece && s.compare(0, replacement.size(), replacement) != 0)
+                s.insert(0, replacement);
+            if (!split) {
+                out.push_back(std::move(s));
+                continue;
+            }
+            for (auto& part : split_with(*re, s, SplitBehavior::MergedWithNext, false))
+                out.push_back(std::move(part));
+        }
+        return out;
+    };
+}
+
+}  // namespace
+
+PreTokenizer make_pre_tokenizer(const json& j, const std::string& src, bool input_start) {
     if (j.is_null()) return nullptr;
     const auto type = j.value("type", std::string());
+    if (type == "Metaspace") return metaspace(j, src, input_start);
     if (type == "Sequence") {
         std::vector<PreTokenizer> parts;
-        for (const auto& p : j.at("pretokenizers")) parts.push_back(make_pre_tokenizer(p, src));
+        for (const auto& p : j.at("pretokenizers"))
+            parts.push_back(make_pre_tokenizer(p, src, input_start));
         return [parts](std::vector<std::string> pieces) {
             for (const auto& p : parts)
                 if (p) pieces = p(std::move(pieces));

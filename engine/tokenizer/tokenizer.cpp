@@ -45,7 +45,8 @@ struct Tokenizer::Impl {
     bool byte_fallback = false;
     bool ignore_merges = false;
     Normalizer normalizer;
-    PreTokenizer pre_tokenizer;
+    PreTokenizer pre_tokenizer;        // for the segment at the start of the input
+    PreTokenizer pre_tokenizer_later;  // for segments after an added token
     Decoder decoder;
     mutable std::mutex cache_mutex;
     mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
@@ -115,11 +116,13 @@ struct Tokenizer::Impl {
         return ids;
     }
 
-    void encode_segment(const std::string& text, std::vector<int32_t>& out) const {
+    void encode_segment(const std::string& text, bool at_input_start,
+                        std::vector<int32_t>& out) const {
         if (text.empty()) return;
         std::string normalized = normalizer ? normalizer(text) : text;
         std::vector<std::string> pieces{normalized};
-        if (pre_tokenizer) pieces = pre_tokenizer(std::move(pieces));
+        const auto& pre = at_input_start ? pre_tokenizer : pre_tokenizer_later;
+        if (pre) pieces = pre(std::move(pieces));
         for (const auto& p : pieces) {
             auto ids = bpe(p);
             out.insert(out.end(), ids.begin(), ids.end());
@@ -229,7 +232,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text,
             });
 
         m.normalizer = make_normalizer(j.value("normalizer", json()), src);
-        m.pre_tokenizer = make_pre_tokenizer(j.value("pre_tokenizer", json()), src);
+        m.pre_tokenizer = make_pre_tokenizer(j.value("pre_tokenizer", json()), src, true);
+        m.pre_tokenizer_later = make_pre_tokenizer(j.value("pre_tokenizer", json()), src, false);
         m.decoder = make_decoder(j.value("decoder", json()), src);
     } catch (const json::exception& e) {
         throw InputError(src, std::string("malformed tokenizer: ") + e.what());
@@ -244,7 +248,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
     const Impl& m = *m_impl;
     std::vector<int32_t> out;
     std::string pending;
-    size_t i = 0;
+    size_t i = 0, segment_start = 0;
     while (i < text.size()) {
         const AddedToken* hit = nullptr;
         auto it = m.added_by_first_byte.find(static_cast<unsigned char>(text[i]));
@@ -264,39 +268,43 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
         }
         if (hit->lstrip)
             while (!pending.empty() && is_space_char(pending.back())) pending.pop_back();
-        m.encode_segment(pending, out);
+        m.encode_segment(pending, segment_start == 0, out);
         pending.clear();
         out.push_back(hit->id);
         i += hit->content.size();
         if (hit->rstrip)
             while (i < text.size() && is_space_char(text[i])) ++i;
+        segment_start = i;
     }
-    m.encode_segment(pending, out);
+    m.encode_segment(pending, segment_start == 0, out);
     return out;
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special) const {
+    // As Hugging Face's: every token, added ones included (special ones unless skipped), goes
+    // through the decoder in one chain (a Metaspace decoder drops the first token's "\u2581"
+    // only); without a decoder the tokens are joined with spaces.
     const Impl& m = *m_impl;
-    std::string out;
-    std::vector<std::string> run;
-    auto flush = [&] {
-        if (run.empty()) return;
-        auto parts = m.decoder ? m.decoder(run) : run;
-        for (const auto& p : parts) out += p;
-        run.clear();
-    };
+    std::vector<std::string> tokens;
     for (int32_t id : ids) {
         auto a = m.added_by_id.find(id);
         if (a != m.added_by_id.end()) {
-            flush();
             const auto& t = m.added[a->second];
-            if (!(skip_special && t.special)) out += t.content;
+            if (!(skip_special && t.special)) tokens.push_back(t.content);
             continue;
         }
         if (id >= 0 && static_cast<size_t>(id) < m.id_to_token.size() && !m.id_to_token[id].empty())
-            run.push_back(m.id_to_token[static_cast<size_t>(id)]);
+            tokens.push_back(m.id_to_token[static_cast<size_t>(id)]);
     }
-    flush();
+    std::string out;
+    if (!m.decoder) {
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            if (i) out += ' ';
+            out += tokens[i];
+        }
+        return out;
+    }
+    for (const auto& p : m.decoder(std::move(tokens))) out += p;
     return out;
 }
 

@@ -92,8 +92,11 @@ SplitBehavior parse_behavior(const std::string& b, const std::string& src);
 using Normalizer = std::function<std::string(std::string)>;
 using PreTokenizer = std::function<std::vector<std::string>(std::vector<std::string>)>;
 using Decoder = std::function<std::vector<std::string>(std::vector<std::string>)>;
-Normalizer make_normalizer(const json& j, const std::string& src);       // normalizer.cpp
-PreTokenizer make_pre_tokenizer(const json& j, const std::string& src);  // pre_tokenizer.cpp
-Decoder make_decoder(const json& j, const std::string& src);             // decoder.cpp
+Normalizer make_normalizer(const json& j, const std::string& src);  // normalizer.cpp
+// `input_start`: the pre-tokenizer for the segment at the start of the input (Metaspace's
+// prepend_scheme "first" prepends there only; segments after an added token get false).
+PreTokenizer make_pre_tokenizer(const json& j, const std::string& src,
+                                bool input_start = true);     // pre_tokenizer.cpp
+Decoder make_decoder(const json& j, const std::string& src);  // decoder.cpp
 
 }  // namespace cl::detail
