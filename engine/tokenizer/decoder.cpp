@@ -54,11 +54,7 @@ std::vector<std::string> fuse_byte_tokens(const std::vector<std::string>& toks) 
 // Hugging Face's Metaspace decoder: the replacement character becomes a space, except in the
 // first token, where it is dropped when the pre-tokenizer prepends one (scheme not "never").
 Decoder metaspace_decoder(const json& j, const std::string& src) {
-    const auto replacement = j.value("replacement", std::string("\u2581"));
-    std::string scheme = j.value("prepend_scheme", std::string());
-    if (scheme.empty()) scheme = j.value("add_prefix_space", true) ? "always" : "never";
-    if (scheme != "always" && scheme != "first" && scheme != "never")
-        throw InputError(src, "Metaspace prepend_scheme '" + scheme + "' is not supported");
+    const auto [replacement, scheme] = read_metaspace(j, src);
     return [replacement, scheme](std::vector<std::string> toks) {
         for (size_t i = 0; i < toks.size(); ++i) {
             const std::string with = i == 0 && scheme != "never" ? "" : " ";

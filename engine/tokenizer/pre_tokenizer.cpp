@@ -11,11 +11,7 @@ namespace {
 // character, which is prepended (always; or, "first", only at the start of the input) unless the
 // piece starts with it, and pieces split before each one (MergedWithNext).
 PreTokenizer metaspace(const json& j, const std::string& src, bool input_start) {
-    const auto replacement = j.value("replacement", std::string("\u2581"));
-    std::string scheme = j.value("prepend_scheme", std::string());
-    if (scheme.empty()) scheme = j.value("add_prefix_space", true) ? "always" : "never";
-    if (scheme != "always" && scheme != "first" && scheme != "never")
-        throw InputError(src, "Metaspace prepend_scheme '" + scheme + "' is not supported");
+    const auto [replacement, scheme] = read_metaspace(j, src);
     const bool prepend = scheme == "always" || (scheme == "first" && input_start);
     const bool split = j.value("split", true);
     auto re = compile_pattern(json{{"String", replacement}}, src);
@@ -39,6 +35,15 @@ PreTokenizer metaspace(const json& j, const std::string& src, bool input_start) 
 }
 
 }  // namespace
+
+MetaspaceOptions read_metaspace(const json& j, const std::string& src) {
+    MetaspaceOptions o{j.value("replacement", std::string("\u2581")),
+                       j.value("prepend_scheme", std::string())};
+    if (o.scheme.empty()) o.scheme = j.value("add_prefix_space", true) ? "always" : "never";
+    if (o.scheme != "always" && o.scheme != "first" && o.scheme != "never")
+        throw InputError(src, "Metaspace prepend_scheme '" + o.scheme + "' is not supported");
+    return o;
+}
 
 PreTokenizer make_pre_tokenizer(const json& j, const std::string& src, bool input_start) {
     if (j.is_null()) return nullptr;

@@ -88,6 +88,15 @@ std::vector<std::string> split_with(const Regex& re, const std::string& text,
                                     SplitBehavior behavior, bool invert);
 SplitBehavior parse_behavior(const std::string& b, const std::string& src);
 
+// Metaspace's settings, shared by its pre-tokenizer and its decoder (pre_tokenizer.cpp): the
+// replacement character and the prepend scheme (always, first or never; older files' boolean
+// add_prefix_space means always or never).
+struct MetaspaceOptions {
+    std::string replacement;
+    std::string scheme;
+};
+MetaspaceOptions read_metaspace(const json& j, const std::string& src);
+
 // ---- The pipeline's stages, built from tokenizer.json (InputError names `src` when unsupported)
 using Normalizer = std::function<std::string(std::string)>;
 using PreTokenizer = std::function<std::vector<std::string>(std::vector<std::string>)>;
