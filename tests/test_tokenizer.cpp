@@ -164,6 +164,12 @@ TEST(Tokenizer, MalformedFilesGiveClearErrors) {
     expect_error(
         R"({"model":{"type":"BPE","vocab":{"a":0}},"pre_tokenizer":{"type":"Split","pattern":{"Regex":"(("}}})",
         "invalid split regex");
+    expect_error(
+        R"({"model":{"type":"BPE","vocab":{"a":0}},"decoder":{"type":"Metaspace","replacement":""}})",
+        "replacement is empty");
+    expect_error(
+        R"({"model":{"type":"BPE","vocab":{"a":0}},"pre_tokenizer":{"type":"Metaspace","prepend_scheme":"sometimes"}})",
+        "prepend_scheme 'sometimes'");
     EXPECT_THROW(Tokenizer::load(dir / "missing.json"), InputError);
 }
 

@@ -39,6 +39,7 @@ PreTokenizer metaspace(const json& j, const std::string& src, bool input_start) 
 MetaspaceOptions read_metaspace(const json& j, const std::string& src) {
     MetaspaceOptions o{j.value("replacement", std::string("\u2581")),
                        j.value("prepend_scheme", std::string())};
+    if (o.replacement.empty()) throw InputError(src, "Metaspace replacement is empty");
     if (o.scheme.empty()) o.scheme = j.value("add_prefix_space", true) ? "always" : "never";
     if (o.scheme != "always" && o.scheme != "first" && o.scheme != "never")
         throw InputError(src, "Metaspace prepend_scheme '" + o.scheme + "' is not supported");
