@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <system_error>
 
 #include "engine/base/errors.h"
 
@@ -42,8 +43,16 @@ std::vector<std::filesystem::path> find_weight_files(const std::filesystem::path
     for (const auto& [tensor, shard] : read_weight_map(dir)) shards.insert(shard);
     std::vector<std::filesystem::path> files;
     for (const auto& s : shards) {
-        if (!std::filesystem::exists(dir / s))
+        // Without throwing: a name from the index may be one the file system cannot even look up
+        // (too long), which must be the index's error, not an escaping filesystem_error.
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(dir / s, ec)) {
+            if (ec && ec != std::errc::no_such_file_or_directory)
+                throw InputError(
+                    dir / "model.safetensors.index.json",
+                    std::string("a shard it lists cannot be looked up: ") + ec.message());
             throw InputError(dir / s, "shard listed in the index is missing");
+        }
         files.push_back(dir / s);
     }
     return files;
