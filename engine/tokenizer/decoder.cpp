@@ -54,7 +54,8 @@ std::vector<std::string> fuse_byte_tokens(const std::vector<std::string>& toks) 
 // Hugging Face's Metaspace decoder: the replacement character becomes a space, except in the
 // first token, where it is dropped when the pre-tokenizer prepends one (scheme not "never").
 Decoder metaspace_decoder(const json& j, const std::string& src) {
-    const auto [replacement, scheme] = read_metaspace(j, src);
+    const MetaspaceOptions options = read_metaspace(j, src);
+    const std::string replacement = options.replacement, scheme = options.scheme;
     return [replacement, scheme](std::vector<std::string> toks) {
         for (size_t i = 0; i < toks.size(); ++i) {
             const std::string with = i == 0 && scheme != "never" ? "" : " ";

@@ -11,7 +11,8 @@ namespace {
 // character, which is prepended (always; or, "first", only at the start of the input) unless the
 // piece starts with it, and pieces split before each one (MergedWithNext).
 PreTokenizer metaspace(const json& j, const std::string& src, bool input_start) {
-    const auto [replacement, scheme] = read_metaspace(j, src);
+    const MetaspaceOptions options = read_metaspace(j, src);
+    const std::string replacement = options.replacement, scheme = options.scheme;
     const bool prepend = scheme == "always" || (scheme == "first" && input_start);
     const bool split = j.value("split", true);
     auto re = compile_pattern(json{{"String", replacement}}, src);
