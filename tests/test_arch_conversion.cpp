@@ -121,6 +121,13 @@ TEST(Trainer, AWarmStartOfAnotherArchitectureIsConvertedFirst) {
     EXPECT_EQ(m->config().architecture, "dream");
     EXPECT_EQ(m->config().n_kv_heads, 2);
     EXPECT_TRUE(std::filesystem::exists(o.out_dir / "converted-start" / "config.json"));
+    // Fewer key/value heads alone convert too (the warm start's architecture is kept).
+    TrainOptions gqa = o;
+    gqa.architecture.clear();
+    gqa.out_dir = test::temp_dir("train-gqa");
+    train_model(gqa);
+    EXPECT_EQ(Model::load(gqa.out_dir)->config().architecture, "llada");
+    EXPECT_EQ(Model::load(gqa.out_dir)->config().n_kv_heads, 2);
     // A new Dream model gets Dream's special-token names.
     TrainOptions fresh = o;
     fresh.init_from.clear();

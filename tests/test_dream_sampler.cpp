@@ -40,12 +40,14 @@ std::vector<std::shared_ptr<const trace::StepRecord>> run(const GenerationConfig
 TEST(DreamSampler, TheScheduleIsDreamsFormula) {
     // timesteps 1, 0.75025, 0.5005, 0.25075, 0.001: 32 (1 - 0.75025) = 7.99 -> 7; 25 (1 -
     // 0.5005 / 0.75025) = 8.32 -> 8; 17 (1 - 0.25075 / 0.5005) = 8.48 -> 8; the rest (9) last.
-    EXPECT_EQ(dream_transfer_count(32, 4, 0), 7);
-    EXPECT_EQ(dream_transfer_count(25, 4, 1), 8);
-    EXPECT_EQ(dream_transfer_count(17, 4, 2), 8);
-    EXPECT_EQ(dream_transfer_count(9, 4, 3), 9);
-    EXPECT_NEAR(dream_transfer_fraction(4, 0), 0.24975, 1e-6);
-    EXPECT_EQ(dream_transfer_fraction(4, 3), 1.0F);
+    const std::vector<float> f = dream_transfer_fractions(4);
+    ASSERT_EQ(f.size(), 4u);
+    EXPECT_EQ(dream_transfer_count(32, f[0]), 7);
+    EXPECT_EQ(dream_transfer_count(25, f[1]), 8);
+    EXPECT_EQ(dream_transfer_count(17, f[2]), 8);
+    EXPECT_EQ(dream_transfer_count(9, f[3]), 9);
+    EXPECT_NEAR(f[0], 0.24975, 1e-6);
+    EXPECT_EQ(f[3], 1.0F);
 
     GenerationConfig c = test::policy_test_config(32, 32, 4);
     c.schedule = TransferSchedule::Dream;
@@ -67,7 +69,7 @@ TEST(DreamSampler, OriginCommitsEachMaskWithProbabilityOneMinusSOverT) {
     std::vector<bool> masked(32, true);
     size_t total = 0;
     for (int32_t t = 0; t < 4; ++t) {
-        const double bar = 1.0 - dream_transfer_fraction(4, t);
+        const double bar = 1.0 - dream_transfer_fractions(4)[static_cast<size_t>(t)];
         std::vector<int32_t> expected;
         for (int64_t i = 0; i < 32; ++i)
             if (masked[static_cast<size_t>(i)] && detail::remask_uniform(c.seed, t, P + i) >= bar)

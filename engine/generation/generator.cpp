@@ -17,17 +17,19 @@ std::vector<int64_t> transfer_schedule(int64_t masked, int64_t steps) {
     return s;
 }
 
-float dream_transfer_fraction(int64_t steps, int64_t step) {
-    if (step >= steps - 1) return 1.0F;
+std::vector<float> dream_transfer_fractions(int64_t steps) {
     // torch's own linspace, so the float32 timesteps are Dream's to the last bit.
-    const auto ts = torch::linspace(1.0, 1e-3, steps + 1, torch::kFloat32);  // (steps + 1)
-    const float t = ts[step].item<float>(), s = ts[step + 1].item<float>();
-    return 1.0F - s / t;
+    const auto ts = torch::linspace(1.0, 1e-3, steps + 1, torch::kFloat32).contiguous();
+    const float* t = ts.data_ptr<float>();  // (steps + 1)
+    std::vector<float> fractions(static_cast<size_t>(std::max<int64_t>(steps, 0)), 1.0F);
+    for (int64_t i = 0; i + 1 < steps; ++i)
+        fractions[static_cast<size_t>(i)] = 1.0F - t[i + 1] / t[i];
+    return fractions;
 }
 
-int64_t dream_transfer_count(int64_t masked, int64_t steps, int64_t step) {
-    if (step >= steps - 1) return masked;
-    return static_cast<int64_t>(static_cast<float>(masked) * dream_transfer_fraction(steps, step));
+int64_t dream_transfer_count(int64_t masked, float fraction) {
+    if (fraction >= 1.0F) return masked;  // the last step: everything left
+    return static_cast<int64_t>(static_cast<float>(masked) * fraction);
 }
 
 namespace {

@@ -63,10 +63,11 @@ private:
 // steps: base = masked / steps, the first masked % steps steps get one more (LLaDA).
 std::vector<int64_t> transfer_schedule(int64_t masked, int64_t steps);
 
-// Dream's schedule at step `step` of `steps` (timesteps linspace(1, 1e-3, steps + 1) in float32,
-// t = timesteps[step], s = timesteps[step + 1]): the fraction 1 - s / t of the masks to commit
-// (1 at the last step), and the count int(masked * (1 - s / t)) in Dream's float32 arithmetic.
-float dream_transfer_fraction(int64_t steps, int64_t step);
-int64_t dream_transfer_count(int64_t masked, int64_t steps, int64_t step);
+// Dream's schedule over `steps` steps (timesteps linspace(1, 1e-3, steps + 1) in float32; at step
+// i, t = timesteps[i], s = timesteps[i + 1]): the fraction 1 - s / t of the masks each step
+// commits (1 at the last step), and the count int(masked * fraction) in Dream's float32
+// arithmetic (everything at fraction 1).
+std::vector<float> dream_transfer_fractions(int64_t steps);
+int64_t dream_transfer_count(int64_t masked, float fraction);
 
 }  // namespace cl

@@ -24,6 +24,7 @@ struct RunState {
     std::vector<int32_t> last_compute;    // (N, L) step at which K/V were last computed, -1 never
     std::vector<int32_t> planned;         // commits known before the forward (random remasking)
     std::vector<int64_t> schedule;        // tokens to commit at each step of the current block
+    std::vector<float> dream_fractions;   // Dream's schedule: 1 - s/t per step of a block (S)
 
     int32_t step = 0, block = 0, step_in_block = 0;
     bool block_settled = false;  // uniform: this step's predictions all equal the block's tokens

@@ -63,6 +63,9 @@ void begin_step(RunCore& run, StepWork& work) {
     work.masked_before = s.masked_count();
     if (s.step_in_block == 0) {
         s.schedule = transfer_schedule(s.block_masked_count(), s.S);
+        // The same for every block: computed once per run.
+        if (run.cfg.schedule == TransferSchedule::Dream && s.dream_fractions.empty())
+            s.dream_fractions = dream_transfer_fractions(s.S);
         run.policy->on_block_start(run.context(&rec.triggers));
     }
     s.planned = planned_commits(s, run.cfg);

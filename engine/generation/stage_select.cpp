@@ -106,18 +106,18 @@ void rerank_by_alg_temp(const RunState& s, const GenerationConfig& cfg,
 
 size_t scheduled_count(const RunState& s, const GenerationConfig& cfg,
                        const std::vector<std::pair<double, int64_t>>& ranked) {
-    const auto step = static_cast<int64_t>(s.step_in_block);
-    if (cfg.schedule == TransferSchedule::Even)
-        return static_cast<size_t>(s.schedule[static_cast<size_t>(step)]);
+    const auto step = static_cast<size_t>(s.step_in_block);
+    if (cfg.schedule == TransferSchedule::Even) return static_cast<size_t>(s.schedule[step]);
+    const float fraction = s.dream_fractions[step];
     if (cfg.remasking == Remasking::Random) {
         // Dream's origin: each mask independently with probability p = 1 - s/t, which for a
         // uniform draw u is u >= 1 - p; the ranking puts those first.
-        const double bar = 1.0 - static_cast<double>(dream_transfer_fraction(s.S, step));
+        const double bar = 1.0 - static_cast<double>(fraction);
         size_t k = 0;
         while (k < ranked.size() && ranked[k].first >= bar) ++k;
         return k;
     }
-    return static_cast<size_t>(dream_transfer_count(s.block_masked_count(), s.S, step));
+    return static_cast<size_t>(dream_transfer_count(s.block_masked_count(), fraction));
 }
 
 void select_commits(RunCore& run, StepWork& work) {

@@ -310,14 +310,14 @@ ModelConfig model_config_for(const TrainOptions& o, const Tokenizer& tok,
 // A warm start of another architecture (or fewer key/value heads) than the options ask for is
 // converted once into OUT/converted-start, which the run then starts from.
 TrainOptions with_converted_start(const TrainOptions& options) {
-    if (options.resume || options.init_from.empty() || options.architecture.empty()) return options;
+    if (options.resume || options.init_from.empty()) return options;
     const ModelConfig src = load_model_config(options.init_from);
+    const std::string arch = options.architecture.empty() ? src.architecture : options.architecture;
     const int64_t kv = options.shape.n_kv_heads;
-    if (src.architecture == options.architecture && (kv == 0 || kv == src.n_kv_heads))
-        return options;
+    if (arch == src.architecture && (kv == 0 || kv == src.n_kv_heads)) return options;
     TrainOptions o = options;
     o.init_from = options.out_dir / "converted-start";
-    convert_model_folder(options.init_from, o.init_from, options.architecture, kv);
+    convert_model_folder(options.init_from, o.init_from, arch, kv);
     return o;
 }
 
