@@ -42,11 +42,11 @@ cl::app::RunSetup random_setup(std::mt19937& rng) {
     s.config.seed = rng();
     s.drift = rng() % 2;
     s.oracle = rng() % 4 == 0;
-    s.columns.push_back({"none", {}});
+    s.columns.push_back({"none", {}, nullptr});
     const int extra = 1 + static_cast<int>(rng() % 2);
     for (int c = 0; c < extra; ++c) {
         const auto& p = policies[rng() % policies.size()];
-        cl::app::ColumnSpec col{p.name, {}};
+        cl::app::ColumnSpec col{p.name, {}, nullptr};
         for (const auto& spec : p.params) {
             std::uniform_real_distribution<double> u(spec.min, spec.max);
             const double v = u(rng);

@@ -103,7 +103,7 @@ TEST(EngineBridge, SnapshotsWhileRestartingAreSafe) {
         s.config.gen_length = 32;
         s.config.block_length = 16;
         s.config.steps = 16;
-        s.columns = {{"none", {}}, {k % 2 ? "dkv-decode" : "elastic", {}}};
+        s.columns = {{"none", {}, nullptr}, {k % 2 ? "dkv-decode" : "elastic", {}, nullptr}};
         if (k % 3 == 0) s.columns.pop_back();
         const uint64_t before = bridge.generation();
         bridge.configure(s);         // one at a time: queued configures coalesce into the last one
