@@ -117,15 +117,18 @@ TEST(Tokenizer, MatchesHuggingFaceIdForId) {
             const auto text = c["text"].get<std::string>();
             const auto expected = c["ids"].get<std::vector<int32_t>>();
             EXPECT_EQ(tok->encode(text), expected) << it.key() << ": " << text;
-            if (c.contains("decoded"))
-                EXPECT_EQ(tok->decode(expected), c["decoded"].get<std::string>())
-                    << it.key() << ": " << text;
+            EXPECT_EQ(tok->encode(text, true),
+                      c["ids_with_special_tokens"].get<std::vector<int32_t>>())
+                << it.key() << " with special tokens: " << text;
+            EXPECT_EQ(tok->decode(expected), c.at("decoded").get<std::string>())
+                << it.key() << ": " << text;
             ++checked;
         }
     }
-    // five tokenizers: LLaDA-like, Qwen2's, SentencePiece-style (Prepend/Replace and Metaspace),
-    // CacheLens's own
-    EXPECT_GE(checked, 55);
+    // nine tokenizers: LLaDA-like, Qwen2's, SentencePiece-style BPE (Prepend/Replace and
+    // Metaspace), unigram (with and without byte fallback), WordPiece (BERT's pipeline and
+    // Whitespace), CacheLens's own; 14 strings each
+    EXPECT_GE(checked, 9 * 14);
 }
 
 TEST(Tokenizer, TrainedBpeMergesAndRoundTrips) {
@@ -157,7 +160,18 @@ TEST(Tokenizer, MalformedFilesGiveClearErrors) {
     };
     expect_error("{not json", "invalid JSON");
     expect_error(R"({"version":"1.0"})", "no 'model'");
-    expect_error(R"({"model":{"type":"WordPiece","vocab":{}}})", "not supported");
+    expect_error(R"({"model":{"type":"WordLevel","vocab":{}}})", "not supported");
+    expect_error(R"({"model":{"type":"WordPiece","vocab":{"a":0}}})",
+                 "unk_token '[UNK]' is not in the vocab");
+    expect_error(R"({"model":{"type":"Unigram","vocab":[["a",-1.0],["b"]]}})",
+                 "Unigram vocab entry 1 is not [piece, score]");
+    expect_error(R"({"model":{"type":"Unigram","vocab":[["a",-1.0]],"unk_id":3}})",
+                 "unk_id 3 is outside the vocab");
+    expect_error(
+        R"({"model":{"type":"BPE","vocab":{"a":0}},"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>","type_id":0}}],"special_tokens":{}}})",
+        "special token '<s>' that special_tokens does not define");
+    expect_error(R"({"model":{"type":"BPE","vocab":{"a":0}},"post_processor":{"type":"Fancy"}})",
+                 "post_processor type 'Fancy' is not supported");
     expect_error(R"({"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":["a c"]}})",
                  "missing from the vocab");
     expect_error(R"({"model":{"type":"BPE","vocab":{"a":-4}}})", "invalid id");

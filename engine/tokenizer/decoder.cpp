@@ -72,6 +72,39 @@ Decoder metaspace_decoder(const json& j, const std::string& src) {
     };
 }
 
+// BERT's detokenisation cleanup, as the reference applies it to each token.
+std::string wordpiece_cleanup(std::string s) {
+    static const std::pair<const char*, const char*> kRules[] = {
+        {" .", "."},   {" ?", "?"},     {" !", "!"},    {" ,", ","},
+        {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},  {" do not", " don't"},
+        {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+    for (const auto& [from, to] : kRules) {
+        const std::string f = from, t = to;
+        for (size_t at = s.find(f); at != std::string::npos; at = s.find(f, at + t.size()))
+            s.replace(at, f.size(), t);
+    }
+    return s;
+}
+
+// WordPiece: a token after the first loses its continuing-subword prefix or gains a space.
+Decoder wordpiece_decoder(const json& j) {
+    const auto prefix = j.value("prefix", std::string("##"));
+    const bool cleanup = j.value("cleanup", true);
+    return [prefix, cleanup](std::vector<std::string> toks) {
+        for (size_t i = 0; i < toks.size(); ++i) {
+            auto& t = toks[i];
+            if (i > 0) {
+                if (t.compare(0, prefix.size(), prefix) == 0)
+                    t.erase(0, prefix.size());
+                else
+                    t.insert(0, " ");
+            }
+            if (cleanup) t = wordpiece_cleanup(std::move(t));
+        }
+        return toks;
+    };
+}
+
 }  // namespace
 
 Decoder make_decoder(const json& j, const std::string& src) {
@@ -138,6 +171,7 @@ Decoder make_decoder(const json& j, const std::string& src) {
             return toks;
         };
     }
+    if (type == "WordPiece") return wordpiece_decoder(j);
     throw InputError(src, "decoder type '" + type + "' is not supported");
 }
 

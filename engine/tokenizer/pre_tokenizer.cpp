@@ -35,6 +35,25 @@ PreTokenizer metaspace(const json& j, const std::string& src, bool input_start) 
     };
 }
 
+// Unicode punctuation plus ASCII's symbols, as BERT counts punctuation.
+constexpr const char* kPunctuationClass = "[\\p{P}!-/:-@\\[-`{-~]";
+
+// The Whitespace pre-tokenizer's \w+|[^\w\s]+ with \w as the reference's (Rust's) regex defines
+// it, which PCRE2's \w is not: marks and the joiners are word characters, other numbers (No) not.
+constexpr const char* kWordsOrSymbols =
+    "[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]+"
+    "|[^\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}\\s]+";
+
+// Splits every piece around `re`'s matches (`invert`: the matches are the pieces to keep).
+PreTokenizer splitting(const std::shared_ptr<Regex>& re, SplitBehavior behavior, bool invert) {
+    return [=](const std::vector<std::string>& pieces) {
+        std::vector<std::string> out;
+        for (const auto& p : pieces)
+            for (auto& s : split_with(*re, p, behavior, invert)) out.push_back(std::move(s));
+        return out;
+    };
+}
+
 }  // namespace
 
 MetaspaceOptions read_metaspace(const json& j, const std::string& src) {
@@ -77,37 +96,31 @@ PreTokenizer make_pre_tokenizer(const json& j, const std::string& src, bool inpu
             return out;
         };
     }
-    if (type == "Split") {
-        auto re = compile_pattern(j.at("pattern"), src);
-        const auto behavior = parse_behavior(j.value("behavior", std::string("Isolated")), src);
-        const bool invert = j.value("invert", false);
-        return [=](const std::vector<std::string>& pieces) {
-            std::vector<std::string> out;
-            for (const auto& p : pieces)
-                for (auto& s : split_with(*re, p, behavior, invert)) out.push_back(std::move(s));
-            return out;
-        };
-    }
+    if (type == "Split")
+        return splitting(compile_pattern(j.at("pattern"), src),
+                         parse_behavior(j.value("behavior", std::string("Isolated")), src),
+                         j.value("invert", false));
     if (type == "Digits") {
         const bool individual = j.value("individual_digits", false);
-        auto re = std::make_shared<Regex>(individual ? "\\p{N}" : "\\p{N}+", src);
-        return [=](const std::vector<std::string>& pieces) {
-            std::vector<std::string> out;
-            for (const auto& p : pieces)
-                for (auto& s : split_with(*re, p, SplitBehavior::Isolated, false))
-                    out.push_back(std::move(s));
-            return out;
-        };
+        return splitting(std::make_shared<Regex>(individual ? "\\p{N}" : "\\p{N}+", src),
+                         SplitBehavior::Isolated, false);
     }
-    if (type == "WhitespaceSplit") {
-        auto re = std::make_shared<Regex>("\\s+", src);
-        return [=](const std::vector<std::string>& pieces) {
-            std::vector<std::string> out;
-            for (const auto& p : pieces)
-                for (auto& s : split_with(*re, p, SplitBehavior::Removed, false))
-                    out.push_back(std::move(s));
-            return out;
-        };
+    if (type == "WhitespaceSplit")
+        return splitting(std::make_shared<Regex>("\\s+", src), SplitBehavior::Removed, false);
+    if (type == "Whitespace") {  // runs of word characters or of other non-space characters
+        auto re = std::make_shared<Regex>(kWordsOrSymbols, src);
+        return splitting(re, SplitBehavior::Removed, true);
+    }
+    if (type == "Punctuation") {
+        auto re = std::make_shared<Regex>(kPunctuationClass, src);
+        return splitting(re, parse_behavior(j.value("behavior", std::string("Isolated")), src),
+                         false);
+    }
+    if (type == "BertPreTokenizer") {  // whitespace removed, each punctuation character alone
+        auto space = splitting(std::make_shared<Regex>("\\s+", src), SplitBehavior::Removed, false);
+        auto punct = splitting(std::make_shared<Regex>(kPunctuationClass, src),
+                               SplitBehavior::Isolated, false);
+        return [=](std::vector<std::string> pieces) { return punct(space(std::move(pieces))); };
     }
     throw InputError(src, "pre_tokenizer type '" + type + "' is not supported");
 }

@@ -23,98 +23,76 @@ using detail::make_normalizer;
 using detail::make_pre_tokenizer;
 using detail::Normalizer;
 using detail::PreTokenizer;
-using detail::split_chars;
 
 using json = nlohmann::json;
+
+namespace detail {
+
+void Vocabulary::add(const std::string& token, int64_t id, const std::string& src) {
+    if (id < 0 || id > 50'000'000)
+        throw InputError(src, "vocab entry '" + sanitize_utf8(token) + "' has an invalid id");
+    const auto i = static_cast<int32_t>(id);
+    ids[token] = i;
+    if (tokens.size() <= static_cast<size_t>(i)) tokens.resize(static_cast<size_t>(i) + 1);
+    tokens[static_cast<size_t>(i)] = token;
+}
+
+void Vocabulary::add_object(const json& model, const char* model_type, const std::string& src) {
+    if (!model.contains("vocab") || !model["vocab"].is_object())
+        throw InputError(src, std::string(model_type).append(" model has no vocab object"));
+    for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
+        if (!it->is_number_integer())
+            throw InputError(src,
+                             "vocab entry '" + sanitize_utf8(it.key()) + "' has an invalid id");
+        add(it.key(), it->get<int64_t>(), src);
+    }
+}
+
+bool append_byte_tokens(const Vocabulary& vocab, const std::string& text,
+                        std::vector<int32_t>& out) {
+    std::vector<int32_t> bytes;
+    for (unsigned char c : text) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "<0x%02X>", c);
+        const auto id = vocab.find(buf);
+        if (!id) return false;
+        bytes.push_back(*id);
+    }
+    out.insert(out.end(), bytes.begin(), bytes.end());
+    return true;
+}
+
+}  // namespace detail
+
+namespace {
+
+std::unique_ptr<detail::Model> make_model(const json& model, const std::string& src) {
+    if (!model.is_object()) throw InputError(src, "no 'model' section");
+    const auto type = model.value("type", std::string("BPE"));
+    if (type == "BPE") return detail::make_bpe_model(model, src);
+    if (type == "Unigram") return detail::make_unigram_model(model, src);
+    if (type == "WordPiece") return detail::make_wordpiece_model(model, src);
+    throw InputError(
+        src, "model type '" + type + "' is not supported (expected BPE, Unigram or WordPiece)");
+}
+
+}  // namespace
 
 // ---- Tokenizer ---------------------------------------------------------------------------------
 
 struct Tokenizer::Impl {
     std::string source;
-    std::unordered_map<std::string, int32_t> vocab;
-    std::vector<std::string> id_to_token;
-    struct Merge {
-        int32_t rank;
-        int32_t merged;
-    };
-    std::unordered_map<uint64_t, Merge> merges;  // key = (left id << 32) | right id
+    std::unique_ptr<detail::Model> model;
     std::vector<AddedToken> added;
     std::unordered_map<int32_t, size_t> added_by_id;
     std::map<unsigned char, std::vector<size_t>> added_by_first_byte;  // longest first
-    std::optional<int32_t> unk_id;
-    bool byte_fallback = false;
-    bool ignore_merges = false;
     Normalizer normalizer;
     PreTokenizer pre_tokenizer;        // for the segment at the start of the input
     PreTokenizer pre_tokenizer_later;  // for segments after an added token
     Decoder decoder;
-    mutable std::mutex cache_mutex;
-    mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
+    detail::PostProcessor post_processor;
 
-    static uint64_t key(int32_t a, int32_t b) {
-        return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-    }
-
-    std::vector<int32_t> bpe(const std::string& word) const {
-        {
-            std::lock_guard lock(cache_mutex);
-            auto it = cache.find(word);
-            if (it != cache.end()) return it->second;
-        }
-        std::vector<int32_t> ids;
-        auto direct = vocab.find(word);
-        if (ignore_merges && direct != vocab.end()) {
-            ids.push_back(direct->second);
-        } else {
-            for (const auto& ch : split_chars(word)) {
-                auto it = vocab.find(ch);
-                if (it != vocab.end()) {
-                    ids.push_back(it->second);
-                    continue;
-                }
-                if (byte_fallback) {
-                    bool ok = true;
-                    std::vector<int32_t> bytes;
-                    for (unsigned char c : ch) {
-                        char buf[8];
-                        std::snprintf(buf, sizeof buf, "<0x%02X>", c);
-                        auto b = vocab.find(buf);
-                        if (b == vocab.end()) {
-                            ok = false;
-                            break;
-                        }
-                        bytes.push_back(b->second);
-                    }
-                    if (ok) {
-                        ids.insert(ids.end(), bytes.begin(), bytes.end());
-                        continue;
-                    }
-                }
-                if (unk_id) ids.push_back(*unk_id);
-                // Without unk or byte fallback the character is dropped, as the reference does.
-            }
-            // Repeatedly merge the lowest-ranked adjacent pair (leftmost on ties).
-            while (ids.size() > 1) {
-                int32_t best_rank = INT32_MAX, best_merged = -1;
-                size_t best_pos = 0;
-                for (size_t i = 0; i + 1 < ids.size(); ++i) {
-                    auto it = merges.find(key(ids[i], ids[i + 1]));
-                    if (it != merges.end() && it->second.rank < best_rank) {
-                        best_rank = it->second.rank;
-                        best_merged = it->second.merged;
-                        best_pos = i;
-                    }
-                }
-                if (best_merged < 0) break;
-                ids[best_pos] = best_merged;
-                ids.erase(ids.begin() + static_cast<long>(best_pos) + 1);
-            }
-        }
-        std::lock_guard lock(cache_mutex);
-        if (cache.size() > 100000) cache.clear();
-        cache.emplace(word, ids);
-        return ids;
-    }
+    const detail::Vocabulary& vocab() const { return model->vocabulary(); }
 
     void encode_segment(const std::string& text, bool at_input_start,
                         std::vector<int32_t>& out) const {
@@ -124,7 +102,7 @@ struct Tokenizer::Impl {
         const auto& pre = at_input_start ? pre_tokenizer : pre_tokenizer_later;
         if (pre) pieces = pre(std::move(pieces));
         for (const auto& p : pieces) {
-            auto ids = bpe(p);
+            auto ids = model->tokenize(p);
             out.insert(out.end(), ids.begin(), ids.end());
         }
     }
@@ -155,60 +133,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text,
     try {
         if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
             throw InputError(src, "no 'model' section");
-        const auto& model = j["model"];
-        const auto type = model.value("type", std::string("BPE"));
-        if (type != "BPE")
-            throw InputError(src, "model type '" + type + "' is not supported (expected BPE)");
-        if (!model.contains("vocab") || !model["vocab"].is_object())
-            throw InputError(src, "BPE model has no vocab object");
-        int32_t max_id = -1;
-        for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
-            if (!it->is_number_integer() || it->get<int64_t>() < 0 ||
-                it->get<int64_t>() > 50'000'000)
-                throw InputError(src,
-                                 "vocab entry '" + sanitize_utf8(it.key()) + "' has an invalid id");
-            const auto id = it->get<int32_t>();
-            m.vocab[it.key()] = id;
-            max_id = std::max(max_id, id);
-        }
-        m.id_to_token.assign(static_cast<size_t>(max_id) + 1, std::string());
-        for (const auto& [t, id] : m.vocab) m.id_to_token[static_cast<size_t>(id)] = t;
-        int32_t rank = 0;
-        if (model.contains("merges")) {
-            for (const auto& mj : model["merges"]) {
-                std::string a, b;
-                if (mj.is_string()) {
-                    const auto s = mj.get<std::string>();
-                    const auto sp = s.find(' ');
-                    if (sp == std::string::npos)
-                        throw InputError(src, "merge '" + s + "' has no space");
-                    a = s.substr(0, sp);
-                    b = s.substr(sp + 1);
-                } else if (mj.is_array() && mj.size() == 2) {
-                    a = mj[0].get<std::string>();
-                    b = mj[1].get<std::string>();
-                } else {
-                    throw InputError(src, "merge entry is neither \"a b\" nor [a, b]");
-                }
-                auto ia = m.vocab.find(a), ib = m.vocab.find(b), im = m.vocab.find(a + b);
-                if (ia == m.vocab.end() || ib == m.vocab.end() || im == m.vocab.end())
-                    throw InputError(src, "merge '" + sanitize_utf8(a) + " " + sanitize_utf8(b) +
-                                              "' refers to tokens missing from the vocab");
-                m.merges.emplace(Impl::key(ia->second, ib->second),
-                                 Impl::Merge{rank++, im->second});
-            }
-        }
-        if (model.contains("unk_token") && model["unk_token"].is_string()) {
-            auto it = m.vocab.find(model["unk_token"].get<std::string>());
-            if (it != m.vocab.end()) m.unk_id = it->second;
-        }
-        m.byte_fallback = model.value("byte_fallback", false);
-        m.ignore_merges = model.value("ignore_merges", false);
-        if (model.contains("continuing_subword_prefix") &&
-            !model["continuing_subword_prefix"].is_null() &&
-            !model["continuing_subword_prefix"].get<std::string>().empty())
-            throw InputError(src, "continuing_subword_prefix is not supported");
-
+        m.model = make_model(j["model"], src);
         if (j.contains("added_tokens")) {
             for (const auto& a : j["added_tokens"]) {
                 AddedToken t;
@@ -235,6 +160,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text,
         m.pre_tokenizer = make_pre_tokenizer(j.value("pre_tokenizer", json()), src, true);
         m.pre_tokenizer_later = make_pre_tokenizer(j.value("pre_tokenizer", json()), src, false);
         m.decoder = make_decoder(j.value("decoder", json()), src);
+        m.post_processor = detail::make_post_processor(j.value("post_processor", json()), src);
     } catch (const json::exception& e) {
         throw InputError(src, std::string("malformed tokenizer: ") + e.what());
     } catch (const std::range_error& e) {  // json_int: a number that is not a valid id or count
@@ -243,7 +169,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json_text(const std::string& text,
     return tok;
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
     if (!is_valid_utf8(text)) throw InputError("prompt is not valid UTF-8");
     const Impl& m = *m_impl;
     std::vector<int32_t> out;
@@ -277,6 +203,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
         segment_start = i;
     }
     m.encode_segment(pending, segment_start == 0, out);
+    if (add_special_tokens && m.post_processor) return m.post_processor(std::move(out));
     return out;
 }
 
@@ -293,8 +220,9 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
             if (!(skip_special && t.special)) tokens.push_back(t.content);
             continue;
         }
-        if (id >= 0 && static_cast<size_t>(id) < m.id_to_token.size() && !m.id_to_token[id].empty())
-            tokens.push_back(m.id_to_token[static_cast<size_t>(id)]);
+        const auto& by_id = m.vocab().tokens;
+        if (id >= 0 && static_cast<size_t>(id) < by_id.size() && !by_id[id].empty())
+            tokens.push_back(by_id[static_cast<size_t>(id)]);
     }
     std::string out;
     if (!m.decoder) {
@@ -323,9 +251,7 @@ std::string Tokenizer::token_text(int32_t id) const {
 std::optional<int32_t> Tokenizer::token_to_id(const std::string& token) const {
     for (const auto& t : m_impl->added)
         if (t.content == token) return t.id;
-    auto it = m_impl->vocab.find(token);
-    if (it != m_impl->vocab.end()) return it->second;
-    return std::nullopt;
+    return m_impl->vocab().find(token);
 }
 
 int32_t Tokenizer::required_token_id(const std::string& token) const {
@@ -334,7 +260,7 @@ int32_t Tokenizer::required_token_id(const std::string& token) const {
 }
 
 int32_t Tokenizer::vocab_size() const {
-    int32_t n = static_cast<int32_t>(m_impl->id_to_token.size());
+    auto n = static_cast<int32_t>(m_impl->vocab().tokens.size());
     for (const auto& t : m_impl->added) n = std::max(n, t.id + 1);
     return n;
 }

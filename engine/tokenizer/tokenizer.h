@@ -1,9 +1,9 @@
-// Tokenizer: Hugging Face tokenizer.json (byte-level BPE) with added/special tokens, the
-// normalizer, pre-tokenizer and decoder the file declares, and LLaDA's chat template.
+// Tokenizer: Hugging Face tokenizer.json (BPE, Unigram or WordPiece) with added/special tokens,
+// the normalizer, pre-tokenizer, decoder and post-processor the file declares.
 //
 // Encoding follows the `tokenizers` library: split on added tokens (leftmost-longest), normalize,
-// pre-tokenize (regex splits use PCRE2 with Unicode properties), map bytes to the GPT-2 alphabet,
-// then apply BPE merges by rank. Torch-free.
+// pre-tokenize (regex splits use PCRE2 with Unicode properties), then the model splits each piece
+// (BPE merges by rank, Unigram's Viterbi, WordPiece's greedy longest match). Torch-free.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +32,11 @@ public:
                                                      const std::string& source_name);
     ~Tokenizer();
 
-    // Throws InputError if `text` is not valid UTF-8.
-    std::vector<int32_t> encode(std::string_view text) const;
+    // Throws InputError if `text` is not valid UTF-8. `add_special_tokens` applies the file's
+    // post-processor (a BOS, [CLS] ... [SEP]) as Hugging Face's encode does by default; CacheLens
+    // leaves it off for prompts, whose chat template writes the special tokens itself (as
+    // LLaDA's and Dream's reference scripts encode them).
+    std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const;
     std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
     // Normalizer + pre-tokenizer only (no added-token split): the pieces BPE would see.
     std::vector<std::string> pre_tokenize(std::string_view text) const;

@@ -10,8 +10,10 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/base/errors.h"
@@ -97,6 +99,41 @@ struct MetaspaceOptions {
 };
 MetaspaceOptions read_metaspace(const json& j, const std::string& src);
 
+// ---- Models: a vocabulary and how one pre-tokenized piece becomes ids (one file each:
+// bpe_model.cpp, unigram_model.cpp, wordpiece_model.cpp; make_model in tokenizer.cpp)
+struct Vocabulary {
+    std::unordered_map<std::string, int32_t> ids;
+    std::vector<std::string> tokens;  // by id; "" where no token has that id
+    // Adds every entry; InputError naming `src` on an id outside [0, 50M).
+    void add(const std::string& token, int64_t id, const std::string& src);
+    // Adds a model's {"token": id} vocab object (BPE, WordPiece); InputError naming `src` and
+    // `model_type` when it is missing or an id is not an integer.
+    void add_object(const json& model, const char* model_type, const std::string& src);
+    std::optional<int32_t> find(const std::string& token) const {
+        auto it = ids.find(token);
+        return it == ids.end() ? std::nullopt : std::optional<int32_t>(it->second);
+    }
+};
+
+class Model {
+public:
+    virtual ~Model() = default;
+    virtual std::vector<int32_t> tokenize(const std::string& piece) const = 0;
+    const Vocabulary& vocabulary() const { return m_vocab; }
+
+protected:
+    Vocabulary m_vocab;
+};
+
+std::unique_ptr<Model> make_bpe_model(const json& model, const std::string& src);
+std::unique_ptr<Model> make_unigram_model(const json& model, const std::string& src);
+std::unique_ptr<Model> make_wordpiece_model(const json& model, const std::string& src);
+
+// SentencePiece's byte fallback: the ids of the "<0xAB>" tokens of `text`'s bytes, appended to
+// `out`; false (and `out` unchanged) when the vocabulary lacks one of them.
+bool append_byte_tokens(const Vocabulary& vocab, const std::string& text,
+                        std::vector<int32_t>& out);
+
 // ---- The pipeline's stages, built from tokenizer.json (InputError names `src` when unsupported)
 using Normalizer = std::function<std::string(std::string)>;
 using PreTokenizer = std::function<std::vector<std::string>(std::vector<std::string>)>;
@@ -107,5 +144,9 @@ Normalizer make_normalizer(const json& j, const std::string& src);  // normalize
 PreTokenizer make_pre_tokenizer(const json& j, const std::string& src,
                                 bool input_start = true);     // pre_tokenizer.cpp
 Decoder make_decoder(const json& j, const std::string& src);  // decoder.cpp
+// Adds the special tokens a post-processor declares around one encoded sequence (Template, Bert,
+// Roberta, ByteLevel, Sequence). Single sequences only: pair templates are not read.
+using PostProcessor = std::function<std::vector<int32_t>(std::vector<int32_t>)>;
+PostProcessor make_post_processor(const json& j, const std::string& src);  // post_processor.cpp
 
 }  // namespace cl::detail
