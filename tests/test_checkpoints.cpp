@@ -3,42 +3,45 @@
 // in sparse files): checked without reading a weight, described by inspect-model, and each way a
 // downloaded folder goes wrong refused naming the file.
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 
-#include "checkpoint_layout.h"
 #include "cli_util.h"
 #include "engine/base/errors.h"
 #include "engine/base/process_memory.h"
+#include "engine/model/checkpoint_presets.h"
 #include "engine/model/model.h"
 #include "engine/model/model_folder.h"
-#include "published_configs.h"
+#include "engine/model/weights_io.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "test_util.h"
 
 namespace cl {
 namespace {
 
 struct Published {
-    const char* name;
+    const char* preset;
     const char* architecture;
-    const char* config;
     size_t tensors;
     int64_t parameters;
+    std::string config() const { return find_checkpoint_preset(preset).config_json; }
 };
 
+// Every preset, with the tensor count and parameter count of the published checkpoint.
 const std::vector<Published>& published() {
     static const std::vector<Published> p = {
-        {"llada-8b", "llada", test::kLlada8BConfig, 32 * 9 + 3, 8'015'581'184},
-        {"dream-7b", "dream", test::kDream7BConfig, 28 * 12 + 3, 7'615'616'512},
+        {"llada-8b-base", "llada", 32 * 9 + 3, 8'015'581'184},
+        {"dream-7b-instruct", "dream", 28 * 12 + 3, 7'615'616'512},
+        {"llada-8b-instruct", "llada", 32 * 9 + 3, 8'015'581'184},
+        {"llada-1.5", "llada", 32 * 9 + 3, 8'015'581'184},
+        {"dream-7b-base", "dream", 28 * 12 + 3, 7'615'616'512},
     };
     return p;
 }
 
 std::filesystem::path full_size_folder(const Published& p) {
-    const auto dir = test::temp_dir(p.name);
-    test::write_sparse_checkpoint(dir, p.config, 4);
-    // The embedded model's tokenizer: inspect-model reads one; its ids fit either vocabulary.
-    std::filesystem::copy_file(
-        test::data_dir() / ".." / ".." / "assets" / "models" / "cachelens-tiny" / "tokenizer.json",
-        dir / "tokenizer.json");
+    const auto dir = test::temp_dir(p.preset);
+    write_preset_folder(dir, find_checkpoint_preset(p.preset), {});
     return dir;
 }
 
@@ -53,8 +56,9 @@ std::string error_of(const std::filesystem::path& dir) {
 
 TEST(Checkpoints, FullSizeFoldersAreCheckedWithoutReadingTheirWeights) {
     for (const auto& p : published()) {
-        SCOPED_TRACE(p.name);
+        SCOPED_TRACE(p.preset);
         const auto dir = full_size_folder(p);
+        EXPECT_EQ(test::read_file(dir / "config.json"), p.config()) << "not as published";
         const double before = resident_bytes();
         const auto folder = check_model_folder(dir);
         EXPECT_LT(resident_bytes() - before, 64e6) << "weights were read";
@@ -69,7 +73,7 @@ TEST(Checkpoints, FullSizeFoldersAreCheckedWithoutReadingTheirWeights) {
 
 TEST(Checkpoints, InspectModelDescribesAFullSizeFolderAndItsMemory) {
     for (const auto& p : published()) {
-        SCOPED_TRACE(p.name);
+        SCOPED_TRACE(p.preset);
         const auto dir = full_size_folder(p);
         auto r = test::cli("inspect-model --model " + dir.string());
         ASSERT_EQ(r.code, 0) << r.out;
@@ -133,15 +137,15 @@ TEST(Checkpoints, BrokenFoldersAreRefusedNamingTheFile) {
         EXPECT_NE(e.find("model.embed_tokens.weight"), std::string::npos) << e;
     }
     {  // a dtype the loader cannot convert
-        const auto dir = test::temp_dir("int8");
-        test::write_sparse_checkpoint(dir, dream.config, 4, "I8");
+        const auto dir = full_size_folder(dream);
+        detail::write_sparse_weights(dir, load_model_config(dir), "I8", 4);
         const auto e = error_of(dir);
         EXPECT_NE(e.find("model-00001-of-00004.safetensors"), std::string::npos) << e;
         EXPECT_NE(e.find("dtype I8"), std::string::npos) << e;
     }
     {  // config.json that does not match the weights
         const auto dir = full_size_folder(dream);
-        auto config = nlohmann::json::parse(dream.config);
+        auto config = nlohmann::json::parse(dream.config());
         config["num_key_value_heads"] = 5;  // 28 query heads cannot share 5
         test::write_file(dir / "config.json", config.dump());
         const auto e = error_of(dir);
@@ -156,6 +160,92 @@ TEST(Checkpoints, BrokenFoldersAreRefusedNamingTheFile) {
         EXPECT_NE(shapes.find("' has shape [512"), std::string::npos) << shapes;
         EXPECT_NE(shapes.find("but config.json implies [1792"), std::string::npos) << shapes;
     }
+}
+
+std::set<std::string> keys_of(const std::filesystem::path& file) {
+    const auto j = nlohmann::json::parse(test::read_file(file));
+    std::set<std::string> keys;
+    for (auto it = j.begin(); it != j.end(); ++it) keys.insert(it.key());
+    return keys;
+}
+
+// The tensor names with the layer index written as N ("model.layers.N.mlp.up_proj.weight").
+std::set<std::string> tensor_kinds(const ModelFolder& f) {
+    static const std::regex layer_index(R"(\.[0-9]+\.)");
+    std::set<std::string> kinds;
+    for (const auto& t : f.tensors) kinds.insert(std::regex_replace(t.name, layer_index, ".N."));
+    return kinds;
+}
+
+// The shrunk variant keeps what a loader keys on (config.json's keys, the tensor names, the
+// special tokens at their ids, the vocabulary) and generates.
+TEST(Checkpoints, ShrunkPresetsKeepTheLayoutAndGenerate) {
+    for (const auto& p : published()) {
+        SCOPED_TRACE(p.preset);
+        const auto& preset = find_checkpoint_preset(p.preset);
+        const auto full = full_size_folder(p);
+        const auto small = test::temp_dir(std::string(p.preset) + "-shrunk");
+        auto r = test::cli("init-model --preset " + std::string(p.preset) + " --shrink --out " +
+                           small.string());
+        ASSERT_EQ(r.code, 0) << r.out;
+        const auto big = check_model_folder(full), little = check_model_folder(small);
+        EXPECT_EQ(keys_of(small / "config.json"), keys_of(full / "config.json"));
+        EXPECT_EQ(tensor_kinds(little), tensor_kinds(big));
+        EXPECT_EQ(little.tensors.size(), big.tensors.size() / big.config.n_layers * 2 +
+                                             big.tensors.size() % big.config.n_layers)
+            << "two layers of the same tensors, and the same tensors outside the layers";
+        EXPECT_EQ(little.config.architecture, p.architecture);
+        EXPECT_EQ(little.config.vocab_size, big.config.vocab_size);
+        EXPECT_EQ(little.config.mask_token_id, big.config.mask_token_id);
+        EXPECT_EQ(little.config.n_kv_heads < little.config.n_heads,
+                  big.config.n_kv_heads < big.config.n_heads)
+            << "grouped-query attention kept";
+        EXPECT_LT(little.config.parameter_count(), 20'000'000);
+        const auto tok = Tokenizer::load(small / "tokenizer.json");
+        for (const auto& [content, id] : preset.special_tokens)
+            EXPECT_EQ(tok->token_to_id(content), id) << content;
+        r = test::cli("generate --model " + small.string() +
+                      " --prompt \"Hello\" --gen-length 8 --block-length 8 --steps 4 --view quiet");
+        EXPECT_EQ(r.code, 0) << r.out;
+    }
+}
+
+// The presets' tokenizers have their checkpoints' pipelines: LLaDA's adds its BOS through the
+// post-processor's template, Dream's (Qwen2's) normalises to NFC and splits digits one by one.
+TEST(Checkpoints, PresetTokenizersFollowTheirCheckpointsPipelines) {
+    const auto llada = Tokenizer::from_json_text(
+        preset_tokenizer_json(find_checkpoint_preset("llada-8b-instruct")), "llada");
+    const auto ids = llada->encode("hi 2025");
+    auto with_bos = llada->encode("hi 2025", true);
+    ASSERT_EQ(with_bos.size(), ids.size() + 1);
+    EXPECT_EQ(with_bos.front(), 126080);
+    EXPECT_EQ(llada->decode(ids), "hi 2025");
+    const auto llada_pieces = llada->pre_tokenize("2025");
+    EXPECT_EQ(llada_pieces.size(), 2u) << "Llama-3 splits numbers into runs of up to three digits";
+
+    const auto dream = Tokenizer::from_json_text(
+        preset_tokenizer_json(find_checkpoint_preset("dream-7b-instruct")), "dream");
+    EXPECT_EQ(dream->encode("hi", true), dream->encode("hi")) << "Qwen2 adds no BOS";
+    EXPECT_EQ(dream->pre_tokenize("2025").size(), 4u) << "Qwen2 splits digits one by one";
+    EXPECT_EQ(dream->encode("e\u0301"), dream->encode("\u00e9")) << "NFC";
+    EXPECT_EQ(dream->encode("<|im_start|>user"),
+              (std::vector<int32_t>{151644, *dream->token_to_id("u"), *dream->token_to_id("s"),
+                                    *dream->token_to_id("e"), *dream->token_to_id("r")}));
+}
+
+TEST(Checkpoints, UnknownPresetsAndMisusedOptionsAreRefused) {
+    const auto dir = test::temp_dir("bad-preset");
+    auto r = test::cli("init-model --preset llama-70b --out " + dir.string());
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.out.find("'llama-70b' is not a known checkpoint (known: llada-8b-base"),
+              std::string::npos)
+        << r.out;
+    r = test::cli("init-model --shrink --out " + dir.string());
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.out.find("needs --preset"), std::string::npos) << r.out;
+    r = test::cli("init-model --preset dream-7b-base --layers 3 --out " + dir.string());
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.out.find("excludes"), std::string::npos) << r.out;
 }
 
 }  // namespace

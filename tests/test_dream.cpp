@@ -8,10 +8,10 @@
 #include "engine/base/errors.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/model/arch_dream.h"
+#include "engine/model/checkpoint_presets.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
 #include "policy_run.h"
-#include "published_configs.h"
 #include "test_util.h"
 
 namespace cl {
@@ -41,7 +41,7 @@ std::shared_ptr<Model> dream_model() {
 
 TEST(Dream, ThePublishedConfigReadsAsTheSevenBillionModel) {
     const auto dir = test::temp_dir("dream-7b");
-    test::write_file(dir / "config.json", test::kDream7BConfig);
+    test::write_file(dir / "config.json", find_checkpoint_preset("dream-7b-instruct").config_json);
     const ModelConfig c = load_model_config(dir);
     EXPECT_EQ(c.architecture, "dream");
     EXPECT_EQ(c.logits_shift, 1);
@@ -69,7 +69,7 @@ TEST(Dream, QwenOptionsItDoesNotImplementAreRefusedNamingTheFile) {
              {"rope_scaling", {{"type", "yarn"}, {"factor", 4.0}}},
              {"hidden_act", "gelu"}}) {
         SCOPED_TRACE(key);
-        auto j = nlohmann::json::parse(test::kDream7BConfig);
+        auto j = nlohmann::json::parse(find_checkpoint_preset("dream-7b-instruct").config_json);
         j[key] = value;
         const auto dir = test::temp_dir("dream-bad");
         test::write_file(dir / "config.json", j.dump());

@@ -1,5 +1,6 @@
 #include "engine/model/weights_io.h"
 
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -95,6 +96,76 @@ void save_weights(const std::filesystem::path& dir, const ModelConfig& config,
         }
     }
     index["metadata"]["total_size"] = total;
+    index["weight_map"] = map;
+    std::ofstream(dir / "model.safetensors.index.json") << index.dump(2);
+}
+
+namespace {
+
+size_t element_bytes(const std::string& dtype) {
+    if (dtype == "F32") return 4;
+    if (dtype == "F16" || dtype == "BF16") return 2;
+    if (dtype == "I8") return 1;  // not loadable: for folders that must be refused
+    throw std::invalid_argument("write_sparse_weights: unknown dtype " + dtype);
+}
+
+size_t slot_bytes(const WeightSlot& slot, const std::string& dtype) {
+    size_t bytes = element_bytes(dtype);
+    for (int64_t d : slot.shape) bytes *= static_cast<size_t>(d);
+    return bytes;
+}
+
+// One shard: the safetensors header for slots [begin, end), then a hole as long as their data.
+void write_sparse_shard(const std::filesystem::path& file, const std::vector<WeightSlot>& slots,
+                        size_t begin, size_t end, const std::string& dtype) {
+    nlohmann::ordered_json header = nlohmann::ordered_json::object();
+    size_t offset = 0;
+    for (size_t i = begin; i < end; ++i) {
+        const size_t bytes = slot_bytes(slots[i], dtype);
+        header[slots[i].name] = {{"dtype", dtype},
+                                 {"shape", slots[i].shape},
+                                 {"data_offsets", {offset, offset + bytes}}};
+        offset += bytes;
+    }
+    std::string text = header.dump();
+    text.resize((text.size() + 7) / 8 * 8, ' ');  // data starts 8-byte aligned
+    const uint64_t n = text.size();
+    {
+        std::ofstream out(file, std::ios::binary);
+        char len[8];
+        for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
+        out.write(len, 8);
+        out << text;
+    }
+    std::filesystem::resize_file(file, 8 + n + offset);
+}
+
+}  // namespace
+
+void write_sparse_weights(const std::filesystem::path& dir, const ModelConfig& config,
+                          const std::string& dtype, int shards) {
+    const auto* arch = find_architecture(config.architecture);
+    if (!arch) throw std::logic_error("write_sparse_weights: unknown architecture");
+    TransformerWeights unbound;
+    unbound.layers.resize(static_cast<size_t>(config.n_layers));
+    const auto slots = arch->weight_slots(config, unbound);
+    shards = std::max(1, std::min<int>(shards, static_cast<int>(slots.size())));
+    const size_t per =
+        (slots.size() + static_cast<size_t>(shards) - 1) / static_cast<size_t>(shards);
+    nlohmann::ordered_json map = nlohmann::ordered_json::object();
+    size_t total = 0;
+    for (int s = 0; s < shards; ++s) {
+        const size_t b = static_cast<size_t>(s) * per, e = std::min(slots.size(), b + per);
+        char name[64];
+        std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, shards);
+        write_sparse_shard(dir / name, slots, b, e, dtype);
+        for (size_t i = b; i < e; ++i) {
+            map[slots[i].name] = name;
+            total += slot_bytes(slots[i], dtype);
+        }
+    }
+    nlohmann::ordered_json index;
+    index["metadata"] = {{"total_size", total}};
     index["weight_map"] = map;
     std::ofstream(dir / "model.safetensors.index.json") << index.dump(2);
 }

@@ -16,5 +16,11 @@ TransformerWeights init_weights(const ModelConfig& config);
 // Writes model.safetensors (shards == 1) or model-0000i-of-0000n.safetensors + index.
 void save_weights(const std::filesystem::path& dir, const ModelConfig& config,
                   TransformerWeights& weights, StorageDType dtype, int shards = 1);
+// The same layout with no weights: each shard is its safetensors header followed by a hole (a
+// sparse file) as long as the tensors' data, so a full-size checkpoint costs kilobytes of disk and
+// no time; for the checks that must not read weights. `dtype`: a safetensors name (BF16, F16,
+// F32; I8 for a folder that must be refused).
+void write_sparse_weights(const std::filesystem::path& dir, const ModelConfig& config,
+                          const std::string& dtype, int shards);
 
 }  // namespace cl::detail
