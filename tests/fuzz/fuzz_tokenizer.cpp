@@ -21,6 +21,7 @@ const cl::Tokenizer& embedded_tokenizer() {
 
 void exercise(const cl::Tokenizer& t, std::string_view text) {
     const auto ids = t.encode(text);
+    (void)t.encode(text, /*add_special_tokens=*/true);
     const std::string back = t.decode(ids);
     (void)t.decode(ids, /*skip_special=*/true);
     (void)t.pre_tokenize(text);
