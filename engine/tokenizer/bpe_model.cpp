@@ -9,7 +9,7 @@
 namespace cl::detail {
 namespace {
 
-class BpeModel final : public Model {
+class BpeModel final : public SubwordModel {
 public:
     BpeModel(const json& model, const std::string& src) {
         m_vocab.add_object(model, "BPE", src);
@@ -119,7 +119,7 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Model> make_bpe_model(const json& model, const std::string& src) {
+std::unique_ptr<SubwordModel> make_bpe_model(const json& model, const std::string& src) {
     return std::make_unique<BpeModel>(model, src);
 }
 

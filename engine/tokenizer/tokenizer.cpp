@@ -66,7 +66,7 @@ bool append_byte_tokens(const Vocabulary& vocab, const std::string& text,
 
 namespace {
 
-std::unique_ptr<detail::Model> make_model(const json& model, const std::string& src) {
+std::unique_ptr<detail::SubwordModel> make_model(const json& model, const std::string& src) {
     if (!model.is_object()) throw InputError(src, "no 'model' section");
     const auto type = model.value("type", std::string("BPE"));
     if (type == "BPE") return detail::make_bpe_model(model, src);
@@ -82,7 +82,7 @@ std::unique_ptr<detail::Model> make_model(const json& model, const std::string& 
 
 struct Tokenizer::Impl {
     std::string source;
-    std::unique_ptr<detail::Model> model;
+    std::unique_ptr<detail::SubwordModel> model;
     std::vector<AddedToken> added;
     std::unordered_map<int32_t, size_t> added_by_id;
     std::map<unsigned char, std::vector<size_t>> added_by_first_byte;  // longest first

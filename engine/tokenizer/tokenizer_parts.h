@@ -99,7 +99,7 @@ struct MetaspaceOptions {
 };
 MetaspaceOptions read_metaspace(const json& j, const std::string& src);
 
-// ---- Models: a vocabulary and how one pre-tokenized piece becomes ids (one file each:
+// ---- Subword models: a vocabulary and how one pre-tokenized piece becomes ids (one file each:
 // bpe_model.cpp, unigram_model.cpp, wordpiece_model.cpp; make_model in tokenizer.cpp)
 struct Vocabulary {
     std::unordered_map<std::string, int32_t> ids;
@@ -115,9 +115,9 @@ struct Vocabulary {
     }
 };
 
-class Model {
+class SubwordModel {
 public:
-    virtual ~Model() = default;
+    virtual ~SubwordModel() = default;
     virtual std::vector<int32_t> tokenize(const std::string& piece) const = 0;
     const Vocabulary& vocabulary() const { return m_vocab; }
 
@@ -125,9 +125,9 @@ protected:
     Vocabulary m_vocab;
 };
 
-std::unique_ptr<Model> make_bpe_model(const json& model, const std::string& src);
-std::unique_ptr<Model> make_unigram_model(const json& model, const std::string& src);
-std::unique_ptr<Model> make_wordpiece_model(const json& model, const std::string& src);
+std::unique_ptr<SubwordModel> make_bpe_model(const json& model, const std::string& src);
+std::unique_ptr<SubwordModel> make_unigram_model(const json& model, const std::string& src);
+std::unique_ptr<SubwordModel> make_wordpiece_model(const json& model, const std::string& src);
 
 // SentencePiece's byte fallback: the ids of the "<0xAB>" tokens of `text`'s bytes, appended to
 // `out`; false (and `out` unchanged) when the vocabulary lacks one of them.

@@ -12,7 +12,7 @@ namespace {
 
 constexpr double kUnknownPenalty = 10.0;  // the reference's K_UNK_PENALTY
 
-class UnigramModel final : public Model {
+class UnigramModel final : public SubwordModel {
 public:
     UnigramModel(const json& model, const std::string& src) {
         if (!model.contains("vocab") || !model["vocab"].is_array())
@@ -130,7 +130,7 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Model> make_unigram_model(const json& model, const std::string& src) {
+std::unique_ptr<SubwordModel> make_unigram_model(const json& model, const std::string& src) {
     return std::make_unique<UnigramModel>(model, src);
 }
 

@@ -7,7 +7,7 @@
 namespace cl::detail {
 namespace {
 
-class WordPieceModel final : public Model {
+class WordPieceModel final : public SubwordModel {
 public:
     WordPieceModel(const json& model, const std::string& src) {
         m_vocab.add_object(model, "WordPiece", src);
@@ -60,7 +60,7 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Model> make_wordpiece_model(const json& model, const std::string& src) {
+std::unique_ptr<SubwordModel> make_wordpiece_model(const json& model, const std::string& src) {
     return std::make_unique<WordPieceModel>(model, src);
 }
 
