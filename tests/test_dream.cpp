@@ -94,41 +94,69 @@ torch::Tensor checkpoint_tensor(const SafetensorsFile& file, const std::string& 
         .to(torch::kFloat64);
 }
 
-// Qwen2's forward as its modeling code computes it, in float64, with attention over every row.
-// ids: (L,) -> logits (L, V).
+// The keys (after RoPE) and values of every layer, (KV, rows, Dh) each, as the reference wrote
+// them: what a cache holds after that forward.
+struct ReferenceKv {
+    std::vector<torch::Tensor> k, v;
+};
+
+// Qwen2's forward as its modeling code computes it, in float64, with attention over every row (no
+// causal mask: Dream's change). Computes the rows `rows` of `ids` (every row when empty); with
+// `reused`, the keys and values of the other rows are the ones it holds (a cache written by an
+// earlier forward) instead of fresh ones. `written` receives the computed rows' K/V.
+// ids: (L,) -> logits (R, V).
 torch::Tensor reference_forward(const std::filesystem::path& dir, const ModelConfig& c,
-                                const torch::Tensor& ids) {
+                                const torch::Tensor& ids, std::vector<int64_t> rows = {},
+                                const ReferenceKv* reused = nullptr,
+                                ReferenceKv* written = nullptr) {
     const auto file = SafetensorsFile::open(dir / "model.safetensors");
     auto w = [&](const std::string& name) { return checkpoint_tensor(*file, name); };
     const int64_t L = ids.size(0), H = c.n_heads, KV = c.n_kv_heads, Dh = c.head_dim();
-    auto rms_norm = [&](const torch::Tensor& x, const torch::Tensor& weight) {  // (L, D)
+    if (rows.empty())
+        for (int64_t i = 0; i < L; ++i) rows.push_back(i);
+    const auto R = static_cast<int64_t>(rows.size());
+    auto at = torch::tensor(rows, torch::kLong);                                // (R) positions
+    auto rms_norm = [&](const torch::Tensor& x, const torch::Tensor& weight) {  // (R, D)
         return x * torch::rsqrt(x.pow(2).mean(-1, true) + c.rms_norm_eps) * weight;
     };
-    // RoPE, rotate-half form: cos/sin (L, Dh) over the frequencies repeated twice.
+    // RoPE, rotate-half form: cos/sin (R, Dh) over the frequencies repeated twice.
     auto inv_freq = 1.0 / torch::pow(c.rope_theta, torch::arange(0, Dh, 2, torch::kFloat64) /
                                                        static_cast<double>(Dh));
-    auto freqs = torch::outer(torch::arange(L, torch::kFloat64), inv_freq);  // (L, Dh/2)
-    auto emb = torch::cat({freqs, freqs}, -1);                               // (L, Dh)
+    auto freqs = torch::outer(at.to(torch::kFloat64), inv_freq);  // (R, Dh/2)
+    auto emb = torch::cat({freqs, freqs}, -1);                    // (R, Dh)
     auto cos = emb.cos(), sin = emb.sin();
-    auto rope = [&](const torch::Tensor& x) {  // (heads, L, Dh)
+    auto rope = [&](const torch::Tensor& x) {  // (heads, R, Dh)
         auto x1 = x.narrow(-1, 0, Dh / 2), x2 = x.narrow(-1, Dh / 2, Dh / 2);
         return x * cos + torch::cat({-x2, x1}, -1) * sin;
     };
-    auto x = w("model.embed_tokens.weight").index_select(0, ids);  // (L, D)
+    // Keys or values over every row: the computed rows' fresh ones among the reused others.
+    auto over_every_row = [&](const torch::Tensor& fresh, const std::vector<torch::Tensor>* old,
+                              int64_t layer) {  // (KV, R, Dh) -> (KV, L, Dh)
+        if (!old) return fresh;
+        return (*old)[static_cast<size_t>(layer)].index_copy(1, at, fresh);
+    };
+    auto x = w("model.embed_tokens.weight").index_select(0, ids.index_select(0, at));  // (R, D)
     for (int64_t i = 0; i < c.n_layers; ++i) {
         const std::string p = "model.layers." + std::to_string(i) + ".";
         auto h = rms_norm(x, w(p + "input_layernorm.weight"));
-        auto proj = [&](const std::string& name, int64_t heads) {  // -> (heads, L, Dh)
+        auto proj = [&](const std::string& name, int64_t heads) {  // -> (heads, R, Dh)
             auto y = torch::matmul(h, w(p + name + ".weight").t()) + w(p + name + ".bias");
-            return y.view({L, heads, Dh}).transpose(0, 1);
+            return y.view({R, heads, Dh}).transpose(0, 1);
         };
         auto q = rope(proj("self_attn.q_proj", H));
+        auto k_rows = rope(proj("self_attn.k_proj", KV)), v_rows = proj("self_attn.v_proj", KV);
+        if (written) {
+            written->k.push_back(k_rows);
+            written->v.push_back(v_rows);
+        }
         // repeat_kv: query head j reads key/value head j / (H / KV).
-        auto k = rope(proj("self_attn.k_proj", KV)).repeat_interleave(H / KV, 0);
-        auto v = proj("self_attn.v_proj", KV).repeat_interleave(H / KV, 0);
+        auto k = over_every_row(k_rows, reused ? &reused->k : nullptr, i)
+                     .repeat_interleave(H / KV, 0);  // (H, L, Dh)
+        auto v =
+            over_every_row(v_rows, reused ? &reused->v : nullptr, i).repeat_interleave(H / KV, 0);
         auto scores = torch::matmul(q, k.transpose(1, 2)) / std::sqrt(static_cast<double>(Dh));
-        auto attn = torch::matmul(scores.softmax(-1), v);  // (H, L, Dh), no mask
-        attn = attn.transpose(0, 1).reshape({L, H * Dh});
+        auto attn = torch::matmul(scores.softmax(-1), v);  // (H, R, Dh), no mask
+        attn = attn.transpose(0, 1).reshape({R, H * Dh});
         x = x + torch::matmul(attn, w(p + "self_attn.o_proj.weight").t());
         auto g = rms_norm(x, w(p + "post_attention_layernorm.weight"));
         auto gate = torch::matmul(g, w(p + "mlp.gate_proj.weight").t());
@@ -136,6 +164,10 @@ torch::Tensor reference_forward(const std::filesystem::path& dir, const ModelCon
         x = x + torch::matmul(torch::silu(gate) * up, w(p + "mlp.down_proj.weight").t());
     }
     return torch::matmul(rms_norm(x, w("model.norm.weight")), w("lm_head.weight").t());
+}
+
+double nmse(const torch::Tensor& got, const torch::Tensor& want) {
+    return (got - want).pow(2).sum().item<double>() / want.pow(2).sum().item<double>();
 }
 
 TEST(Dream, TheForwardEqualsAnIndependentQwen2Forward) {
@@ -148,8 +180,7 @@ TEST(Dream, TheForwardEqualsAnIndependentQwen2Forward) {
     auto ids = torch::randint(0, m->config().vocab_size, {L}, torch::kLong);
     auto got = m->net().forward_full(ids.unsqueeze(0))[0].to(torch::kFloat64);  // (L, V)
     auto want = reference_forward(tiny_dream_dir(), m->config(), ids);
-    const double err = (got - want).pow(2).sum().item<double>() / want.pow(2).sum().item<double>();
-    EXPECT_LT(err, 1e-10) << "normalised squared error against the float64 reference";
+    EXPECT_LT(nmse(got, want), 1e-10) << "normalised squared error against the float64 reference";
     EXPECT_TRUE(torch::equal(got.argmax(-1), want.argmax(-1)));
 }
 
@@ -202,6 +233,95 @@ TEST(Dream, PredictionsComeFromThePreviousRowUnderEveryPolicy) {
         }
         EXPECT_GT(checked, 0);
     }
+}
+
+// A plan that is the same at every layer.
+struct FixedPlan final : detail::LayerHooks {
+    detail::LayerPlan p;
+    detail::LayerPlan plan(int) override { return p; }
+};
+
+// The cached path computes exactly the approximation it stands for: a step of fast-prefix on
+// Dream (rows [s - 1, L) recomputed, the prefix's K/V left by a forward before the response
+// changed) equals the float64 reference over the same stale keys and values, and both differ from
+// the full forward of the new state. What caching costs a model is then the model's response to
+// those keys, not an artefact of the engine.
+TEST(Dream, ACachedStepEqualsTheReferenceOverTheSameStaleKeys) {
+    auto m = dream_model();
+    auto& net = m->net();
+    torch::InferenceMode guard;
+    const int64_t L = 24, s = 10;
+    torch::manual_seed(5);
+    auto before = torch::randint(0, m->config().vocab_size, {L}, torch::kLong);  // (L)
+    auto after = before.clone();
+    after.narrow(0, s, L - s).copy_(torch::randint(0, m->config().vocab_size, {L - s}));
+    std::vector<int64_t> rows;
+    for (int64_t i = s - 1; i < L; ++i) rows.push_back(i);
+
+    auto cache = net.make_cache(L, false);
+    detail::RowSet out;
+    FixedPlan full;
+    net.forward_plan(before, full, cache, out);  // the cache as the block start left it
+    FixedPlan step;
+    step.p.all_rows = false;
+    step.p.rows = detail::RowSet::from_host(rows, torch::kCPU);
+    auto got = net.head(net.forward_plan(after, step, cache, out)).to(torch::kFloat64);  // (R, V)
+    ASSERT_EQ(out.host, rows);
+
+    ReferenceKv stale;
+    reference_forward(tiny_dream_dir(), m->config(), before, {}, nullptr, &stale);
+    auto want = reference_forward(tiny_dream_dir(), m->config(), after, rows, &stale);
+    EXPECT_LT(nmse(got, want), 1e-10);
+    auto fresh = reference_forward(tiny_dream_dir(), m->config(), after)
+                     .index_select(0, torch::tensor(rows, torch::kLong));
+    EXPECT_GT(nmse(want, fresh), 1e-6) << "the stale keys must matter, or this proves nothing";
+}
+
+// GenerationConfig::fresh_prefix: the first n rows are recomputed at every layer of every step
+// under every policy, and a length beyond the prompt is refused naming the setting.
+TEST(Dream, TheFreshPrefixIsRecomputedAtEveryStepUnderEveryPolicy) {
+    GenerationConfig c = test::policy_test_config();
+    c.fresh_prefix = 6;
+    for (const auto& info : list_policies()) {
+        SCOPED_TRACE(info.name);
+        const auto run = test::run_policy_with(dream_model(), info.name, {}, c);
+        ASSERT_FALSE(run.steps.empty());
+        for (const auto& st : run.steps)
+            for (int32_t l = 0; l < st->n_layers; ++l)
+                for (int32_t r = 0; r < c.fresh_prefix; ++r)
+                    ASSERT_EQ(st->action(l, r), trace::RowAction::Recomputed)
+                        << "step " << st->step << " layer " << l << " row " << r;
+    }
+    c.fresh_prefix = 1000;
+    try {
+        test::run_policy_with(dream_model(), "fast-prefix", {}, c);
+        ADD_FAILURE() << "a fresh prefix longer than the prompt was accepted";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("fresh_prefix"), std::string::npos) << e.what();
+    }
+}
+
+// With the whole prompt fresh and a single block, fast-prefix reuses nothing: it is the baseline,
+// with no staleness at any step; without it, the prompt's K/V are stale.
+TEST(Dream, FastPrefixWithTheWholePromptFreshIsTheBaselineInOneBlock) {
+    GenerationRequest r;
+    r.prompt_text = "Remember: abc=123, xyz=987. What is abc?";
+    r.config = test::policy_test_config(16, 16, 16);
+    trace::TraceStore store;
+    const int64_t P = Generator(dream_model(), r, &store).info().prompt_len;
+    auto staleness = [&](int64_t fresh_prefix) {  // summed KL of the steps' logits to the full
+        GenerationConfig c = r.config;
+        c.fresh_prefix = fresh_prefix;
+        double kl = 0;
+        for (const auto& st :
+             test::run_policy_with(dream_model(), "fast-prefix", {}, c, true).steps)
+            kl += st->oracle.logits_kl;
+        return kl;
+    };
+    EXPECT_GT(staleness(0), 1e-7);
+    EXPECT_LT(staleness(P), 1e-9);
+    r.config.fresh_prefix = P;
+    test::expect_same_as_baseline(dream_model(), "fast-prefix", {}, r.config);
 }
 
 TEST(Dream, TheChatTemplateIsChatML) {

@@ -128,6 +128,10 @@ void SamplerOptions::add_to(CLI::App& app) {
     app.add_flag("--logits-eos-inf", logits_eos_inf, "Never predict EOS");
     app.add_flag("--confidence-eos-eot-inf", confidence_eos_eot_inf,
                  "Predicted EOS/EoT get confidence 0 (committed last)");
+    app.add_option("--fresh-prefix", fresh_prefix,
+                   "Recompute the first N prompt rows at every step under every policy (e.g. the "
+                   "20 rows of the Dream model's ChatML system prompt)")
+        ->capture_default_str();
     app.add_option("--seed", seed, "Random seed")->capture_default_str();
 }
 
@@ -154,6 +158,7 @@ GenerationConfig SamplerOptions::resolve(const Model& model) const {
     c.certainty_sigma = certainty_sigma;
     c.logits_eos_inf = logits_eos_inf;
     c.confidence_eos_eot_inf = confidence_eos_eot_inf;
+    c.fresh_prefix = fresh_prefix;
     c.seed = seed;
     return c;
 }

@@ -86,6 +86,12 @@ void GenerationConfig::validate(int64_t max_sequence_length, int64_t prompt_leng
         throw InputError(Setting{"alg_temp"}, "must be between 0 and 100");
     if (!(certainty_sigma > 0.0) || !std::isfinite(certainty_sigma))
         throw InputError(Setting{"certainty_sigma"}, "must be positive");
+    if (fresh_prefix < 0 || fresh_prefix > prompt_length)
+        throw InputError(Setting{"fresh_prefix"},
+                         std::string("must be between 0 and the prompt length (")
+                             .append(std::to_string(prompt_length))
+                             .append(" tokens), got ")
+                             .append(std::to_string(fresh_prefix)));
     if (prompt_length + gen_length > max_sequence_length)
         throw InputError(Setting{"gen_length"}, "prompt (" + std::to_string(prompt_length) +
                                                     " tokens) + " + std::to_string(gen_length) +
@@ -116,6 +122,7 @@ std::map<std::string, std::string> GenerationConfig::to_map() const {
             {"logits_eos_inf", logits_eos_inf ? "true" : "false"},
             {"confidence_eos_eot_inf", confidence_eos_eot_inf ? "true" : "false"},
             {"update_rule", to_string(update_rule)},
+            {"fresh_prefix", std::to_string(fresh_prefix)},
             {"seed", std::to_string(seed)}};
 }
 

@@ -42,6 +42,10 @@ struct GenerationConfig {
     bool logits_eos_inf = false;          // never predict EOS
     bool confidence_eos_eot_inf = false;  // a predicted EOS/EoT gets confidence 0 (committed last)
     UpdateRule update_rule = UpdateRule::Adaptive;  // uniform-noise models only
+    // The first n positions are recomputed at every step under every policy, besides the rows
+    // the policy chooses: prompt rows whose K/V a model rewrites as the answer forms (the Dream
+    // model keeps state in its ChatML system prompt's rows; README, "The same on the Dream...").
+    int64_t fresh_prefix = 0;
     uint64_t seed = 0;
 
     int64_t num_blocks() const { return block_length > 0 ? gen_length / block_length : 0; }

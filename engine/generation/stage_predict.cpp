@@ -9,13 +9,16 @@
 namespace cl::detail {
 namespace {
 
-// Adds the row that predicts each row's token (r - shift) to a row set: for an architecture
-// with shifted logits the policy's rows name the positions whose predictions it wants fresh.
-RowSet with_predictor_rows(const RowSet& rows, int shift, torch::Device device) {
+// The rows a step computes besides the policy's: the fresh prefix [0, n) (GenerationConfig::
+// fresh_prefix) and, for an architecture with shifted logits, the row that predicts each row's
+// token (r - shift): the policy's rows name the positions whose predictions it wants fresh.
+RowSet with_engine_rows(const RowSet& rows, int shift, int64_t fresh_prefix, torch::Device device) {
+    if (shift == 0 && fresh_prefix == 0) return rows;
     std::vector<int64_t> out;
-    out.reserve(rows.host.size() * 2);
+    out.reserve(rows.host.size() * 2 + static_cast<size_t>(fresh_prefix));
+    for (int64_t r = 0; r < fresh_prefix; ++r) out.push_back(r);
     for (int64_t r : rows.host) {
-        if (r - shift >= 0) out.push_back(r - shift);
+        if (shift != 0 && r - shift >= 0) out.push_back(r - shift);
         out.push_back(r);
     }
     std::sort(out.begin(), out.end());
@@ -58,18 +61,19 @@ void capture_attention(RunCore& run, StepWork& work, const LayerResult& r) {
 class StepHooks final : public LayerHooks {
 public:
     StepHooks(RunCore& run, StepWork& work)
-        : m_run(run), m_work(work), m_shift(run.model->config().logits_shift) {}
+        : m_run(run),
+          m_work(work),
+          m_shift(run.model->config().logits_shift),
+          m_fresh_prefix(run.cfg.fresh_prefix) {}
     LayerPlan plan(int layer) override {
         auto p = m_run.policy->plan_layer(layer);
         const auto l = static_cast<size_t>(layer);
         if (m_work.wants.mean[l] || !m_work.wants.heads[l].empty()) p.want_probs = true;
-        if (!p.all_rows && m_shift != 0)
-            p.rows = with_predictor_rows(p.rows, m_shift, m_run.net->device());
+        if (!p.all_rows) p.rows = add_engine_rows(p.rows);
         return p;
     }
     RowSet select_rows(int layer, const torch::Tensor& k, const torch::Tensor& v) override {
-        auto rows = m_run.policy->select_rows(layer, k, v);
-        return m_shift == 0 ? rows : with_predictor_rows(rows, m_shift, m_run.net->device());
+        return add_engine_rows(m_run.policy->select_rows(layer, k, v));
     }
     bool escalate(int layer, const torch::Tensor& probs) override {
         return m_run.policy->escalate(layer, probs);
@@ -85,9 +89,14 @@ public:
     }
 
 private:
+    RowSet add_engine_rows(const RowSet& rows) const {
+        return with_engine_rows(rows, m_shift, m_fresh_prefix, m_run.net->device());
+    }
+
     RunCore& m_run;
     StepWork& m_work;
     int m_shift;
+    int64_t m_fresh_prefix;
 };
 
 // The trace worker exists only with a core to spare beside the engine's threads: otherwise it
