@@ -355,6 +355,7 @@ void MainWindow::apply_setup() {
     setup.config.gen_length = m_gen_length->value();
     setup.config.block_length = m_block_length->value();
     setup.config.steps = m_steps->value();
+    setup.config.fresh_prefix = m_fresh_prefix->value();
     setup.config.remasking = parse_remasking(m_remasking->currentText().toStdString());
     setup.config.schedule = parse_transfer_schedule(m_schedule->currentText().toStdString());
     setup.config.top_p = m_top_p->value();

@@ -238,7 +238,7 @@ private:
     QComboBox* m_examples = nullptr;
     QCheckBox* m_chat_template = nullptr;
     QSpinBox *m_gen_length = nullptr, *m_block_length = nullptr, *m_steps = nullptr,
-             *m_seed = nullptr;
+             *m_seed = nullptr, *m_fresh_prefix = nullptr;
     QComboBox *m_remasking = nullptr, *m_schedule = nullptr, *m_device = nullptr;
     QSpinBox* m_top_k = nullptr;
     QDoubleSpinBox *m_top_p = nullptr, *m_alg_temp = nullptr;
