@@ -58,5 +58,29 @@ TEST(DefaultModel, TheEmbeddedDreamModelIsTrained) {
     for (const auto& row : rows) EXPECT_GE(row["correct"].get<int>(), 7) << row.dump();
 }
 
+// `--fresh-prefix system` keeps the chat template's system turn fresh: 20 rows on the embedded
+// Dream model (the rows it keeps state in; README), none on LLaDA, whose template has no system
+// turn, and none on a prompt encoded without the template. The run records the resolved count.
+TEST(DefaultModel, TheSystemTurnIsTheDreamModelsFirstTwentyRows) {
+    const auto dream = Model::load(assets_dir() / "models" / "cachelens-tiny-dream");
+    const auto llada = Model::load(default_model_dir());
+    auto rows = [](const Model& m, bool templ) {
+        const std::string q = "What is 002 + 091?";
+        return m.system_turn_rows(m.tokenizer().encode(templ ? m.apply_chat_template(q) : q));
+    };
+    EXPECT_EQ(rows(*dream, true), 20);
+    EXPECT_EQ(rows(*dream, false), 0);
+    EXPECT_EQ(rows(*llada, true), 0);
+    GenerationRequest r;
+    r.prompt_text = "What is 002 + 091?";
+    r.config.gen_length = 8;
+    r.config.block_length = 8;
+    r.config.steps = 8;
+    r.config.fresh_prefix = GenerationConfig::kSystemTurn;
+    r.policy = "fast-prefix";
+    Generator g(dream, r, nullptr);
+    EXPECT_EQ(g.info().sampler.at("fresh_prefix"), "20");
+}
+
 }  // namespace
 }  // namespace cl

@@ -192,7 +192,21 @@ TEST(DreamSampler, BadSettingsAreRefusedNamingTheSetting) {
     refused("top_k");
     c.alg_temp = std::nan("");
     refused("alg_temp");
+    c.fresh_prefix = 11;  // longer than the 10-token prompt
+    refused("fresh_prefix");
+    c.fresh_prefix = -2;
+    refused("fresh_prefix");
     EXPECT_THROW(parse_transfer_schedule("cosine"), InputError);
+    EXPECT_EQ(parse_fresh_prefix("system"), GenerationConfig::kSystemTurn);
+    EXPECT_EQ(parse_fresh_prefix("20"), 20);
+    for (const char* bad : {"", "-1", "20x", "System", "1e3"}) {
+        try {
+            parse_fresh_prefix(bad);
+            ADD_FAILURE() << "'" << bad << "' accepted";
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.setting(), "fresh_prefix") << e.what();
+        }
+    }
 }
 
 }  // namespace

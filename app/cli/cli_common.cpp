@@ -129,8 +129,8 @@ void SamplerOptions::add_to(CLI::App& app) {
     app.add_flag("--confidence-eos-eot-inf", confidence_eos_eot_inf,
                  "Predicted EOS/EoT get confidence 0 (committed last)");
     app.add_option("--fresh-prefix", fresh_prefix,
-                   "Recompute the first N prompt rows at every step under every policy (e.g. the "
-                   "20 rows of the Dream model's ChatML system prompt)")
+                   "Recompute the first N prompt rows at every step under every policy; 'system': "
+                   "the chat template's system turn (20 rows on the Dream model, 0 on LLaDA)")
         ->capture_default_str();
     app.add_option("--seed", seed, "Random seed")->capture_default_str();
 }
@@ -158,7 +158,7 @@ GenerationConfig SamplerOptions::resolve(const Model& model) const {
     c.certainty_sigma = certainty_sigma;
     c.logits_eos_inf = logits_eos_inf;
     c.confidence_eos_eot_inf = confidence_eos_eot_inf;
-    c.fresh_prefix = fresh_prefix;
+    c.fresh_prefix = parse_fresh_prefix(fresh_prefix);
     c.seed = seed;
     return c;
 }

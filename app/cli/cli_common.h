@@ -50,7 +50,8 @@ struct SamplerOptions {
     std::string remasking = "low_confidence";
     std::string schedule = "even";
     double top_p = 1.0, alg_temp = 0;
-    int64_t top_k = 0, fresh_prefix = 0;
+    int64_t top_k = 0;
+    std::string fresh_prefix = "0";
     std::string update_rule = "adaptive";
     bool certainty_prior = false, logits_eos_inf = false, confidence_eos_eot_inf = false;
     uint64_t seed = 0;

@@ -136,11 +136,12 @@ QWidget* MainWindow::build_setup_dock() {
     layout->addRow("Gen length", m_gen_length);
     layout->addRow("Block length", m_block_length);
     layout->addRow("Steps", m_steps);
-    m_fresh_prefix = spin(0, 4096, 0);
+    m_fresh_prefix = spin(static_cast<int>(GenerationConfig::kSystemTurn), 4096, 0);
+    m_fresh_prefix->setSpecialValueText("system turn");  // shown at the minimum, kSystemTurn
     m_fresh_prefix->setObjectName("fresh_prefix");
     m_fresh_prefix->setToolTip(
         "Recompute the first N prompt rows at every step under every policy: rows a model keeps "
-        "state in, like the Dream model's 20-token ChatML system prompt");
+        "state in, like the Dream model's ChatML system turn (below 0: that turn's rows)");
     layout->addRow("Fresh prefix", m_fresh_prefix);
     auto dspin = [](double lo, double hi, double v, double step) {
         auto* s = new QDoubleSpinBox();

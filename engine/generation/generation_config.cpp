@@ -51,6 +51,21 @@ UpdateRule parse_update_rule(const std::string& text) {
     throw InputError(Setting{"update_rule"}, "expected adaptive or confidence, got '" + text + "'");
 }
 
+int64_t parse_fresh_prefix(const std::string& text) {
+    if (text == "system") return GenerationConfig::kSystemTurn;
+    size_t used = 0;
+    int64_t rows = -1;
+    try {
+        rows = std::stoll(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (text.empty() || used != text.size() || rows < 0)
+        throw InputError(Setting{"fresh_prefix"},
+                         "expected a number of rows or 'system', got '" + text + "'");
+    return rows;
+}
+
 void GenerationConfig::validate(int64_t max_sequence_length, int64_t prompt_length) const {
     if (gen_length < 1 || gen_length > 65536)
         throw InputError(Setting{"gen_length"},
@@ -86,9 +101,9 @@ void GenerationConfig::validate(int64_t max_sequence_length, int64_t prompt_leng
         throw InputError(Setting{"alg_temp"}, "must be between 0 and 100");
     if (!(certainty_sigma > 0.0) || !std::isfinite(certainty_sigma))
         throw InputError(Setting{"certainty_sigma"}, "must be positive");
-    if (fresh_prefix < 0 || fresh_prefix > prompt_length)
+    if (fresh_prefix < kSystemTurn || fresh_prefix > prompt_length)
         throw InputError(Setting{"fresh_prefix"},
-                         std::string("must be between 0 and the prompt length (")
+                         std::string("must be 'system' or between 0 and the prompt length (")
                              .append(std::to_string(prompt_length))
                              .append(" tokens), got ")
                              .append(std::to_string(fresh_prefix)));
@@ -122,7 +137,7 @@ std::map<std::string, std::string> GenerationConfig::to_map() const {
             {"logits_eos_inf", logits_eos_inf ? "true" : "false"},
             {"confidence_eos_eot_inf", confidence_eos_eot_inf ? "true" : "false"},
             {"update_rule", to_string(update_rule)},
-            {"fresh_prefix", std::to_string(fresh_prefix)},
+            {"fresh_prefix", fresh_prefix == kSystemTurn ? "system" : std::to_string(fresh_prefix)},
             {"seed", std::to_string(seed)}};
 }
 

@@ -45,6 +45,8 @@ struct GenerationConfig {
     // The first n positions are recomputed at every step under every policy, besides the rows
     // the policy chooses: prompt rows whose K/V a model rewrites as the answer forms (the Dream
     // model keeps state in its ChatML system prompt's rows; README, "The same on the Dream...").
+    // kSystemTurn: the rows of the chat template's system turn, resolved when the run starts.
+    static constexpr int64_t kSystemTurn = -1;
     int64_t fresh_prefix = 0;
     uint64_t seed = 0;
 
@@ -66,5 +68,7 @@ TransferSchedule parse_transfer_schedule(const std::string& text);
 const char* to_string(UpdateRule r);
 // Throws InputError for anything but adaptive / confidence.
 UpdateRule parse_update_rule(const std::string& text);
+// A row count, or "system" (GenerationConfig::kSystemTurn); throws InputError for anything else.
+int64_t parse_fresh_prefix(const std::string& text);
 
 }  // namespace cl

@@ -157,6 +157,8 @@ Generator::Generator(std::shared_ptr<const Model> model, const GenerationRequest
     m.cfg = req.config;
     m.sink = sink;
     const auto prompt = encode_prompt(*m.model, req);
+    if (m.cfg.fresh_prefix == GenerationConfig::kSystemTurn)
+        m.cfg.fresh_prefix = m.model->system_turn_rows(prompt);
     m.cfg.validate(m.model->config().max_sequence_length, static_cast<int64_t>(prompt.size()));
     check_fits_in_memory(*m.model, m.cfg, m.sink, static_cast<int64_t>(prompt.size()));
     m.policy = create_policy(req.policy, req.params);

@@ -54,6 +54,9 @@ struct Architecture {
     // test model's tokenizer) the prompt is used as it is.
     std::vector<std::string> chat_tokens;
     std::string end_of_turn;  // the token that closes a chat turn ("" = none)
+    // The fixed turn the template opens with (ChatML's default system prompt; "" = none): the rows
+    // `--fresh-prefix system` keeps fresh.
+    std::string system_turn;
     SpecialTokenNames special_tokens;
 };
 

@@ -5,6 +5,7 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -174,6 +175,15 @@ bool Model::has_chat_template() const {
 }
 std::string Model::apply_chat_template(const std::string& user_message) const {
     return m_impl->arch->chat_template(*m_impl->tokenizer, user_message);
+}
+
+int64_t Model::system_turn_rows(const std::vector<int32_t>& prompt) const {
+    const std::string& turn = m_impl->arch->system_turn;
+    if (turn.empty() || !has_chat_template()) return 0;
+    const auto ids = m_impl->tokenizer->encode(turn);
+    const bool opens_with =
+        ids.size() <= prompt.size() && std::equal(ids.begin(), ids.end(), prompt.begin());
+    return opens_with ? static_cast<int64_t>(ids.size()) : 0;
 }
 
 std::string cuda_unavailable_reason() {

@@ -57,6 +57,10 @@ public:
     bool has_chat_template() const;
     // The user message in the architecture's chat format (special tokens as text).
     std::string apply_chat_template(const std::string& user_message) const;
+    // How many rows the chat template's system turn takes at the start of `prompt` (token ids): 0
+    // when the architecture has none, the tokenizer lacks its tokens, or the prompt does not open
+    // with it (a prompt encoded without the template).
+    int64_t system_turn_rows(const std::vector<int32_t>& prompt) const;
 
     detail::Transformer& net() const;
 
