@@ -87,6 +87,8 @@ TEST(CliSweep, BadSpecsNameTheFieldAndWriteNothing) {
         {[](json& j) { j["colour"] = "blue"; }, "colour: unknown field"},
         {[](json& j) { j["version"] = 2; }, "version"},
         {[](json& j) { j["sampler"]["block_length"] = 5; }, "block"},
+        {[](json& j) { j["sampler"]["fresh_prefix"] = "sys"; }, "sampler.fresh_prefix"},
+        {[](json& j) { j["sampler"]["fresh_prefix"] = -3; }, "sampler.fresh_prefix"},
     };
     for (const auto& c : cases) {
         json spec = base_spec();

@@ -85,7 +85,7 @@ public:
     void read_sampler(const json& j, SamplerOptions& o) const {
         only_keys(j, "sampler",
                   {"gen_length", "block_length", "steps", "temperature", "threshold", "remasking",
-                   "schedule", "seed"});
+                   "schedule", "fresh_prefix", "seed"});
         if (j.contains("gen_length"))
             o.gen_length = integer(j["gen_length"], "sampler.gen_length", 1, 65536);
         if (j.contains("block_length"))
@@ -99,6 +99,11 @@ public:
         if (o.threshold < 0 || o.threshold > 1) fail("sampler.threshold", "must be from 0 to 1");
         read_choice(j, "remasking", o.remasking, parse_remasking);
         read_choice(j, "schedule", o.schedule, parse_transfer_schedule);
+        if (j.contains("fresh_prefix") && j["fresh_prefix"].is_number())
+            o.fresh_prefix =
+                std::to_string(integer(j["fresh_prefix"], "sampler.fresh_prefix", 0, 65536));
+        else
+            read_choice(j, "fresh_prefix", o.fresh_prefix, parse_fresh_prefix);
         if (j.contains("seed"))
             o.seed = static_cast<uint64_t>(integer(j["seed"], "sampler.seed", 0, INT64_MAX));
     }
