@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "engine/base/assets.h"
 #include "engine/model/model.h"
 #include "engine/model/transformer.h"
 #include "test_util.h"
@@ -41,10 +42,12 @@ double nmse(const torch::Tensor& a, const torch::Tensor& ref) {
         .item<double>();
 }
 
-// An independent float64 implementation: explicit per-head loops, RoPE from std::cos/std::sin.
+// An independent implementation, float64 unless asked otherwise: explicit per-head loops, RoPE
+// from std::cos/std::sin.
 torch::Tensor naive_forward(const ModelConfig& c, detail::TransformerWeights w,
-                            const std::vector<int64_t>& ids) {
-    auto d = [](const torch::Tensor& t) { return t.to(torch::kFloat64); };
+                            const std::vector<int64_t>& ids,
+                            torch::ScalarType dtype = torch::kFloat64) {
+    auto d = [dtype](const torch::Tensor& t) { return t.to(dtype); };
     const int64_t L = static_cast<int64_t>(ids.size()), H = c.n_heads, Hkv = c.n_kv_heads,
                   Dh = c.head_dim();
     auto norm = [&](const torch::Tensor& x, const torch::Tensor& g) {
@@ -61,6 +64,8 @@ torch::Tensor naive_forward(const ModelConfig& c, detail::TransformerWeights w,
             sinT[p][i] = std::sin(f);
             sinT[p][i + Dh / 2] = std::sin(f);
         }
+    cosT = cosT.to(dtype);
+    sinT = sinT.to(dtype);
     auto rope = [&](const torch::Tensor& x) {  // (L, Dh)
         auto out = torch::empty_like(x);
         for (int64_t i = 0; i < Dh / 2; ++i) {
@@ -140,6 +145,32 @@ TEST(Forward, GroupedQueryAttentionMatchesNaive) {
     torch::InferenceMode g;
     auto logits = model->net().forward_full(torch::tensor(ids).unsqueeze(0))[0];
     EXPECT_LE(nmse(logits, naive_forward(model->config(), model->net().weights(), ids)), 1e-10);
+}
+
+// Precision of the fp32 forward (issue #17): the largest logit error against the float64 forward
+// of the same weights, on the embedded model and a 259-token input (chat prompt + masks). Issue
+// #17 quotes PyTorch 2.15's fp32 forward at 2.8e-5 on a 259-token input of these weights (its
+// input was not recorded); on this one the engine measured 3.6e-5 and the per-head fp32 forward
+// above, in the same LibTorch and OpenBLAS, 4.5e-5: the error is fp32 accumulation in the matrix
+// products and the softmax (either in float64 alone takes the plain forward to 5e-6).
+TEST(Forward, Fp32LogitsStayWithinOneAndAHalfTimesPyTorchsErrorOfFloat64) {
+    const auto model = Model::load(default_model_dir());
+    std::vector<int64_t> ids;
+    for (int32_t t : model->tokenizer().encode(model->apply_chat_template(
+             "What is 047 + 385? Show the steps and then give the answer.")))
+        ids.push_back(t);
+    ids.resize(259, model->config().mask_token_id);
+    torch::InferenceMode g;
+    const auto ref = naive_forward(model->config(), model->net().weights(), ids);  // (L, V)
+    auto max_error = [&](const torch::Tensor& t) {
+        return (t.to(torch::kFloat64) - ref).abs().max().item<double>();
+    };
+    const double engine = max_error(model->net().forward_full(torch::tensor(ids).unsqueeze(0))[0]);
+    const double plain =
+        max_error(naive_forward(model->config(), model->net().weights(), ids, torch::kFloat32));
+    EXPECT_LE(engine, 1.5 * 2.8e-5) << "PyTorch 2.15 fp32: 2.8e-5";
+    EXPECT_LE(engine, 1.5 * plain) << "a plain fp32 forward in the same libraries: " << plain;
+    EXPECT_GT(engine, 1e-7) << "an fp32 forward that matches float64 exactly measures nothing";
 }
 
 TEST(Forward, PlanWithEveryRowEqualsFullForward) {
