@@ -15,7 +15,8 @@ void ModelOptions::add_to(CLI::App& app) {
         "Model folder (config.json, safetensors, tokenizer.json); default: the embedded model");
     app.add_option("--device", device, "cpu or cuda")->capture_default_str();
     app.add_option("--threads", threads,
-                   "CPU threads for the matrix products (OpenBLAS; LibTorch's own pool stays at 1)")
+                   "CPU threads (OpenBLAS, and LibTorch's ops when OpenBLAS runs on OpenMP, as "
+                   "setup selects)")
         ->capture_default_str()
         ->check(CLI::Range(1, 256));
 }
