@@ -237,9 +237,9 @@ void set_thread_count(int threads) {
         fn(threads);
     // OpenBLAS built on OpenMP (what scripts/setup selects) shares LibTorch's OpenMP pool, so the
     // element-wise ops, softmax and norms get the threads too without a second pool (measured
-    // here, 2 threads: a 1024-token forward 81.5 -> 56.8 ms). Beside OpenBLAS's own pthreads pool,
-    // a LibTorch pool of N threads oversubscribes the cores (a 64-token forward 14x slower), so
-    // LibTorch keeps one thread there and only the matrix products run in parallel.
+    // here, 2 threads: a 1024-token forward 72.8 -> 52.1 ms; README). Beside OpenBLAS's pthreads
+    // pool, a LibTorch pool of N threads oversubscribes the cores (a 64-token forward 14x
+    // slower), so LibTorch keeps one thread there and only the matrix products run in parallel.
     torch::set_num_threads(std::string_view(blas_threading()) == "openmp" ? threads : 1);
 }
 
