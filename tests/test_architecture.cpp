@@ -12,6 +12,7 @@
 #include "engine/model/arch_llada.h"
 #include "engine/model/transformer.h"
 #include "engine/trace/trace_store.h"
+#include "plan_test_util.h"
 #include "test_util.h"
 
 namespace cl {
@@ -53,24 +54,7 @@ std::shared_ptr<Model> shifted_model() {
     return m;
 }
 
-double nmse(const torch::Tensor& a, const torch::Tensor& ref) {
-    auto r = ref.to(torch::kFloat64);
-    return ((a.to(torch::kFloat64) - r).pow(2).sum() / r.pow(2).sum().clamp_min(1e-300))
-        .item<double>();
-}
-
-struct FullPlan final : detail::LayerHooks {
-    detail::LayerPlan plan(int) override { return {}; }
-};
-struct RowsPlan final : detail::LayerHooks {
-    detail::RowSet rows;
-    detail::LayerPlan plan(int) override {
-        detail::LayerPlan p;
-        p.all_rows = false;
-        p.rows = rows;
-        return p;
-    }
-};
+using test::nmse;
 
 TEST(Architecture, UnknownModelTypeNamesTheFileAndTheKnownTypes) {
     const auto dir = test::temp_dir("unknown");
@@ -117,10 +101,10 @@ TEST(Architecture, BiasesChangeTheOutputAndPlansEqualTheFullForward) {
     EXPECT_GT(nmse(plain.forward_full(ids.unsqueeze(0))[0], full), 1e-6);
 
     auto cache = net.make_cache(L, false);
-    FullPlan all;
+    test::EveryRowPlan all;
     detail::RowSet rows;
     EXPECT_LE(nmse(net.head(net.forward_plan(ids, all, cache, rows)), full), 1e-12);
-    RowsPlan some;  // K/V of the other rows (with their biases) come from the cache
+    test::RowsPlan some;  // K/V of the other rows (with their biases) come from the cache
     some.rows = detail::RowSet::from_host({0, 7, 8, 25}, net.device());
     auto hidden = net.forward_plan(ids, some, cache, rows);
     EXPECT_LE(nmse(net.head(hidden), full.index_select(0, some.rows.device)), 1e-10);

@@ -11,6 +11,7 @@
 #include "engine/model/checkpoint_presets.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
+#include "plan_test_util.h"
 #include "policy_run.h"
 #include "test_util.h"
 
@@ -166,9 +167,7 @@ torch::Tensor reference_forward(const std::filesystem::path& dir, const ModelCon
     return torch::matmul(rms_norm(x, w("model.norm.weight")), w("lm_head.weight").t());
 }
 
-double nmse(const torch::Tensor& got, const torch::Tensor& want) {
-    return (got - want).pow(2).sum().item<double>() / want.pow(2).sum().item<double>();
-}
+using test::nmse;
 
 TEST(Dream, TheForwardEqualsAnIndependentQwen2Forward) {
     auto m = dream_model();
@@ -235,12 +234,6 @@ TEST(Dream, PredictionsComeFromThePreviousRowUnderEveryPolicy) {
     }
 }
 
-// A plan that is the same at every layer.
-struct FixedPlan final : detail::LayerHooks {
-    detail::LayerPlan p;
-    detail::LayerPlan plan(int) override { return p; }
-};
-
 // The cached path computes exactly the approximation it stands for: a step of fast-prefix on
 // Dream (rows [s - 1, L) recomputed, the prefix's K/V left by a forward before the response
 // changed) equals the float64 reference over the same stale keys and values, and both differ from
@@ -260,11 +253,10 @@ TEST(Dream, ACachedStepEqualsTheReferenceOverTheSameStaleKeys) {
 
     auto cache = net.make_cache(L, false);
     detail::RowSet out;
-    FixedPlan full;
+    test::EveryRowPlan full;
     net.forward_plan(before, full, cache, out);  // the cache as the block start left it
-    FixedPlan step;
-    step.p.all_rows = false;
-    step.p.rows = detail::RowSet::from_host(rows, torch::kCPU);
+    test::RowsPlan step;
+    step.rows = detail::RowSet::from_host(rows, torch::kCPU);
     auto got = net.head(net.forward_plan(after, step, cache, out)).to(torch::kFloat64);  // (R, V)
     ASSERT_EQ(out.host, rows);
 

@@ -6,6 +6,7 @@
 #include "engine/base/assets.h"
 #include "engine/model/model.h"
 #include "engine/model/transformer.h"
+#include "plan_test_util.h"
 #include "test_util.h"
 
 namespace cl {
@@ -35,12 +36,7 @@ detail::RowSet row_set(std::vector<int64_t> rows) {
     return detail::RowSet::from_host(std::move(rows), torch::kCPU);
 }
 
-// Normalised mean squared error of `a` against reference `ref`.
-double nmse(const torch::Tensor& a, const torch::Tensor& ref) {
-    auto r = ref.to(torch::kFloat64);
-    return ((a.to(torch::kFloat64) - r).pow(2).sum() / r.pow(2).sum().clamp_min(1e-300))
-        .item<double>();
-}
+using test::nmse;
 
 // An independent implementation, float64 unless asked otherwise: explicit per-head loops, RoPE
 // from std::cos/std::sin.

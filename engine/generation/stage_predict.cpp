@@ -13,7 +13,6 @@ namespace {
 // fresh_prefix) and, for an architecture with shifted logits, the row that predicts each row's
 // token (r - shift): the policy's rows name the positions whose predictions it wants fresh.
 RowSet with_engine_rows(const RowSet& rows, int shift, int64_t fresh_prefix, torch::Device device) {
-    if (shift == 0 && fresh_prefix == 0) return rows;
     std::vector<int64_t> out;
     out.reserve(rows.host.size() * 2 + static_cast<size_t>(fresh_prefix));
     for (int64_t r = 0; r < fresh_prefix; ++r) out.push_back(r);
@@ -89,14 +88,22 @@ public:
     }
 
 private:
-    RowSet add_engine_rows(const RowSet& rows) const {
-        return with_engine_rows(rows, m_shift, m_fresh_prefix, m_run.net->device());
+    // A policy usually plans the same rows at every layer of a step (RowSetPolicy): the union is
+    // built once per step and reused while the policy's rows stay the same.
+    RowSet add_engine_rows(const RowSet& rows) {
+        if (m_shift == 0 && m_fresh_prefix == 0) return rows;
+        if (m_engine_rows.device.defined() && rows.host == m_policy_rows) return m_engine_rows;
+        m_policy_rows = rows.host;
+        m_engine_rows = with_engine_rows(rows, m_shift, m_fresh_prefix, m_run.net->device());
+        return m_engine_rows;
     }
 
     RunCore& m_run;
     StepWork& m_work;
     int m_shift;
     int64_t m_fresh_prefix;
+    std::vector<int64_t> m_policy_rows;  // the rows m_engine_rows was built from
+    RowSet m_engine_rows;
 };
 
 // The trace worker exists only with a core to spare beside the engine's threads: otherwise it

@@ -103,11 +103,12 @@ std::vector<WeightSlot> dream_weight_slots(const ModelConfig& c, TransformerWeig
 // ChatML as in Dream-v0-Instruct-7B's tokenizer_config.json: a default system turn, the user's
 // turn, and the assistant's turn opened.
 namespace {
-const char* const kSystemTurn = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n";
+const char* const kDefaultSystemTurn =
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n";
 }
 
 std::string dream_chat_template(const Tokenizer& /*tokenizer*/, const std::string& user_message) {
-    return std::string(kSystemTurn)
+    return std::string(kDefaultSystemTurn)
         .append("<|im_start|>user\n")
         .append(user_message)
         .append("<|im_end|>\n<|im_start|>assistant\n");
@@ -125,7 +126,7 @@ Architecture dream_architecture() {
     a.chat_template = dream_chat_template;
     a.chat_tokens = {"<|im_start|>", "<|im_end|>"};
     a.end_of_turn = "<|im_end|>";
-    a.system_turn = kSystemTurn;
+    a.system_turn = kDefaultSystemTurn;
     // Dream added <|beginoftext|> and <|mask|> to Qwen2.5's vocabulary.
     a.special_tokens = {"<|beginoftext|>", "<|endoftext|>", "<|mask|>", "<|im_start|>",
                         "<|im_end|>"};
