@@ -5,6 +5,7 @@
 
 #include "engine/base/assets.h"
 #include "engine/model/model.h"
+#include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
 #include "plan_test_util.h"
 #include "test_util.h"
@@ -179,6 +180,27 @@ TEST(Forward, TheThreadCountReachesLibTorchOnlyBesideAnOpenMpBlas) {
     EXPECT_EQ(torch::get_num_threads(), shared_pool ? 2 : 1) << blas_threading();
     set_thread_count(1);
     EXPECT_EQ(torch::get_num_threads(), 1);
+}
+
+// A loaded CPU model keeps W^T contiguous for every x @ W^T (OpenBLAS's NN path, which does not
+// repack the weights for the few rows of a cached step); the values are the checkpoint's.
+TEST(Forward, ALoadedCpuModelStoresItsProjectionsColumnMajor) {
+    const auto dir = test::make_tiny_model("m", 64, 2, 4, 2);
+    const auto model = Model::load(dir);
+    const auto& w = model->net().weights();
+    for (const auto& l : w.layers)
+        for (const auto* t :
+             {&l.q_proj, &l.k_proj, &l.v_proj, &l.attn_out, &l.ff_proj, &l.up_proj, &l.ff_out}) {
+            EXPECT_TRUE(t->t().is_contiguous()) << t->sizes();
+            EXPECT_FALSE(t->is_contiguous()) << t->sizes();
+        }
+    EXPECT_TRUE(w.wte.is_contiguous()) << "the embedding's rows are gathered";
+    auto file = SafetensorsFile::open(dir / "model.safetensors");
+    const auto* info = file->find("model.transformer.blocks.1.q_proj.weight");
+    ASSERT_TRUE(info && info->dtype == DType::F32);
+    const auto stored =
+        torch::from_blob(const_cast<std::byte*>(file->data(*info)), info->shape, torch::kFloat32);
+    EXPECT_TRUE(torch::equal(stored, w.layers[1].q_proj));
 }
 
 TEST(Forward, PlanWithEveryRowEqualsFullForward) {

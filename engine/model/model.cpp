@@ -123,6 +123,7 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     }
     for (const auto& slot : slots) *slot.tensor = loaded[slot.name];
     if (c.weight_tying) w.head = w.wte;
+    if (device.is_cpu()) w.store_projections_column_major();
     m.hash = cl::content_hash(folder);
     m.net = std::make_unique<detail::Transformer>(c, std::move(w), device);
     return model;

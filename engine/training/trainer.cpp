@@ -232,7 +232,9 @@ detail::TransformerWeights initial_weights(const TrainOptions& o, const ModelCon
     if (resuming || warm_start) {
         auto m = Model::load(resuming ? ckpt : o.init_from);
         w = m->net().weights();
-        w.for_each([](torch::Tensor& t) { t = t.clone(); });
+        // Training runs on row-major tensors, as a fresh start does (inference stores them
+        // column-major).
+        w.for_each([](torch::Tensor& t) { t = t.clone(torch::MemoryFormat::Contiguous); });
     } else {
         w = detail::init_weights(c);
     }
