@@ -241,7 +241,8 @@ void set_thread_count(int threads) {
     // here, 2 threads: a 1024-token forward 72.8 -> 52.1 ms; README). Beside OpenBLAS's pthreads
     // pool, a LibTorch pool of N threads oversubscribes the cores (a 64-token forward 14x
     // slower), so LibTorch keeps one thread there and only the matrix products run in parallel.
-    torch::set_num_threads(std::string_view(blas_threading()) == "openmp" ? threads : 1);
+    // A LibTorch with its own BLAS (PyPI's, on MKL) runs everything on its pool.
+    torch::set_num_threads(std::string_view(blas_threading()) == "pthreads" ? 1 : threads);
 }
 
 std::filesystem::path default_model_dir() {

@@ -75,12 +75,13 @@ std::string cuda_unavailable_reason();
 // Keeps freed tensor memory in the process (glibc malloc thresholds) so that steps do not
 // page-fault their temporaries in again. Idempotent; set_thread_count calls it.
 void tune_allocator();
-// Sets OpenBLAS's threads, and LibTorch's intra-op threads when OpenBLAS runs on the same OpenMP
-// pool (else LibTorch keeps one: two pools oversubscribe the cores); tunes the allocator first,
-// as every front end calls this at start.
+// Sets OpenBLAS's threads and LibTorch's intra-op threads, except beside OpenBLAS's pthreads
+// build, where LibTorch keeps one (two pools oversubscribe the cores); PyPI's LibTorch brings its
+// own BLAS (MKL) on its own pool. Tunes the allocator first, as every front end calls this at
+// start.
 void set_thread_count(int threads);
 // How the loaded BLAS runs in parallel: "openmp", "pthreads", "sequential" (OpenBLAS builds) or
-// "not OpenBLAS".
+// "not OpenBLAS" (PyPI's LibTorch, whose MKL is linked in).
 const char* blas_threading();
 // The folder of the embedded default model (assets/models/<name>), or "" if it is not present.
 std::filesystem::path default_model_dir();
