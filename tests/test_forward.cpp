@@ -145,12 +145,18 @@ TEST(Forward, GroupedQueryAttentionMatchesNaive) {
 }
 
 // Precision of the fp32 forward (issue #17): the largest logit error against the float64 forward
-// of the same weights, on the embedded model and a 259-token input (chat prompt + masks). Issue
-// #17 quotes PyTorch 2.15's fp32 forward at 2.8e-5 on a 259-token input of these weights (its
-// input was not recorded); on this one the engine measured 3.6e-5 and the per-head fp32 forward
-// above, in the same LibTorch and OpenBLAS, 3.3e-5 (OpenMP build) or 4.5e-5 (pthreads build): the
-// error is fp32 accumulation spread over the matrix products and the softmax (with all of them
-// in float64 the plain forward is at 5e-6; no single op dominates).
+// of the same weights, on the embedded model and this 259-token input (chat prompt + masks).
+// PyTorch's, measured once on this input (session 17, PyTorch 2.15 + MKL, Fast-dLLM's LLaDA
+// model, `scripts/compare-reference --precision`): 7.0e-5 against a
+// true float64 forward, but 2.1e-5 against that model's own `.double()`, which still applies
+// RoPE from float32 tables in float32 (rope_full_precision casts q and k to float32), so the RoPE
+// rounding cancels out of the comparison. That is the "gap" issue #17 reported (2.8e-5 for
+// PyTorch against 1.4e-4 here, each against a different reference); against the same float64
+// forward the engine is the more precise: 3.6e-5 (Debian's LibTorch; 3.4e-5 on PyPI's 2.15), and
+// the per-head fp32 forward above, in the same libraries, 3.3e-5 (OpenMP build) or 4.5e-5
+// (pthreads build). What remains is fp32 accumulation spread over the matrix products and the
+// softmax (all of them in float64: 5e-6; no single op dominates). The bounds: 1.5x PyTorch's
+// 7.0e-5, the issue's own stricter 1.5x 2.8e-5, and 1.5x the plain forward.
 TEST(Forward, Fp32LogitsStayWithinOneAndAHalfTimesPyTorchsErrorOfFloat64) {
     const auto model = Model::load(default_model_dir());
     std::vector<int64_t> ids;
@@ -167,7 +173,8 @@ TEST(Forward, Fp32LogitsStayWithinOneAndAHalfTimesPyTorchsErrorOfFloat64) {
     const double plain =
         max_error(naive_forward(model->config(), model->net().weights(), ids, torch::kFloat32));
     std::printf("fp32 max logit error: engine %.3g, plain fp32 forward %.3g\n", engine, plain);
-    EXPECT_LE(engine, 1.5 * 2.8e-5) << "PyTorch 2.15 fp32: 2.8e-5";
+    EXPECT_LE(engine, 1.5 * 7.0e-5) << "PyTorch 2.15 fp32 against a true float64 forward: 7.0e-5";
+    EXPECT_LE(engine, 1.5 * 2.8e-5) << "issue #17's PyTorch figure (float32 RoPE in its reference)";
     EXPECT_LE(engine, 1.5 * plain) << "a plain fp32 forward in the same libraries: " << plain;
     EXPECT_GT(engine, 1e-7) << "an fp32 forward that matches float64 exactly measures nothing";
 }
