@@ -38,11 +38,14 @@ int main(int argc, char** argv) {
         for (std::string x; std::getline(ss, x, ',');) lengths.push_back(std::stoll(x));
         nlohmann::json out = {{"model", model->name()},
                               {"blas_threading", cl::blas_threading()},
+                              {"libtorch", cl::libtorch_version()},
                               {"parameters", model->parameter_count()},
                               {"points", nlohmann::json::array()}};
-        std::printf("model %s (%.2fM parameters), BLAS threading: %s\n%8s %8s %12s %12s %12s\n",
-                    model->name().c_str(), model->parameter_count() / 1e6, cl::blas_threading(),
-                    "threads", "length", "median_ms", "min_ms", "GFLOP/s");
+        std::printf(
+            "model %s (%.2fM parameters), LibTorch %s, BLAS threading: %s\n%8s %8s %12s %12s "
+            "%12s\n",
+            model->name().c_str(), model->parameter_count() / 1e6, cl::libtorch_version(),
+            cl::blas_threading(), "threads", "length", "median_ms", "min_ms", "GFLOP/s");
         torch::InferenceMode guard;
         for (int t : threads) {
             cl::set_thread_count(t);

@@ -191,9 +191,12 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
     size_t runs_done = 0;
     const BenchContext ctx{model, mo, o, base_cfg, names, prompts, bar, runs_done};
     for (const auto& mode : modes) {
-        std::printf("\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s)\n",
-                    mode.c_str(), (long long)base_cfg.gen_length, (long long)base_cfg.block_length,
-                    (long long)base_cfg.steps, o.prompts, o.repeats, mo.threads);
+        std::printf(
+            "\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s), LibTorch %s "
+            "(BLAS: %s)\n",
+            mode.c_str(), (long long)base_cfg.gen_length, (long long)base_cfg.block_length,
+            (long long)base_cfg.steps, o.prompts, o.repeats, mo.threads, libtorch_version(),
+            blas_threading());
         std::printf("%-12s %9s %9s %8s %10s %10s %8s %9s\n", "policy", "tok/s", "speedup", "FLOP-x",
                     "efficiency", "recompute", "agree", "ms/run");
         mode_rows(o, mode, names, time_mode(ctx, mode, prompt_tokens), results);
@@ -206,6 +209,8 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
     return nlohmann::json{{"model", model->name()},
                           {"architecture", model->config().architecture},
                           {"threads", mo.threads},
+                          {"libtorch", libtorch_version()},
+                          {"blas_threading", blas_threading()},
                           {"sampler", base_cfg.to_map()},
                           {"prompt_tokens", prompt_tokens},
                           {"results", results},

@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include <torch/version.h>
+
 #include "engine/base/assets.h"
 #include "engine/base/errors.h"
 #include "engine/base/process_memory.h"
@@ -228,6 +230,10 @@ const char* blas_threading() {
         default:
             return "unknown";
     }
+}
+
+const char* libtorch_version() {
+    return TORCH_VERSION;
 }
 
 void set_thread_count(int threads) {

@@ -83,6 +83,8 @@ void set_thread_count(int threads);
 // How the loaded BLAS runs in parallel: "openmp", "pthreads", "sequential" (OpenBLAS builds) or
 // "not OpenBLAS" (PyPI's LibTorch, whose MKL is linked in).
 const char* blas_threading();
+// The LibTorch the engine was built against, e.g. "1.13.0" (Debian) or "2.15.0" (PyPI's wheel).
+const char* libtorch_version();
 // The folder of the embedded default model (assets/models/<name>), or "" if it is not present.
 std::filesystem::path default_model_dir();
 
