@@ -12,12 +12,8 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
     return x * torch::rsqrt(variance + eps) * weight;
 }
 
-torch::Tensor times_transposed(const torch::Tensor& x, const torch::Tensor& w) {
-    return torch::matmul(x, w.t());  // (..., Out)
-}
-
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
-    auto y = times_transposed(x, w);  // (..., Out)
+    auto y = torch::matmul(x, w.t());  // (..., Out)
     return b.defined() ? y + b : y;
 }
 
@@ -100,9 +96,9 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
 }
 
 torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x) {
-    auto gate = torch::silu(times_transposed(x, w.ff_proj));  // (..., F)
-    auto up = times_transposed(x, w.up_proj);                 // (..., F)
-    return times_transposed(gate * up, w.ff_out);             // (..., D)
+    auto gate = torch::silu(torch::matmul(x, w.ff_proj.t()));  // (..., F)
+    auto up = torch::matmul(x, w.up_proj.t());                 // (..., F)
+    return torch::matmul(gate * up, w.ff_out.t());             // (..., D)
 }
 
 }  // namespace cl::detail

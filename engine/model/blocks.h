@@ -31,9 +31,6 @@ struct LayerWeights {
 // x (..., D) -> (..., D): x * rsqrt(mean(x^2) + eps) * weight, in float32.
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
-// x (..., In) @ w^T: (..., Out). w (Out, In).
-torch::Tensor times_transposed(const torch::Tensor& x, const torch::Tensor& w);
-
 // x (..., In) @ w^T (+ b): (..., Out). w (Out, In); b (Out) or undefined.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {});
 

@@ -38,7 +38,7 @@ torch::Tensor Transformer::norm(const torch::Tensor& x, const torch::Tensor& w) 
 }
 
 torch::Tensor Transformer::head(const torch::Tensor& hidden) const {
-    return times_transposed(hidden, m_weights.head);  // (R, D) -> (R, V)
+    return torch::matmul(hidden, m_weights.head.t());  // (R, D) -> (R, V)
 }
 
 torch::Tensor Transformer::forward_full(const torch::Tensor& ids) const {
@@ -104,7 +104,7 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& x, con
         k_all = lc.k.index_copy(1, rows->device, qkv.k);
         v_all = lc.v.index_copy(1, rows->device, qkv.v);
     }
-    return times_transposed(attend(qkv.q, k_all, v_all, probs_out), w.attn_out);  // (R, D)
+    return torch::matmul(attend(qkv.q, k_all, v_all, probs_out), w.attn_out.t());  // (R, D)
 }
 
 LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks& hooks,
