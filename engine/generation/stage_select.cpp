@@ -6,27 +6,19 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/cuda/certainty_density.h"
 #include "engine/generation/sampler.h"
 #include "engine/generation/step_stages.h"
 
 namespace cl::detail {
 namespace {
 
-// D(i) = sum_j exp(-(i-j)^2 / 2 sigma^2) [j known] / sum_j exp(-(i-j)^2 / 2 sigma^2) over the
-// current block's positions; 0 elsewhere.
+// The certainty prior over the current block's positions (engine/cuda/certainty_density.h); 0
+// elsewhere.
 std::vector<double> certainty_density(const RunState& s, double sigma) {
     std::vector<double> density(static_cast<size_t>(s.L), 0.0);
-    const double two_s2 = 2.0 * sigma * sigma;
-    const auto reach = static_cast<int64_t>(std::ceil(sigma * 6));
-    for (int64_t i = s.block_start(); i < s.block_end(); ++i) {
-        double num = 0, den = 0;
-        for (int64_t j = std::max<int64_t>(0, i - reach); j < std::min(s.L, i + reach + 1); ++j) {
-            const double k = std::exp(-static_cast<double>((i - j) * (i - j)) / two_s2);
-            den += k;
-            if (!s.masked[static_cast<size_t>(j)]) num += k;
-        }
-        density[static_cast<size_t>(i)] = den > 0 ? num / den : 0;
-    }
+    cuda::certainty_density_cpu(s.masked.data(), s.L, {s.block_start(), s.block_end(), sigma},
+                                density.data());
     return density;
 }
 

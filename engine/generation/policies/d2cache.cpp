@@ -10,6 +10,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine/cuda/certainty_density.h"
 #include "engine/generation/policies/row_set_policy.h"
 
 namespace cl::policies {
@@ -84,20 +85,16 @@ protected:
         const int64_t inflate = m_p.inflate_w;
         // Stage 1: certainty prior x (carried) confidence over every masked row.
         std::vector<std::pair<double, int64_t>> scored;
-        const double two_s2 = 2 * sigma * sigma;
-        const auto reach = static_cast<int64_t>(std::ceil(6 * sigma));
+        std::vector<double> density(static_cast<size_t>(L), 0.0);
+        cuda::certainty_density_cpu(ctx.masked->data(), L,
+                                    {.begin = 0, .end = L, .sigma = sigma, .masked_only = true},
+                                    density.data());
         for (int64_t i = 0; i < L; ++i) {
             if (!(*ctx.masked)[static_cast<size_t>(i)]) continue;
-            double num = 0, den = 0;
-            for (int64_t j = std::max<int64_t>(0, i - reach); j < std::min(L, i + reach + 1); ++j) {
-                const double w = std::exp(-static_cast<double>((i - j) * (i - j)) / two_s2);
-                den += w;
-                if (!(*ctx.masked)[static_cast<size_t>(j)]) num += w;
-            }
             const double conf = (*ctx.last_prediction)[static_cast<size_t>(i)] >= 0
                                     ? (*ctx.last_confidence)[static_cast<size_t>(i)]
                                     : 0.0;
-            scored.emplace_back((den > 0 ? num / den : 0) * conf, i);
+            scored.emplace_back(density[static_cast<size_t>(i)] * conf, i);
         }
         std::stable_sort(scored.begin(), scored.end(),
                          [](const auto& a, const auto& b) { return a.first > b.first; });

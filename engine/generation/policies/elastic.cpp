@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/cuda/elastic_drift.h"
 #include "engine/generation/policy.h"
 
 namespace cl::policies {
@@ -114,30 +115,23 @@ public:
                 if ((*m_ctx.masked)[static_cast<size_t>(i)]) window.push_back(i);
         auto& prev = m_prev[static_cast<size_t>(r.layer)];
         prev.rows.clear();
-        prev.attn.clear();
+        std::vector<int32_t> locals;
         for (int64_t q : window) {
             const int32_t local =
                 all_rows ? static_cast<int32_t>(q) : m_query_row[static_cast<size_t>(q)];
             if (local < 0) continue;
             prev.rows.push_back(q);
-            pv.append_head_mean_row(local, prev.attn);
-        }  // prev.attn: (W, L) head-mean attention of the window rows, row-major
+            locals.push_back(local);
+        }
+        const auto W = static_cast<int64_t>(prev.rows.size());
+        prev.attn.resize(static_cast<size_t>(W * pv.shape.keys));  // (W, L) row-major
+        cuda::window_head_mean_cpu(pv.data, pv.shape, locals.data(), W, prev.attn.data());
         // Most-attended decoded keys (column sums over window queries, masked keys excluded).
         auto& tracked = m_tracked[static_cast<size_t>(r.layer)];
         tracked.clear();
         if (prev.rows.empty()) return;
-        std::vector<std::pair<double, int64_t>> keys;
-        for (int64_t i = 0; i < m_seq_len; ++i) {
-            if ((*m_ctx.masked)[static_cast<size_t>(i)]) continue;
-            double column = 0;
-            for (size_t w = 0; w < prev.rows.size(); ++w)
-                column += prev.attn[w * static_cast<size_t>(pv.keys) + static_cast<size_t>(i)];
-            keys.emplace_back(column, i);
-        }
-        const auto n = std::min<size_t>(keys.size(), static_cast<size_t>(m_p.track_num));
-        std::partial_sort(keys.begin(), keys.begin() + static_cast<long>(n), keys.end(),
-                          [](const auto& a, const auto& b) { return a.first > b.first; });
-        for (size_t i = 0; i < n; ++i) tracked.push_back(keys[i].second);
+        tracked = cuda::most_attended_keys_cpu(prev.attn.data(), W, pv.shape.keys,
+                                               m_ctx.masked->data(), m_p.track_num);
     }
     std::vector<detail::LayerCache>& cache() override { return m_cache; }
 
@@ -148,7 +142,7 @@ private:
         std::vector<double> attn;   // (W, L) head-mean attention of those rows
     };
     // The (H, R, L) probabilities as a float32 CPU array (the tensor itself on CPU, a copy from
-    // another device).
+    // another device), in the shape engine/cuda/elastic_drift.h's functions take.
     struct ProbsView {
         explicit ProbsView(const torch::Tensor& probs)
             : cpu(probs.device().is_cpu() && probs.scalar_type() == torch::kFloat &&
@@ -156,28 +150,10 @@ private:
                       ? probs
                       : probs.to(torch::kCPU, torch::kFloat).contiguous()),
               data(cpu.data_ptr<float>()),
-              heads(cpu.size(0)),
-              rows(cpu.size(1)),
-              keys(cpu.size(2)) {}
-        // The mean over heads of one entry, summed in float32 in head order like probs.mean(0).
-        double head_mean(int64_t row, int64_t key) const {
-            float sum = 0.f;
-            for (int64_t h = 0; h < heads; ++h) sum += data[(h * rows + row) * keys + key];
-            return static_cast<double>(sum / static_cast<float>(heads));
-        }
-        // Appends the mean over heads of one row (L values), summed the same way.
-        void append_head_mean_row(int64_t row, std::vector<double>& out) const {
-            thread_local std::vector<float> sum;
-            sum.assign(static_cast<size_t>(keys), 0.f);
-            for (int64_t h = 0; h < heads; ++h) {
-                const float* p = data + (h * rows + row) * keys;
-                for (int64_t c = 0; c < keys; ++c) sum[static_cast<size_t>(c)] += p[c];
-            }
-            for (float v : sum) out.push_back(static_cast<double>(v / static_cast<float>(heads)));
-        }
+              shape{cpu.size(0), cpu.size(1), cpu.size(2)} {}
         torch::Tensor cpu;  // (H, R, L) f32, keeps `data` alive
         const float* data;
-        int64_t heads, rows, keys;
+        cuda::ProbsShape shape;
     };
     bool drift_test(int layer, const torch::Tensor& probs) {
         const auto& prev = m_prev[static_cast<size_t>(layer)];
@@ -185,27 +161,17 @@ private:
         const double gamma = m_p.gamma;
         if (gamma >= 1.0) return fire(layer, NAN, gamma);  // conservative setting: always refresh
         if (prev.rows.empty() || tracked.empty()) return fire(layer, NAN, gamma);
-        // Cosine of the tracked columns over the window rows present in both steps.
+        // Cosine of the tracked columns over the window rows present in both steps (escalation
+        // tests run on the query rows only).
         const ProbsView pv(probs);
-        const auto L = static_cast<size_t>(m_seq_len);
-        double dot = 0, now_sq = 0, before_sq = 0;
-        bool shared = false;
-        for (size_t w = 0; w < prev.rows.size(); ++w) {
-            // Escalation tests run on the query rows only.
-            const int32_t local = m_query_row[static_cast<size_t>(prev.rows[w])];
-            if (local < 0) continue;
-            shared = true;
-            for (int64_t c : tracked) {
-                const double now = pv.head_mean(local, c);
-                const double before = prev.attn[w * L + static_cast<size_t>(c)];
-                dot += now * before;
-                now_sq += now * now;
-                before_sq += before * before;
-            }
-        }
-        if (!shared) return fire(layer, NAN, gamma);
-        // As torch::cosine_similarity(eps = 1e-12): w12 / sqrt(max(w1 * w2, eps^2)).
-        const double cos = dot / std::sqrt(std::max(now_sq * before_sq, 1e-24));
+        std::vector<int32_t> rows_now;
+        rows_now.reserve(prev.rows.size());
+        for (int64_t q : prev.rows) rows_now.push_back(m_query_row[static_cast<size_t>(q)]);
+        const auto sums = cuda::drift_sums_cpu(
+            pv.data, pv.shape, rows_now.data(), static_cast<int64_t>(rows_now.size()),
+            prev.attn.data(), tracked.data(), static_cast<int64_t>(tracked.size()));
+        if (!sums.shared) return fire(layer, NAN, gamma);
+        const double cos = sums.cosine();
         if (cos < gamma) return fire(layer, cos, gamma);
         push(m_ctx, "drift", layer, cos, gamma, false, "cached");  // every test is explained
         return false;

@@ -1,0 +1,28 @@
+#include "engine/cuda/cuda_check.h"
+#include "engine/cuda/device_memory.h"
+
+namespace cl::cuda {
+
+void* device_alloc(size_t bytes) {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    return p;
+}
+
+void device_free(void* p) {
+    cudaFree(p);
+}
+
+void copy_to_device(void* dst, const void* src, size_t bytes) {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to the device");
+}
+
+void copy_to_host(void* dst, const void* src, size_t bytes) {
+    check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copy to the host");
+}
+
+void synchronize() {
+    check(cudaDeviceSynchronize(), "a kernel");
+}
+
+}  // namespace cl::cuda

@@ -1,0 +1,37 @@
+// The build without the CUDA toolkit: no device is listed, the reason says why, and device memory
+// cannot be had.
+#include <stdexcept>
+
+#include "engine/cuda/device_memory.h"
+#include "engine/cuda/device_query.h"
+
+namespace cl::cuda {
+namespace {
+[[noreturn]] void no_cuda() {
+    throw std::runtime_error(list_devices().why_none);
+}
+}  // namespace
+
+DeviceList list_devices() {
+    return {{}, "this build has no CUDA (no CUDA toolkit was found when it was configured)"};
+}
+
+bool kernels_built() {
+    return false;
+}
+
+void* device_alloc(size_t) {
+    no_cuda();
+}
+void device_free(void*) {}
+void copy_to_device(void*, const void*, size_t) {
+    no_cuda();
+}
+void copy_to_host(void*, const void*, size_t) {
+    no_cuda();
+}
+void synchronize() {
+    no_cuda();
+}
+
+}  // namespace cl::cuda
