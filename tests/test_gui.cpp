@@ -28,6 +28,7 @@
 #include <QSettings>
 #include <QSlider>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QStatusBar>
 #include <QSurfaceFormat>
 #include <QTest>
@@ -39,6 +40,7 @@
 #include "app/desktop/session_browser.h"
 #include "engine/base/assets.h"
 #include "engine/base/process_memory.h"
+#include "engine/model/model.h"
 #include "engine/tasks/task_suite.h"
 #include "sessions/session_reader.h"
 #include "sessions/session_writer.h"
@@ -340,6 +342,31 @@ TEST(Gui, TheScrubberAndTheLabelFollowEverySeek) {
     w.go_end();
     EXPECT_EQ(scrubber->value(), last);
     EXPECT_TRUE(label->text().startsWith(QString("step %1 / %1").arg(last)));
+}
+
+// The Device selector lists the CPU and every CUDA device the runtime reports (name and memory);
+// what cannot be used here stays listed, disabled, with the reason as its tooltip.
+TEST(Gui, TheDeviceSelectorListsCudaDevicesOrSaysWhyNot) {
+    const auto model = test::make_tiny_model("gui-device", 32, 1, 4, 4, 3);
+    LaunchOptions o;
+    o.model_dir = QFileInfo(QString::fromStdString(model.string())).absoluteFilePath();
+    o.record = false;
+    MainWindow w(o);
+    auto* device = w.findChild<QComboBox*>("device");
+    ASSERT_NE(device, nullptr);
+    ASSERT_GE(device->count(), 2);
+    EXPECT_EQ(device->itemData(0).toString(), "cpu");
+    auto* items = qobject_cast<QStandardItemModel*>(device->model());
+    ASSERT_NE(items, nullptr);
+    const bool usable = cl::cuda_unavailable_reason().empty();
+    for (int i = 1; i < device->count(); ++i) {
+        EXPECT_TRUE(device->itemData(i).toString().startsWith("cuda"));
+        EXPECT_EQ(items->item(i)->isEnabled(), usable) << device->itemText(i).toStdString();
+        if (!usable) {
+            EXPECT_FALSE(device->itemData(i, Qt::ToolTipRole).toString().isEmpty());
+        }
+    }
+    if (!usable) GTEST_LOG_(INFO) << "no CUDA here: " << cl::cuda_unavailable_reason();
 }
 
 // Remembered generation settings survive a restart on the same model (the model's defaults

@@ -104,5 +104,28 @@ TEST(PolicyGolden, EveryPolicyReproducesTheRecordedTokens) {
                              << " at temperature 0";
 }
 
+// The same cases on a CUDA device, fp32 weights: every policy must give the CPU's tokens (the
+// golden file is the CPU's), at temperature 0 and with the counter-based noise at temperature 1.
+// Skips, saying why, where LibTorch has no CUDA or no GPU is present.
+TEST(PolicyGolden, EveryPolicyGivesTheCpuTokensOnACudaDevice) {
+    if (const auto why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+    const auto dir = default_model_dir();
+    ASSERT_FALSE(dir.empty());
+    LoadOptions on_gpu;
+    on_gpu.device = "cuda";
+    auto model = Model::load(dir, on_gpu);
+    ASSERT_EQ(model->device(), "cuda:0");
+    const auto golden = nlohmann::json::parse(test::read_file(test::data_dir() / kGoldenFile));
+    ASSERT_EQ(golden["model_hash"].get<std::string>(), model->content_hash());
+    int mismatches = 0, runs = 0;
+    for (const auto& c : golden_cases()) {
+        const auto expected = golden["cases"][c.key].get<std::vector<int32_t>>();
+        ++runs;
+        if (generate_response(model, c.request) == expected) continue;
+        if (++mismatches <= 10) ADD_FAILURE() << c.key << ": tokens differ from the CPU's";
+    }
+    EXPECT_EQ(mismatches, 0) << "of " << runs << " cases";
+}
+
 }  // namespace
 }  // namespace cl

@@ -1,4 +1,5 @@
 // MainWindow's docks: run setup, policies (one widget per declared parameter), transport; presets.
+#include "app/desktop/device_selector.h"
 #include "app/desktop/main_window.h"
 #include "engine/base/assets.h"
 
@@ -26,7 +27,6 @@
 #include <QShortcut>
 #include <QSlider>
 #include <QSpinBox>
-#include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyleFactory>
@@ -162,15 +162,7 @@ QWidget* MainWindow::build_setup_dock() {
     layout->addRow("Temperature", m_temperature);
     layout->addRow("CFG scale", m_cfg);
     layout->addRow("Seed", m_seed);
-    m_device = new QComboBox();
-    m_device->addItem("cpu");
-    m_device->addItem("cuda");
-    const auto why = cuda_unavailable_reason();
-    if (!why.empty()) {
-        auto* item = qobject_cast<QStandardItemModel*>(m_device->model());
-        if (item) item->item(1)->setEnabled(false);
-        m_device->setItemData(1, QString::fromStdString(why), Qt::ToolTipRole);
-    }
+    m_device = make_device_selector();
     m_device->setToolTip("Where the model runs; changing it reloads the model there");
     layout->addRow("Device", m_device);
     // The model lives on one device: switching reloads it there (runs restart).

@@ -11,6 +11,7 @@
 #include <QStatusBar>
 #include <QTimer>
 
+#include "app/desktop/device_selector.h"
 #include "app/desktop/main_window.h"
 #include "engine/base/assets.h"
 
@@ -32,7 +33,7 @@ QString MainWindow::model_dir() const {
 
 LoadOptions MainWindow::load_options() const {
     LoadOptions options;
-    if (m_device) options.device = m_device->currentText().toStdString();
+    if (m_device) options.device = selected_device(*m_device);
     return options;
 }
 

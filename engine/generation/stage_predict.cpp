@@ -4,6 +4,10 @@
 // LM head over the rows whose predictions are fresh: row r predicts position r + logits_shift.
 #include <thread>
 
+#include <torch/version.h>
+
+#include "engine/cuda/attention_quant.h"
+#include "engine/cuda/device_query.h"
 #include "engine/generation/step_stages.h"
 
 namespace cl::detail {
@@ -25,6 +29,34 @@ RowSet with_engine_rows(const RowSet& rows, int shift, int64_t fresh_prefix, tor
     return RowSet::from_host(std::move(out), device);
 }
 
+// On a CUDA device with this build's kernels: the head mean and its 8-bit levels are computed
+// there (engine/cuda/attention_quant.h, exact against AttentionMap::set_head_mean), so (R, L)
+// bytes cross to the host instead of (H, R, L) floats. False where that cannot be done.
+bool quantize_on_device(const torch::Tensor& maps, trace::AttentionMap& out) {  // (H', R, L)
+#if TORCH_VERSION_MAJOR >= 2  // Debian's LibTorch 1.13 has no CUDA
+    if (!maps.is_cuda() || !cuda::kernels_built()) return false;
+    auto probs = maps.to(torch::kFloat32).contiguous();  // (H', R, L) on the device
+    const auto H = probs.size(0), R = probs.size(1), L = probs.size(2);
+    auto levels = torch::empty({R, L}, probs.options().dtype(torch::kUInt8));  // (R, L)
+    auto scale = torch::empty({R}, probs.options());                           // (R)
+    // LibTorch's current stream for this device, so the kernel runs after the layer's work.
+    void* stream = c10::impl::getDeviceGuardImpl(probs.device().type())
+                       ->getStream(probs.device())
+                       .native_handle();
+    cuda::head_mean_quantize(probs.data_ptr<float>(), static_cast<int32_t>(H),
+                             static_cast<int32_t>(R), static_cast<int32_t>(L),
+                             levels.data_ptr<uint8_t>(), scale.data_ptr<float>(), stream);
+    const auto host_levels = levels.cpu(), host_scale = scale.cpu();  // waits for the kernel
+    out.levels.assign(host_levels.data_ptr<uint8_t>(), host_levels.data_ptr<uint8_t>() + R * L);
+    out.row_scale.assign(host_scale.data_ptr<float>(), host_scale.data_ptr<float>() + R);
+    return true;
+#else
+    (void)maps;
+    (void)out;
+    return false;
+#endif
+}
+
 // The attention maps of one layer, quantised to the record's 8-bit levels on the trace worker
 // (or inline for small maps, which cost less than a thread handoff).
 void capture_attention(RunCore& run, StepWork& work, const LayerResult& r) {
@@ -35,13 +67,17 @@ void capture_attention(RunCore& run, StepWork& work, const LayerResult& r) {
     else
         for (int64_t i = 0; i < run.state.L; ++i) row_index.push_back(static_cast<int32_t>(i));
     auto store = [&](const torch::Tensor& maps, int32_t head) {  // (H', R, L)
-        auto cpu = maps.to(torch::kCPU, torch::kFloat32).contiguous();
         auto a = std::make_unique<trace::AttentionMap>();
         a->layer = r.layer;
         a->head = head;
-        a->rows = static_cast<int32_t>(cpu.size(1));
-        a->cols = static_cast<int32_t>(cpu.size(2));
+        a->rows = static_cast<int32_t>(maps.size(1));
+        a->cols = static_cast<int32_t>(maps.size(2));
         a->row_index = row_index;
+        if (quantize_on_device(maps, *a)) {
+            work.pending_maps.push_back(std::move(a));
+            return;
+        }
+        auto cpu = maps.to(torch::kCPU, torch::kFloat32).contiguous();
         // The job keeps the probabilities alive; nothing writes to them after the layer.
         auto job = [map = a.get(), cpu] {
             map->set_head_mean(cpu.data_ptr<float>(), static_cast<int32_t>(cpu.size(0)));

@@ -17,6 +17,7 @@
 #include "engine/base/assets.h"
 #include "engine/base/errors.h"
 #include "engine/base/process_memory.h"
+#include "engine/cuda/device_query.h"
 #include "engine/model/architecture.h"
 #include "engine/model/model_folder.h"
 #include "engine/model/safetensors.h"
@@ -63,14 +64,24 @@ torch::Tensor to_float_tensor(const SafetensorsFile& f, const TensorInfo& t) {
 
 // The engine holds weights as float32 on the CPU: a checkpoint bigger than the memory left is
 // refused with the figures before a byte is read (it was killed by the OOM killer).
-void check_weights_fit(const std::filesystem::path& dir, const ModelConfig& c, double available) {
+// where: "in memory" or "on cuda:N"; available <= 0: unknown, not checked.
+void check_weights_fit(const std::filesystem::path& dir, const ModelConfig& c, double available,
+                       const std::string& where) {
     const double need = 4.0 * static_cast<double>(c.parameter_count());
     if (available <= 0 || need <= 0.9 * available) return;
-    char text[160];
+    char text[200];
     std::snprintf(text, sizeof text,
-                  "the weights need %.2f GB in memory (float32) and %.2f GB is available",
-                  need / 1e9, available / 1e9);
+                  "the weights need %.2f GB %s (float32) and %.2f GB is available", need / 1e9,
+                  where.c_str(), available / 1e9);
     throw InputError(dir, text);
+}
+
+// Free memory of a CUDA device as its runtime reports it; 0 where unknown.
+double cuda_free_bytes(const torch::Device& device) {
+    const int index = device.has_index() ? device.index() : 0;
+    for (const auto& d : cuda::list_devices().devices)
+        if (d.index == index) return static_cast<double>(d.free_bytes);
+    return 0;
 }
 
 }  // namespace
@@ -106,7 +117,10 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
         device = torch::Device(options.device);
     }
 
-    if (device.is_cpu()) check_weights_fit(dir, m.config, available_memory_bytes());
+    if (device.is_cpu())
+        check_weights_fit(dir, m.config, available_memory_bytes(), "in memory");
+    else
+        check_weights_fit(dir, m.config, cuda_free_bytes(device), "on " + device.str());
     const ModelConfig& c = m.config;
     detail::TransformerWeights w;
     w.layers.resize(static_cast<size_t>(c.n_layers));
