@@ -12,6 +12,7 @@
 #include "engine/model/checkpoint_presets.h"
 #include "engine/model/model.h"
 #include "engine/model/model_folder.h"
+#include "engine/model/safetensors.h"
 #include "engine/model/weights_io.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "test_util.h"
@@ -210,6 +211,42 @@ TEST(Checkpoints, ShrunkPresetsKeepTheLayoutAndGenerate) {
     }
 }
 
+// The full-size layout with random weights (init-model --preset P --random, for speed work on the
+// real shapes) written here at a small config: the data is there (not holes), norms are 1, every
+// matrix is bounded by sqrt(3 / fan_in) and not constant, the folder loads, and it generates.
+TEST(Checkpoints, RandomFullSizeWeightsAreWrittenStreamedAndLoad) {
+    const auto dir = test::make_tiny_model("random-layout", 64, 2, 4, 4, 5);
+    for (const auto& f : std::filesystem::directory_iterator(dir))
+        if (f.path().extension() == ".safetensors") std::filesystem::remove(f.path());
+    std::filesystem::remove(dir / "model.safetensors.index.json");
+    const auto config = load_model_config(dir);
+    detail::write_sparse_weights(dir, config, "BF16", 2, /*random=*/true, /*seed=*/3);
+    int matrices = 0;
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
+        if (f.path().extension() != ".safetensors") continue;
+        const auto st = SafetensorsFile::open(f.path());
+        for (const auto& info : st->tensors()) {
+            SCOPED_TRACE(info.name);
+            auto t = torch::from_blob(const_cast<std::byte*>(st->data(info)), info.shape,
+                                      torch::kBFloat16)
+                         .to(torch::kFloat);
+            if (t.dim() < 2) {
+                EXPECT_TRUE(t.eq(1).all().item<bool>()) << "norm weights are 1";
+                continue;
+            }
+            ++matrices;
+            const double bound = std::sqrt(3.0 / static_cast<double>(t.size(-1)));
+            EXPECT_LE(t.abs().max().item<double>(), bound * 1.01);
+            EXPECT_GT(t.std().item<double>(), bound / 3);  // uniform: bound / sqrt(3)
+        }
+    }
+    EXPECT_GT(matrices, 0);
+    EXPECT_NO_THROW(Model::load(dir));
+    const auto r = test::cli("generate --model " + dir.string() +
+                             " --prompt hi --gen-length 8 --block-length 8 --steps 4 --view quiet");
+    EXPECT_EQ(r.code, 0) << r.out;
+}
+
 // The presets' tokenizers have their checkpoints' pipelines: LLaDA's adds its BOS through the
 // post-processor's template, Dream's (Qwen2's) normalises to NFC and splits digits one by one.
 TEST(Checkpoints, PresetTokenizersFollowTheirCheckpointsPipelines) {
@@ -246,6 +283,10 @@ TEST(Checkpoints, UnknownPresetsAndMisusedOptionsAreRefused) {
     r = test::cli("init-model --preset dream-7b-base --layers 3 --out " + dir.string());
     EXPECT_NE(r.code, 0);
     EXPECT_NE(r.out.find("excludes"), std::string::npos) << r.out;
+    r = test::cli("init-model --random --out " + dir.string());
+    EXPECT_NE(r.out.find("--random: needs --preset"), std::string::npos) << r.out;
+    r = test::cli("init-model --preset llada-8b-base --random --shrink --out " + dir.string());
+    EXPECT_NE(r.out.find("--random excludes --shrink"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -23,17 +23,19 @@ struct InitOptions {
     bool force = false;
     std::string preset;
     bool shrink = false;
+    bool random = false;
 };
 
 int run_preset(const InitOptions& o) {
     const auto& preset = find_checkpoint_preset(o.preset);
-    const ModelConfig c =
-        write_preset_folder(o.out, preset, {o.shrink, o.seed, o.shards > 0 ? o.shards : 4});
+    const ModelConfig c = write_preset_folder(
+        o.out, preset, {o.shrink, o.seed, o.shards > 0 ? o.shards : 4, o.random});
     std::printf("wrote %s: %s (%s), %s, %lld layers, d_model %lld, %lld parameters%s\n",
                 o.out.c_str(), preset.name.c_str(), preset.repository.c_str(),
                 c.architecture.c_str(), (long long)c.n_layers, (long long)c.d_model,
                 (long long)c.parameter_count(),
-                o.shrink ? ", random bf16 weights" : ", bf16 weights left as holes (sparse files)");
+                o.shrink || o.random ? ", random bf16 weights"
+                                     : ", bf16 weights left as holes (sparse files)");
     return kOk;
 }
 
@@ -43,6 +45,7 @@ int run_init(const InitOptions& o) {
     if (o.shards < 0 || o.shards > 1000) throw InputError("--shards: must be between 1 and 1000");
     if (!o.preset.empty()) return run_preset(o);
     if (o.shrink) throw InputError(Setting{"shrink"}, "needs --preset");
+    if (o.random) throw InputError(Setting{"random"}, "needs --preset");
     ModelConfig c =
         tiny_config(o.d_model, o.n_layers, o.n_heads, o.n_kv_heads > 0 ? o.n_kv_heads : o.n_heads);
     c.mlp_hidden_size = o.mlp_hidden > 0 ? o.mlp_hidden : 4 * o.d_model;
@@ -94,12 +97,17 @@ void add_init_model_command(CLI::App& root, Runner& run) {
                             "): its config.json, tensor names, bf16 shards and special token "
                             "ids; full size with the weights left as holes (sparse files), "
                             "or --shrink");
+    auto* random = cmd->add_flag(
+        "--random", o->random,
+        "With --preset, full size: random bf16 weights instead of holes, so that generate and "
+        "bench run on the real shapes (LLaDA-8B: 16 GB of disk); written tensor by tensor");
     cmd->add_flag("--shrink", o->shrink,
                   "With --preset: the same keys, tensor names and special ids at 2 layers of "
                   "width 64 with random weights, so that generate runs");
     for (const char* shape : {"--d-model", "--layers", "--heads", "--kv-heads", "--mlp-hidden",
                               "--max-seq-len", "--rope-theta", "--arch", "--dtype"})
         preset->excludes(cmd->get_option(shape));
+    random->excludes(cmd->get_option("--shrink"));
     cmd->callback([o, &run] { run = [o] { return run_init(*o); }; });
 }
 

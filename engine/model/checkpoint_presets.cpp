@@ -226,7 +226,7 @@ ModelConfig write_preset_folder(const std::filesystem::path& dir, const Checkpoi
         detail::TransformerWeights w = detail::init_weights(c);
         detail::save_weights(dir, c, w, StorageDType::BF16, o.shards);
     } else {
-        detail::write_sparse_weights(dir, c, "BF16", o.shards);
+        detail::write_sparse_weights(dir, c, "BF16", o.shards, o.random, o.seed);
     }
     return c;
 }

@@ -33,8 +33,9 @@ std::string checkpoint_preset_names();  // "a, b, c"
 
 struct PresetFolderOptions {
     bool shrink = false;
-    uint64_t seed = 0;  // the shrunk variant's weights
+    uint64_t seed = 0;  // the shrunk or random variant's weights
     int shards = 4;
+    bool random = false;  // full size: random bf16 weights instead of holes (speed work)
 };
 
 // Writes config.json, the weights (sharded, with model.safetensors.index.json), tokenizer.json

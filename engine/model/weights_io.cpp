@@ -1,5 +1,6 @@
 #include "engine/model/weights_io.h"
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -115,9 +116,38 @@ size_t slot_bytes(const WeightSlot& slot, const std::string& dtype) {
     return bytes;
 }
 
-// One shard: the safetensors header for slots [begin, end), then a hole as long as their data.
+// Streams one slot's random bf16 values (see write_sparse_weights) into `out`.
+void write_random_bf16(std::ofstream& out, const WeightSlot& slot, uint64_t seed) {
+    const bool vector = slot.shape.size() < 2;
+    const double fan_in = vector ? 1.0 : static_cast<double>(slot.shape.back());
+    const auto bound = static_cast<float>(std::sqrt(3.0 / fan_in));
+    size_t n = 1;
+    for (int64_t d : slot.shape) n *= static_cast<size_t>(d);
+    std::vector<uint16_t> buf(std::min<size_t>(n, size_t{1} << 20));
+    uint64_t state = seed ^ (std::hash<std::string>{}(slot.name) * 0x9e3779b97f4a7c15ull);
+    for (size_t done = 0; done < n;) {
+        const size_t m = std::min(buf.size(), n - done);
+        for (size_t i = 0; i < m; ++i) {
+            float v = 1.f;  // norm weights
+            if (!vector) {
+                state = state * 6364136223846793005ull + 1442695040888963407ull;  // LCG step
+                const auto u = static_cast<float>(state >> 40) * 0x1.0p-24f;      // [0, 1)
+                v = (2.f * u - 1.f) * bound;
+            }
+            uint32_t bits = 0;
+            std::memcpy(&bits, &v, 4);
+            buf[i] = static_cast<uint16_t>(bits >> 16);  // bf16: the float's upper half
+        }
+        out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(m * 2));
+        done += m;
+    }
+}
+
+// One shard: the safetensors header for slots [begin, end), then a hole as long as their data
+// (or, random, the data).
 void write_sparse_shard(const std::filesystem::path& file, const std::vector<WeightSlot>& slots,
-                        size_t begin, size_t end, const std::string& dtype) {
+                        size_t begin, size_t end, const std::string& dtype, bool random,
+                        uint64_t seed) {
     nlohmann::ordered_json header = nlohmann::ordered_json::object();
     size_t offset = 0;
     for (size_t i = begin; i < end; ++i) {
@@ -136,6 +166,8 @@ void write_sparse_shard(const std::filesystem::path& file, const std::vector<Wei
         for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
         out.write(len, 8);
         out << text;
+        for (size_t i = begin; random && i < end; ++i) write_random_bf16(out, slots[i], seed);
+        if (!out) throw std::runtime_error("could not write " + file.string() + " (disk full?)");
     }
     std::filesystem::resize_file(file, 8 + n + offset);
 }
@@ -143,7 +175,9 @@ void write_sparse_shard(const std::filesystem::path& file, const std::vector<Wei
 }  // namespace
 
 void write_sparse_weights(const std::filesystem::path& dir, const ModelConfig& config,
-                          const std::string& dtype, int shards) {
+                          const std::string& dtype, int shards, bool random, uint64_t seed) {
+    if (random && dtype != "BF16")
+        throw std::invalid_argument("write_sparse_weights: random weights are written as BF16");
     const auto* arch = find_architecture(config.architecture);
     if (!arch) throw std::logic_error("write_sparse_weights: unknown architecture");
     TransformerWeights unbound;
@@ -158,7 +192,7 @@ void write_sparse_weights(const std::filesystem::path& dir, const ModelConfig& c
         const size_t b = static_cast<size_t>(s) * per, e = std::min(slots.size(), b + per);
         char name[64];
         std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, shards);
-        write_sparse_shard(dir / name, slots, b, e, dtype);
+        write_sparse_shard(dir / name, slots, b, e, dtype, random, seed);
         for (size_t i = b; i < e; ++i) {
             map[slots[i].name] = name;
             total += slot_bytes(slots[i], dtype);

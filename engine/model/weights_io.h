@@ -20,7 +20,11 @@ void save_weights(const std::filesystem::path& dir, const ModelConfig& config,
 // sparse file) as long as the tensors' data, so a full-size checkpoint costs kilobytes of disk and
 // no time; for the checks that must not read weights. `dtype`: a safetensors name (BF16, F16,
 // F32; I8 for a folder that must be refused).
+// With random = true (BF16 only) the data is written instead of left as a hole: norm weights 1,
+// every matrix uniform in +-sqrt(3 / fan_in) (unit-variance outputs), streamed tensor by tensor
+// from a seeded counter hash, so a full-size model for speed work needs no memory beyond a buffer.
 void write_sparse_weights(const std::filesystem::path& dir, const ModelConfig& config,
-                          const std::string& dtype, int shards);
+                          const std::string& dtype, int shards, bool random = false,
+                          uint64_t seed = 0);
 
 }  // namespace cl::detail
