@@ -1,6 +1,10 @@
 // bench_forward: median full-forward latency per denoising step against sequence length, with 1
-// and 2 threads, for a model folder. Prints a table and writes JSON. Not a test: numbers only.
-//   cachelens-bench-forward [--model DIR] [--lengths 128,256,512,1024] [--repeats 7] [--json FILE]
+// and 2 threads, for a model folder, on the CPU or a CUDA device, in fp32 or bf16; beside it the
+// FLOP floor: the forward's FLOPs at the rate this machine measures for one large matrix product
+// in the same type (the best a forward made of matrix products could do). Prints a table and
+// writes JSON. Not a test: numbers only.
+//   cachelens-bench-forward [--model DIR] [--lengths 128,256,512,1024] [--repeats 7]
+//                           [--device cpu|cuda[:N]] [--dtype auto|fp32|bf16] [--json FILE]
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
@@ -10,73 +14,133 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/base/stats.h"
+#include "engine/cuda/device_memory.h"
 #include "engine/model/model.h"
 #include "engine/model/transformer.h"
 
-int main(int argc, char** argv) {
-    CLI::App app{"Median full-forward latency per step vs sequence length (1 and 2 threads)"};
+namespace {
+
+struct Options {
     std::string model_dir, json_file, lengths_csv = "128,256,320,512,1024";
+    std::string device = "cpu", dtype = "auto";
     int repeats = 7;
     std::vector<int> threads{1, 2};
-    app.add_option("--model", model_dir, "Model folder (default: the embedded model)");
-    app.add_option("--lengths", lengths_csv, "Comma-separated sequence lengths")
+};
+
+// Waits for the device's queued work, so that a host clock times it (a no-op on the CPU).
+void wait_for(const torch::Device& device) {
+    if (device.is_cuda()) cl::cuda::synchronize();
+}
+
+// Median wall time of fn() over `repeats` runs after one warm-up, in ms.
+template <typename Fn>
+std::vector<double> time_ms(const torch::Device& device, int repeats, Fn fn) {
+    fn();
+    wait_for(device);
+    std::vector<double> ms;
+    for (int r = 0; r < repeats; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        fn();
+        wait_for(device);
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms;
+}
+
+// The machine's rate for one large square product in the model's type, FLOP per ms: 8192 on a
+// GPU (as the reference figure), 1024 on the CPU.
+double matmul_rate(const torch::Device& device, torch::ScalarType dtype) {
+    const int64_t n = device.is_cuda() ? 8192 : 1024;
+    auto opts = torch::TensorOptions().dtype(dtype).device(device);
+    auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);  // (n, n)
+    const auto ms = time_ms(device, 5, [&] { (void)torch::matmul(a, b); });
+    return 2.0 * static_cast<double>(n) * n * n / cl::stats::median(ms);
+}
+
+std::vector<int64_t> parse_lengths(const std::string& csv) {
+    std::vector<int64_t> lengths;
+    std::stringstream ss(csv);
+    for (std::string x; std::getline(ss, x, ',');) lengths.push_back(std::stoll(x));
+    return lengths;
+}
+
+void run(const Options& o) {
+    std::filesystem::path dir =
+        o.model_dir.empty() ? cl::default_model_dir() : std::filesystem::path(o.model_dir);
+    if (dir.empty())
+        throw std::runtime_error("--model: no model given and no embedded default model");
+    cl::LoadOptions load;
+    load.device = o.device;
+    load.dtype = o.dtype;
+    auto model = cl::Model::load(dir, load);
+    auto& net = model->net();
+    const auto device = net.device();
+    torch::InferenceMode guard;
+    const double rate = matmul_rate(device, net.dtype());
+    nlohmann::json out = {{"model", model->name()},
+                          {"device", model->device()},
+                          {"dtype", model->dtype()},
+                          {"blas_threading", cl::blas_threading()},
+                          {"libtorch", cl::libtorch_version()},
+                          {"parameters", model->parameter_count()},
+                          {"matmul_tflops", rate / 1e9},
+                          {"points", nlohmann::json::array()}};
+    std::printf(
+        "model %s (%.2fM parameters) on %s in %s, LibTorch %s, BLAS threading: %s\n"
+        "matrix product rate (FLOP floor): %.2f TFLOP/s\n%8s %8s %12s %12s %12s %10s %8s\n",
+        model->name().c_str(), model->parameter_count() / 1e6, model->device().c_str(),
+        model->dtype().c_str(), cl::libtorch_version(), cl::blas_threading(), rate / 1e9, "threads",
+        "length", "median_ms", "min_ms", "GFLOP/s", "floor_ms", "x_floor");
+    for (int t : device.is_cuda() ? std::vector<int>{1} : o.threads) {
+        cl::set_thread_count(t);
+        for (int64_t L : parse_lengths(o.lengths_csv)) {
+            if (L > model->config().max_sequence_length) continue;
+            auto ids = torch::randint(0, model->config().vocab_size, {1, L},
+                                      torch::TensorOptions().dtype(torch::kLong).device(device));
+            const auto ms = time_ms(device, o.repeats, [&] { (void)net.forward_full(ids); });
+            const double median = cl::stats::median(ms);
+            const double flops =
+                model->config().n_layers * cl::detail::layer_flops(model->config(), L, L) +
+                cl::detail::head_flops(model->config(), L);
+            const double floor = flops / rate;
+            std::printf("%8d %8lld %12.2f %12.2f %12.1f %10.3f %8.2f\n", t, (long long)L, median,
+                        ms.front(), flops / median / 1e6, floor, median / floor);
+            out["points"].push_back({{"threads", t},
+                                     {"length", L},
+                                     {"median_ms", median},
+                                     {"min_ms", ms.front()},
+                                     {"repeats", o.repeats},
+                                     {"gflops", flops / median / 1e6},
+                                     {"floor_ms", floor},
+                                     {"times_floor", median / floor}});
+        }
+    }
+    if (!o.json_file.empty()) std::ofstream(o.json_file) << out.dump(2) << '\n';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Median full-forward latency per step vs sequence length, against the FLOP floor"};
+    Options o;
+    app.add_option("--model", o.model_dir, "Model folder (default: the embedded model)");
+    app.add_option("--lengths", o.lengths_csv, "Comma-separated sequence lengths")
         ->capture_default_str();
-    app.add_option("--repeats", repeats, "Timed repeats per point (median reported)")
-        ->capture_default_str();
-    app.add_option("--threads", threads, "Thread counts to measure")->capture_default_str();
-    app.add_option("--json", json_file, "Write the results as JSON");
+    app.add_option("--repeats", o.repeats, "Timed repeats per point (median reported)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 10000));
+    app.add_option("--threads", o.threads, "CPU thread counts to measure")->capture_default_str();
+    app.add_option("--device", o.device, "cpu, cuda or cuda:N")->capture_default_str();
+    app.add_option("--dtype", o.dtype, "auto (bf16 on CUDA, fp32 on the CPU), fp32 or bf16")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "fp32", "bf16"}));
+    app.add_option("--json", o.json_file, "Write the results as JSON");
     CLI11_PARSE(app, argc, argv);
     try {
-        std::filesystem::path dir =
-            model_dir.empty() ? cl::default_model_dir() : std::filesystem::path(model_dir);
-        if (dir.empty())
-            throw std::runtime_error("--model: no model given and no embedded default model");
-        auto model = cl::Model::load(dir);
-        auto& net = model->net();
-        std::vector<int64_t> lengths;
-        std::stringstream ss(lengths_csv);
-        for (std::string x; std::getline(ss, x, ',');) lengths.push_back(std::stoll(x));
-        nlohmann::json out = {{"model", model->name()},
-                              {"blas_threading", cl::blas_threading()},
-                              {"libtorch", cl::libtorch_version()},
-                              {"parameters", model->parameter_count()},
-                              {"points", nlohmann::json::array()}};
-        std::printf(
-            "model %s (%.2fM parameters), LibTorch %s, BLAS threading: %s\n%8s %8s %12s %12s "
-            "%12s\n",
-            model->name().c_str(), model->parameter_count() / 1e6, cl::libtorch_version(),
-            cl::blas_threading(), "threads", "length", "median_ms", "min_ms", "GFLOP/s");
-        torch::InferenceMode guard;
-        for (int t : threads) {
-            cl::set_thread_count(t);
-            for (int64_t L : lengths) {
-                if (L > model->config().max_sequence_length) continue;
-                auto ids = torch::randint(0, model->config().vocab_size, {1, L}, torch::kLong);
-                net.forward_full(ids);  // warm-up
-                std::vector<double> ms;
-                for (int r = 0; r < repeats; ++r) {
-                    const auto t0 = std::chrono::steady_clock::now();
-                    net.forward_full(ids);
-                    ms.push_back(std::chrono::duration<double, std::milli>(
-                                     std::chrono::steady_clock::now() - t0)
-                                     .count());
-                }
-                std::sort(ms.begin(), ms.end());
-                const double median = cl::stats::median(ms);
-                const double flops =
-                    model->config().n_layers * cl::detail::layer_flops(model->config(), L, L) +
-                    cl::detail::head_flops(model->config(), L);
-                std::printf("%8d %8lld %12.2f %12.2f %12.1f\n", t, (long long)L, median, ms.front(),
-                            flops / median / 1e6);
-                out["points"].push_back({{"threads", t},
-                                         {"length", L},
-                                         {"median_ms", median},
-                                         {"min_ms", ms.front()},
-                                         {"repeats", repeats},
-                                         {"gflops", flops / median / 1e6}});
-            }
-        }
-        if (!json_file.empty()) std::ofstream(json_file) << out.dump(2) << '\n';
+        run(o);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cachelens-bench-forward: error: %s\n", e.what());
         return 2;

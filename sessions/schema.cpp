@@ -81,10 +81,15 @@ void migrate_v5_to_v6(Db& db) {
     db.exec("ALTER TABLE run ADD COLUMN architecture TEXT NOT NULL DEFAULT 'llada'");
 }
 
+// v6 -> v7: runs name the type their model computed in (all earlier runs were fp32).
+void migrate_v6_to_v7(Db& db) {
+    db.exec("ALTER TABLE run ADD COLUMN dtype TEXT NOT NULL DEFAULT 'fp32'");
+}
+
 const std::vector<std::function<void(Db&)>>& migrations() {
     static const std::vector<std::function<void(Db&)>> m{
-        migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4, migrate_v4_to_v5,
-        migrate_v5_to_v6};  // index i: v(i+1) -> v(i+2)
+        migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4,
+        migrate_v4_to_v5, migrate_v5_to_v6, migrate_v6_to_v7};  // index i: v(i+1) -> v(i+2)
     return m;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/base/assets.h"
+#include "engine/base/errors.h"
 #include "engine/model/model.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
@@ -209,6 +210,35 @@ TEST(Forward, ALoadedCpuModelStoresItsProjectionsColumnMajor) {
     const auto stored =
         torch::from_blob(const_cast<std::byte*>(file->data(*info)), info->shape, torch::kFloat32);
     EXPECT_TRUE(torch::equal(stored, w.layers[1].q_proj));
+}
+
+// bf16 weights and activations (the default on a GPU; here on the CPU, where LibTorch runs the
+// same ops): the logits follow the fp32 forward of the same checkpoint to bf16's precision (norms
+// and RoPE in float32 as the reference models do), the caches take the weights' type, and a plan
+// forward with every row still equals the full forward in bf16.
+TEST(Forward, Bf16ForwardFollowsTheFp32OneAndKeepsItsType) {
+    const auto dir = test::make_tiny_model("bf16", 64, 3, 4, 2);
+    auto fp32 = Model::load(dir);
+    LoadOptions o;
+    o.dtype = "bf16";
+    auto bf16 = Model::load(dir, o);
+    EXPECT_EQ(fp32->dtype(), "fp32");
+    EXPECT_EQ(bf16->dtype(), "bf16");
+    auto ids = torch::tensor(some_ids(30, fp32->config().vocab_size));
+    torch::InferenceMode g;
+    auto want = fp32->net().forward_full(ids.unsqueeze(0))[0];  // (L, V) float32
+    auto got = bf16->net().forward_full(ids.unsqueeze(0))[0];   // (L, V) bfloat16
+    EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+    const double error = nmse(got.to(torch::kFloat32), want);
+    EXPECT_LE(error, 1e-3) << "bf16 keeps ~3 significant digits";
+    EXPECT_GT(error, 0.0) << "the weights were really rounded";
+    auto cache = bf16->net().make_cache(30, true);
+    EXPECT_EQ(cache[0].k.scalar_type(), torch::kBFloat16);
+    detail::RowSet rows;
+    auto hidden = run_plan(bf16->net(), ids, cache, rows);
+    EXPECT_LE(nmse(bf16->net().head(hidden).to(torch::kFloat32), got.to(torch::kFloat32)), 1e-6);
+    o.dtype = "fp16";
+    EXPECT_THROW(Model::load(dir, o), InputError);
 }
 
 TEST(Forward, PlanWithEveryRowEqualsFullForward) {

@@ -13,7 +13,11 @@ void ModelOptions::add_to(CLI::App& app) {
     app.add_option(
         "--model", model_dir,
         "Model folder (config.json, safetensors, tokenizer.json); default: the embedded model");
-    app.add_option("--device", device, "cpu or cuda")->capture_default_str();
+    app.add_option("--device", device, "cpu, cuda or cuda:N")->capture_default_str();
+    app.add_option("--dtype", dtype,
+                   "Weights and activations: auto (bf16 on CUDA, fp32 on the CPU), fp32 or bf16")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "fp32", "bf16"}));
     app.add_option("--threads", threads,
                    "CPU threads (OpenBLAS, and LibTorch's ops when OpenBLAS runs on OpenMP, as "
                    "setup selects)")
@@ -37,6 +41,7 @@ std::shared_ptr<Model> ModelOptions::load() const {
     set_thread_count(threads);
     LoadOptions opts;
     opts.device = device;
+    opts.dtype = dtype;
     return Model::load(folder(), opts);
 }
 

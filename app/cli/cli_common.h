@@ -19,6 +19,7 @@ enum ExitCode { kOk = 0, kRuntimeFailure = 1, kBadInput = 2 };
 struct ModelOptions {
     std::string model_dir;  // empty = embedded default
     std::string device = "cpu";
+    std::string dtype = "auto";
     int threads = 1;
     void add_to(CLI::App& app);
     // Resolves the folder, sets threads, loads. Throws InputError.

@@ -91,6 +91,7 @@ trace::RunInfo make_run_info(const detail::RunCore& run, const GenerationRequest
     info.noise_process = to_string(mc.noise_process);
     info.architecture = mc.architecture;
     info.device = run.model->device();
+    info.dtype = run.model->dtype();
     info.threads = req.threads;
     info.seed = run.cfg.seed;
     info.prompt_text = req.prompt_text;

@@ -8,8 +8,11 @@
 namespace cl::detail {
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
-    auto variance = x.pow(2).mean(-1, /*keepdim=*/true);  // (..., 1)
-    return x * torch::rsqrt(variance + eps) * weight;
+    // In float32 whatever x is (LLaDA's and Dream's own norms do the same for bf16); for a float32
+    // x the casts are no-ops.
+    auto xf = x.to(torch::kFloat32);
+    auto variance = xf.pow(2).mean(-1, /*keepdim=*/true);  // (..., 1)
+    return (xf * torch::rsqrt(variance + eps)).to(x.scalar_type()) * weight;
 }
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
@@ -45,7 +48,9 @@ torch::Tensor RopeTables::apply(const torch::Tensor& x, const torch::Tensor& cos
     auto x1 = x.narrow(-1, 0, half);
     auto x2 = x.narrow(-1, half, half);
     auto rotated = torch::cat({-x2, x1}, -1);
-    return x * cos + rotated * sin;
+    // The tables are float32: a bf16 x is rotated in float32 and rounded once (a float32 x is
+    // unchanged by the casts).
+    return (x.to(torch::kFloat32) * cos + rotated.to(torch::kFloat32) * sin).to(x.scalar_type());
 }
 
 torch::Tensor split_heads(const torch::Tensor& t, int64_t n) {

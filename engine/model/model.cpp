@@ -64,15 +64,25 @@ torch::Tensor to_float_tensor(const SafetensorsFile& f, const TensorInfo& t) {
 
 // The engine holds weights as float32 on the CPU: a checkpoint bigger than the memory left is
 // refused with the figures before a byte is read (it was killed by the OOM killer).
+// LoadOptions::dtype for a device.
+torch::ScalarType resolve_dtype(const std::string& dtype, const torch::Device& device) {
+    if (dtype == "fp32") return torch::kFloat32;
+    if (dtype == "bf16") return torch::kBFloat16;
+    if (dtype == "auto") return device.is_cuda() ? torch::kBFloat16 : torch::kFloat32;
+    throw InputError(Setting{"dtype"},
+                     "unknown dtype '" + dtype + "' (expected auto, fp32 or bf16)");
+}
+
 // where: "in memory" or "on cuda:N"; available <= 0: unknown, not checked.
 void check_weights_fit(const std::filesystem::path& dir, const ModelConfig& c, double available,
-                       const std::string& where) {
-    const double need = 4.0 * static_cast<double>(c.parameter_count());
+                       const std::string& where, torch::ScalarType dtype) {
+    const double need =
+        (dtype == torch::kBFloat16 ? 2.0 : 4.0) * static_cast<double>(c.parameter_count());
     if (available <= 0 || need <= 0.9 * available) return;
     char text[200];
-    std::snprintf(text, sizeof text,
-                  "the weights need %.2f GB %s (float32) and %.2f GB is available", need / 1e9,
-                  where.c_str(), available / 1e9);
+    std::snprintf(text, sizeof text, "the weights need %.2f GB %s (%s) and %.2f GB is available",
+                  need / 1e9, where.c_str(), dtype == torch::kBFloat16 ? "bfloat16" : "float32",
+                  available / 1e9);
     throw InputError(dir, text);
 }
 
@@ -117,10 +127,11 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
         device = torch::Device(options.device);
     }
 
+    const auto dtype = resolve_dtype(options.dtype, device);
     if (device.is_cpu())
-        check_weights_fit(dir, m.config, available_memory_bytes(), "in memory");
+        check_weights_fit(dir, m.config, available_memory_bytes(), "in memory", dtype);
     else
-        check_weights_fit(dir, m.config, cuda_free_bytes(device), "on " + device.str());
+        check_weights_fit(dir, m.config, cuda_free_bytes(device), "on " + device.str(), dtype);
     const ModelConfig& c = m.config;
     detail::TransformerWeights w;
     w.layers.resize(static_cast<size_t>(c.n_layers));
@@ -132,7 +143,7 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
         auto st = SafetensorsFile::open(file);
         for (const auto& t : st->tensors()) {
             if (!loaded.count(t.name)) continue;  // not the architecture's (checked above)
-            loaded[t.name] = to_float_tensor(*st, t).to(device);
+            loaded[t.name] = to_float_tensor(*st, t).to(dtype).to(device);
             if (options.progress && !options.progress(++done, m.tensors.size()))
                 throw LoadCancelled();
         }
@@ -167,6 +178,10 @@ std::string Model::content_hash() const {
 }
 std::string Model::device() const {
     return m_impl->net->device().str();
+}
+
+std::string Model::dtype() const {
+    return m_impl->net->dtype() == torch::kBFloat16 ? "bf16" : "fp32";
 }
 int64_t Model::parameter_count() const {
     return m_impl->config.parameter_count();

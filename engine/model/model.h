@@ -24,6 +24,9 @@ class Transformer;
 
 struct LoadOptions {
     std::string device = "cpu";  // "cpu" or "cuda" / "cuda:N"
+    // Weights and activations: "fp32", "bf16", or "auto" (bf16 on a CUDA device, fp32 on the CPU).
+    // The sampler works in float64 either way.
+    std::string dtype = "auto";
     // Called after each weight tensor is read (tensors done, tensors in all); returning false
     // stops the load with LoadCancelled. Runs on the loading thread.
     std::function<bool(size_t done, size_t total)> progress;
@@ -48,6 +51,7 @@ public:
     std::string name() const;          // folder name
     std::string content_hash() const;  // 16 hex digits over the weight files
     std::string device() const;        // "cpu" or "cuda:0"
+    std::string dtype() const;         // "fp32" or "bf16"
     int64_t parameter_count() const;
     int64_t weight_bytes_in_memory() const;
     const std::vector<TensorSummary>& tensors() const;

@@ -56,7 +56,7 @@ torch::Tensor Transformer::forward_full(const torch::Tensor& ids) const {
 
 std::vector<LayerCache> Transformer::make_cache(int64_t seq_len, bool with_hidden) const {
     const auto& c = m_config;
-    auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(m_device);
+    auto opts = torch::TensorOptions().dtype(dtype()).device(m_device);
     std::vector<LayerCache> cache(static_cast<size_t>(c.n_layers));
     for (auto& lc : cache) {
         lc.k = torch::zeros({c.n_kv_heads, seq_len, c.head_dim()}, opts);

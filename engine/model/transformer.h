@@ -22,6 +22,8 @@ public:
     const ModelConfig& config() const { return m_config; }
     TransformerWeights& weights() { return m_weights; }
     torch::Device device() const { return m_device; }
+    // The weights' and activations' type (float32, or bfloat16 on a GPU); caches use it too.
+    torch::ScalarType dtype() const { return m_weights.wte.scalar_type(); }
     std::vector<torch::Tensor> parameters() const;
 
     // ids (B, L) int64 -> logits (B, L, V) float32. Differentiable when grad mode is on (training).

@@ -77,6 +77,7 @@ struct RunInfo {
     std::string noise_process = "masked";  // of the model: "masked" or "uniform"
     std::string architecture = "llada";    // of the model: "llada", "dream"
     std::string device;                    // "cpu" or "cuda:0"
+    std::string dtype = "fp32";            // weights and activations: "fp32" or "bf16"
     int32_t threads = 1;
     uint64_t seed = 0;
     std::string prompt_text;

@@ -57,7 +57,7 @@ public:
     }
     void on_run_start(detail::Transformer& net, int64_t seq_len) override {
         m_cache = net.make_cache(seq_len, false);
-        auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(net.device());
+        auto opts = torch::TensorOptions().dtype(net.dtype()).device(net.device());
         for (auto& lc : m_cache) {
             lc.attn_out = torch::zeros({seq_len, net.config().d_model}, opts);
             lc.ffn_out = torch::zeros({seq_len, net.config().d_model}, opts);
