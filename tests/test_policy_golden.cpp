@@ -113,6 +113,7 @@ TEST(PolicyGolden, EveryPolicyGivesTheCpuTokensOnACudaDevice) {
     ASSERT_FALSE(dir.empty());
     LoadOptions on_gpu;
     on_gpu.device = "cuda";
+    on_gpu.dtype = "fp32";  // the criterion: the same tokens in fp32
     auto model = Model::load(dir, on_gpu);
     ASSERT_EQ(model->device(), "cuda:0");
     const auto golden = nlohmann::json::parse(test::read_file(test::data_dir() / kGoldenFile));

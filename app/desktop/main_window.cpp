@@ -233,7 +233,7 @@ void MainWindow::show_replay_setup(bool replaying) {
                 "prompt: %8")
             .arg(QString::fromStdString(info.model_name + " (" + info.architecture + ")")
                      .toHtmlEscaped(),
-                 QString::fromStdString(info.device).toHtmlEscaped())
+                 QString::fromStdString(info.device + ", " + info.dtype).toHtmlEscaped())
             .arg(info.gen_len)
             .arg(info.block_len)
             .arg(info.steps)

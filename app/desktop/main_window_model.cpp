@@ -84,12 +84,13 @@ void MainWindow::install_model(std::shared_ptr<Model> model, const QString& dir,
         m_block_length->setValue(static_cast<int>(d.block_length));
         m_steps->setValue(static_cast<int>(d.steps));
     }
-    m_model_label->setText(QString("%1 (%2, %3 M parameters, %4 layers, %5)")
-                               .arg(QString::fromStdString(m_model->name()),
-                                    QString::fromStdString(m_model->config().architecture))
-                               .arg(m_model->parameter_count() / 1e6, 0, 'f', 2)
-                               .arg(m_model->config().n_layers)
-                               .arg(QString::fromStdString(m_model->device())));
+    m_model_label->setText(
+        QString("%1 (%2, %3 M parameters, %4 layers, %5)")
+            .arg(QString::fromStdString(m_model->name()),
+                 QString::fromStdString(m_model->config().architecture))
+            .arg(m_model->parameter_count() / 1e6, 0, 'f', 2)
+            .arg(m_model->config().n_layers)
+            .arg(QString::fromStdString(m_model->device() + ", " + m_model->dtype())));
     m_model_label->setToolTip(dir);
     if (!m_replay) enable_live_controls();
     refresh_also_model_choices();

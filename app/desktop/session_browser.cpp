@@ -193,7 +193,8 @@ void SessionBrowser::add_file(const QString& path) {
             item->setText(0, QString("comparison %1").arg(k + 1));
             item->setText(1, QString::fromStdString(c.created_utc));
             item->setText(2, QString::fromStdString(members.front()->info.model_name) + " on " +
-                                 QString::fromStdString(members.front()->info.device));
+                                 QString::fromStdString(members.front()->info.device + " (" +
+                                                        members.front()->info.dtype + ")"));
             item->setText(3, QString::fromStdString(members.front()->info.prompt_text).left(60));
             QStringList columns;
             for (const auto* r : members) columns << QString::fromStdString(r->info.policy);

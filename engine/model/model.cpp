@@ -220,12 +220,13 @@ int64_t Model::system_turn_rows(const std::vector<int32_t>& prompt) const {
 }
 
 std::string cuda_unavailable_reason() {
-    if (!torch::cuda::is_available()) {
-        return "this LibTorch build has no usable CUDA (Debian's libtorch-dev is CPU-only, or no "
-               "GPU is "
-               "present); configure CMake with a CUDA LibTorch (Torch_DIR) on a machine with a GPU";
-    }
-    return "";
+    if (torch::cuda::is_available()) return "";
+    if (!at::hasCUDA())
+        return "this LibTorch has no CUDA (Debian's libtorch-dev is CPU-only); build with "
+               "scripts/setup --cuda";
+    const auto list = cuda::list_devices();
+    return "LibTorch has CUDA but sees no GPU" +
+           (list.why_none.empty() ? std::string() : " (" + list.why_none + ")");
 }
 
 void tune_allocator() {
