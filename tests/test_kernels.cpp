@@ -14,6 +14,7 @@
 #include "engine/cuda/device_memory.h"
 #include "engine/cuda/device_query.h"
 #include "engine/cuda/elastic_drift.h"
+#include "engine/cuda/event_timeline.h"
 #include "engine/cuda/ranking.h"
 #include "engine/trace/trace_types.h"
 
@@ -254,6 +255,33 @@ TEST(CudaKernels, CertaintyDensityEqualsTheReference) {
         for (size_t i = 0; i < want.size(); ++i)
             EXPECT_NEAR(got[i], want[i], 1e-14) << "position " << i;
     }
+}
+
+// The per-layer times of a GPU step: marks around queued work read as the device ran it.
+TEST(CudaKernels, EventTimelineTimesWorkQueuedBetweenMarks) {
+    SKIP_WITHOUT_DEVICE();
+    std::mt19937 rng(9);
+    const size_t n = 4096;
+    DeviceArray<double> score(tied_scores(n, rng));
+    DeviceArray<uint8_t> chosen(n);
+    EventTimeline timeline(0);
+    for (int round = 0; round < 2; ++round) {  // the second reuses the first's events
+        timeline.clear();
+        const int start = timeline.mark(nullptr);
+        select_top_k(score.get(), nullptr, static_cast<int64_t>(n), {.k = 64}, chosen.get(),
+                     nullptr, nullptr);
+        const int middle = timeline.mark(nullptr);
+        for (int i = 0; i < 20; ++i)
+            select_top_k(score.get(), nullptr, static_cast<int64_t>(n), {.k = 64}, chosen.get(),
+                         nullptr, nullptr);
+        const int end = timeline.mark(nullptr);
+        const float one = timeline.elapsed_ms(start, middle), all = timeline.elapsed_ms(start, end);
+        EXPECT_GT(one, 0.f);
+        EXPECT_GT(all, one) << "twenty launches after the first";
+        EXPECT_NEAR(timeline.elapsed_ms(start, middle) + timeline.elapsed_ms(middle, end), all,
+                    1e-3 + 1e-3 * all);
+    }
+    EXPECT_THROW((void)timeline.elapsed_ms(0, 99), std::out_of_range);
 }
 
 TEST(CudaDevices, EveryListedDeviceHasANameAndMemoryOrTheListSaysWhyItIsEmpty) {

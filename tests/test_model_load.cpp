@@ -219,6 +219,14 @@ TEST(ModelLoad, ARunThatCannotFitInMemoryIsRefusedWithTheFigures) {
     const auto ordinary = estimate_run_memory(model->config(), 300, 256, true, true);
     EXPECT_LT(ordinary.total(), 1e9) << ordinary.describe();
     EXPECT_GT(ordinary.trace_bytes, ordinary.cache_bytes) << "every layer's map at every step";
+    // On a GPU the forward and caches are held against the device's free memory, named.
+    try {
+        check_memory_fits(ordinary, ordinary.total(), "cuda:1");
+        FAIL() << "a run over 90% of the free memory was accepted";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("is free on cuda:1"), std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(check_memory_fits(ordinary, 2 * ordinary.total(), "cuda:1"));
 }
 
 TEST(ModelLoad, IntegerWeightsAreRejected) {

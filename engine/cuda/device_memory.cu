@@ -25,4 +25,8 @@ void synchronize() {
     check(cudaDeviceSynchronize(), "a kernel");
 }
 
+void synchronize(Stream stream) {
+    check(cudaStreamSynchronize(native(stream)), "work on a stream");
+}
+
 }  // namespace cl::cuda

@@ -1,5 +1,6 @@
 // Plain device memory for the kernels' tests and benchmarks (the engine's own tensors are
-// LibTorch's): a typed owning buffer over cudaMalloc, with copies from and to host vectors.
+// LibTorch's): a typed owning buffer over cudaMalloc, with copies from and to host vectors; and
+// waiting for the device or one stream.
 // In a build without CUDA every call throws std::runtime_error.
 #pragma once
 
@@ -7,13 +8,16 @@
 #include <memory>
 #include <vector>
 
+#include "engine/cuda/stream.h"
+
 namespace cl::cuda {
 
 void* device_alloc(size_t bytes);
 void device_free(void* p);
 void copy_to_device(void* dst, const void* src, size_t bytes);
 void copy_to_host(void* dst, const void* src, size_t bytes);
-void synchronize();  // waits for the device; reports a fault of an earlier kernel
+void synchronize();               // waits for the device; reports a fault of an earlier kernel
+void synchronize(Stream stream);  // waits for the work queued on one stream (of any device)
 
 template <typename T>
 class DeviceArray {

@@ -1,9 +1,10 @@
 // The build without the CUDA toolkit: no device is listed, the reason says why, and device memory
-// cannot be had.
+// and events cannot be had.
 #include <stdexcept>
 
 #include "engine/cuda/device_memory.h"
 #include "engine/cuda/device_query.h"
+#include "engine/cuda/event_timeline.h"
 
 namespace cl::cuda {
 namespace {
@@ -31,6 +32,23 @@ void copy_to_host(void*, const void*, size_t) {
     no_cuda();
 }
 void synchronize() {
+    no_cuda();
+}
+void synchronize(Stream) {
+    no_cuda();
+}
+
+// Never constructed without CUDA (the constructor throws), so the other members have nothing to do.
+struct EventTimeline::Impl {};
+EventTimeline::EventTimeline(int) {
+    no_cuda();
+}
+EventTimeline::~EventTimeline() = default;
+void EventTimeline::clear() {}
+int EventTimeline::mark(Stream) {
+    no_cuda();
+}
+float EventTimeline::elapsed_ms(int, int) const {
     no_cuda();
 }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "engine/base/errors.h"
+#include "engine/cuda/device_query.h"
 #include "engine/generation/counter_rng.h"
 #include "engine/generation/step_stages.h"
 
@@ -133,18 +134,35 @@ struct Generator::Impl : detail::RunCore {
 
 namespace {
 
-// Refuses a run whose estimate does not fit in the memory left (on the CPU), before anything big
-// is allocated. The sink's wish for attention maps decides whether the trace holds them.
+// The free memory of CUDA device "cuda:N" now; 0 (nothing is checked) when it cannot be read.
+double gpu_free_bytes(const std::string& device) {
+    const auto colon = device.find(':');
+    const int index = colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
+    for (const auto& d : cuda::list_devices().devices)
+        if (d.index == index) return static_cast<double>(d.free_bytes);
+    return 0;
+}
+
+// Refuses a run whose estimate does not fit in the memory left, before anything big is allocated:
+// on the CPU all of it; on a GPU the forward and the caches in the device's free memory, the trace
+// in the host's. The sink's wish for attention maps decides whether the trace holds them.
 void check_fits_in_memory(const Model& model, const GenerationConfig& cfg,
                           const trace::TraceSink* sink, int64_t prompt_len) {
-    if (model.device() != "cpu") return;
     const trace::ProbeRequest attention{trace::ProbeKind::Attention, 0, 0, 0, -1};
     const trace::ProbeRequest oracle{trace::ProbeKind::Oracle, 0, 0, -1, -1};
     const bool traced = sink && sink->wants(attention);
     const bool with_oracle = sink && sink->wants(oracle);
     const auto estimate = estimate_run_memory(model.config(), prompt_len + cfg.gen_length,
                                               cfg.steps, traced, with_oracle);
-    check_memory_fits(estimate, available_memory_bytes());
+    if (model.device() == "cpu") {
+        check_memory_fits(estimate, available_memory_bytes());
+        return;
+    }
+    MemoryEstimate on_device = estimate, on_host;
+    on_device.trace_bytes = 0;
+    on_host.trace_bytes = estimate.trace_bytes;
+    check_memory_fits(on_device, gpu_free_bytes(model.device()), model.device());
+    check_memory_fits(on_host, available_memory_bytes());
 }
 
 }  // namespace
@@ -206,7 +224,18 @@ std::string Generator::response_text(bool skip_special) const {
 
 std::shared_ptr<const trace::StepRecord> Generator::step() {
     if (done()) return nullptr;
-    return m_impl->step();
+    try {
+        return m_impl->step();
+    } catch (const c10::OutOfMemoryError& e) {
+        // LibTorch's message has the sizes (asked, total, free); say which run and step asked. The
+        // run's tensors go with the Generator, so the caller (the app's column) can carry on.
+        const Impl& m = *m_impl;
+        std::string torch_says = e.what_without_backtrace();
+        torch_says = torch_says.substr(0, torch_says.find('\n'));
+        throw std::runtime_error("out of memory on " + m.model->device() + " at step " +
+                                 std::to_string(m.state.step + 1) + " of " + m.info.policy + " (" +
+                                 std::to_string(m.state.L) + " tokens): " + torch_says);
+    }
 }
 
 std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
@@ -224,6 +253,7 @@ std::shared_ptr<const trace::StepRecord> Generator::Impl::step() {
     policy->on_step_end(work.ctx, work.committed);
     advance(*work.rec);
     if (trace_worker) trace_worker->wait();  // the record is complete before it is published
+    detail::finish_device_work(*this, work);
     auto& rec = *work.rec;
     rec.attention.reserve(work.pending_maps.size());
     for (auto& a : work.pending_maps) rec.attention.push_back(std::move(*a));

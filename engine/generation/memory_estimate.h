@@ -27,7 +27,8 @@ MemoryEstimate estimate_run_memory(const ModelConfig& config, int64_t seq_len, i
                                    bool attention_trace, bool oracle);
 
 // Throws InputError (setting "gen_length") with both figures when `estimate` exceeds 90% of
-// `available` (0: unknown, nothing is checked).
-void check_memory_fits(const MemoryEstimate& estimate, double available);
+// `available` (0: unknown, nothing is checked); `device` names a GPU whose free memory that is.
+void check_memory_fits(const MemoryEstimate& estimate, double available,
+                       const std::string& device = "");
 
 }  // namespace cl

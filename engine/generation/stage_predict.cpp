@@ -1,13 +1,15 @@
 // Stage "predict": the forward of one step. The policy's plan runs through its layer hooks; the
 // layers' computed rows are recorded on the host (no device round trip) and the attention maps the
-// sink asked for are captured (an observing stage: it copies probabilities to the host). Then the
-// LM head over the rows whose predictions are fresh: row r predicts position r + logits_shift.
+// sink asked for are captured (an observing stage: on the CPU it quantises the probabilities, on a
+// GPU it queues their quantised levels into pinned host memory, and events time each layer, both
+// read by finish_device_work after the step). Then the LM head over the rows whose predictions are
+// fresh: row r predicts position r + logits_shift.
 #include <thread>
 
-#include <torch/version.h>
-
 #include "engine/cuda/attention_quant.h"
+#include "engine/cuda/device_memory.h"
 #include "engine/cuda/device_query.h"
+#include "engine/generation/device_stream.h"
 #include "engine/generation/step_stages.h"
 
 namespace cl::detail {
@@ -30,31 +32,27 @@ RowSet with_engine_rows(const RowSet& rows, int shift, int64_t fresh_prefix, tor
 }
 
 // On a CUDA device with this build's kernels: the head mean and its 8-bit levels are computed
-// there (engine/cuda/attention_quant.h, exact against AttentionMap::set_head_mean), so (R, L)
-// bytes cross to the host instead of (H, R, L) floats. False where that cannot be done.
-bool quantize_on_device(const torch::Tensor& maps, trace::AttentionMap& out) {  // (H', R, L)
-#if TORCH_VERSION_MAJOR >= 2  // Debian's LibTorch 1.13 has no CUDA
-    if (!maps.is_cuda() || !cuda::kernels_built()) return false;
+// there (engine/cuda/attention_quant.h, exact against AttentionMap::set_head_mean), and (R, L)
+// bytes are queued to pinned host memory instead of (H, R, L) floats crossing with a wait per
+// layer; finish_device_work fills `out` after the step. False where that cannot be done.
+bool quantize_on_device(const torch::Tensor& maps, trace::AttentionMap& out,
+                        StepWork& work) {  // maps (H', R, L)
+    if (!runs_on_kernels(maps)) return false;
     auto probs = maps.to(torch::kFloat32).contiguous();  // (H', R, L) on the device
     const auto H = probs.size(0), R = probs.size(1), L = probs.size(2);
     auto levels = torch::empty({R, L}, probs.options().dtype(torch::kUInt8));  // (R, L)
     auto scale = torch::empty({R}, probs.options());                           // (R)
-    // LibTorch's current stream for this device, so the kernel runs after the layer's work.
-    void* stream = c10::impl::getDeviceGuardImpl(probs.device().type())
-                       ->getStream(probs.device())
-                       .native_handle();
+    const auto stream = current_stream(probs);
     cuda::head_mean_quantize(probs.data_ptr<float>(), static_cast<int32_t>(H),
                              static_cast<int32_t>(R), static_cast<int32_t>(L),
                              levels.data_ptr<uint8_t>(), scale.data_ptr<float>(), stream);
-    const auto host_levels = levels.cpu(), host_scale = scale.cpu();  // waits for the kernel
-    out.levels.assign(host_levels.data_ptr<uint8_t>(), host_levels.data_ptr<uint8_t>() + R * L);
-    out.row_scale.assign(host_scale.data_ptr<float>(), host_scale.data_ptr<float>() + R);
+    const auto pinned = torch::TensorOptions().pinned_memory(true);
+    StepWork::DeviceMapCopy copy{&out, torch::empty({R, L}, pinned.dtype(torch::kUInt8)),
+                                 torch::empty({R}, pinned.dtype(torch::kFloat32)), stream};
+    copy.levels.copy_(levels, /*non_blocking=*/true);
+    copy.scale.copy_(scale, /*non_blocking=*/true);
+    work.device_map_copies.push_back(std::move(copy));
     return true;
-#else
-    (void)maps;
-    (void)out;
-    return false;
-#endif
 }
 
 // The attention maps of one layer, quantised to the record's 8-bit levels on the trace worker
@@ -73,7 +71,7 @@ void capture_attention(RunCore& run, StepWork& work, const LayerResult& r) {
         a->rows = static_cast<int32_t>(maps.size(1));
         a->cols = static_cast<int32_t>(maps.size(2));
         a->row_index = row_index;
-        if (quantize_on_device(maps, *a)) {
+        if (quantize_on_device(maps, *a, work)) {
             work.pending_maps.push_back(std::move(a));
             return;
         }
@@ -99,10 +97,12 @@ public:
         : m_run(run),
           m_work(work),
           m_shift(run.model->config().logits_shift),
-          m_fresh_prefix(run.cfg.fresh_prefix) {}
+          m_fresh_prefix(run.cfg.fresh_prefix),
+          m_stream(current_stream(run.net->device())) {}
     LayerPlan plan(int layer) override {
-        auto p = m_run.policy->plan_layer(layer);
         const auto l = static_cast<size_t>(layer);
+        if (m_run.layer_events) m_work.layer_marks[l].first = m_run.layer_events->mark(m_stream);
+        auto p = m_run.policy->plan_layer(layer);
         if (m_work.wants.mean[l] || !m_work.wants.heads[l].empty()) p.want_probs = true;
         if (!p.all_rows) p.rows = add_engine_rows(p.rows);
         return p;
@@ -114,9 +114,10 @@ public:
         return m_run.policy->escalate(layer, probs);
     }
     void observe(const LayerResult& r) override {
-        m_run.policy->observe_layer(r);
         const auto l = static_cast<size_t>(r.layer);
-        m_work.rec->layer_ms[l] = static_cast<float>(r.ms);
+        if (m_run.layer_events) m_work.layer_marks[l].second = m_run.layer_events->mark(m_stream);
+        m_run.policy->observe_layer(r);
+        m_work.rec->layer_ms[l] = static_cast<float>(r.ms);  // on a GPU: the events' instead
         m_work.all_rows[l] = r.rows == nullptr;
         if (r.rows) m_work.layer_rows[l] = r.rows->host;
         if (r.probs.defined() && m_work.wants.attention) capture_attention(m_run, m_work, r);
@@ -138,6 +139,7 @@ private:
     StepWork& m_work;
     int m_shift;
     int64_t m_fresh_prefix;
+    cuda::Stream m_stream;               // the compute stream on a GPU (layer_events marks it)
     std::vector<int64_t> m_policy_rows;  // the rows m_engine_rows was built from
     RowSet m_engine_rows;
 };
@@ -189,6 +191,17 @@ void predict_planned(RunCore& run, StepWork& work) {
             hidden.index_select(0, RowSet::from_host(local, run.net->device()).device));
 }
 
+// On a GPU with this build's kernels, the step's layers are timed by events (created once a run).
+void start_layer_events(RunCore& run, StepWork& work) {
+    const auto device = run.net->device();
+    if (!device.is_cuda() || !cuda::kernels_built()) return;
+    if (!run.layer_events)
+        run.layer_events =
+            std::make_unique<cuda::EventTimeline>(device.has_index() ? device.index() : 0);
+    run.layer_events->clear();
+    work.layer_marks.assign(static_cast<size_t>(run.state.N), {-1, -1});
+}
+
 }  // namespace
 
 void predict(RunCore& run, StepWork& work) {
@@ -201,6 +214,7 @@ void predict(RunCore& run, StepWork& work) {
     work.layer_rows.assign(N, {});
     work.all_rows.assign(N, true);
     work.rec->layer_ms.assign(N, 0.f);
+    start_layer_events(run, work);
     if (run.cfg.cfg_scale > 0)
         predict_guided(run, work);
     else
@@ -219,6 +233,22 @@ void predict(RunCore& run, StepWork& work) {
         in.current = &current;
     }
     work.predictions = sample(work.logits, work.predicted_positions, in);
+}
+
+void finish_device_work(RunCore& run, StepWork& work) {
+    for (auto& c : work.device_map_copies) {
+        cuda::synchronize(
+            c.stream);  // the copies were queued on it (returns at once after the first)
+        const auto R = c.levels.size(0), L = c.levels.size(1);
+        c.map->levels.assign(c.levels.data_ptr<uint8_t>(), c.levels.data_ptr<uint8_t>() + R * L);
+        c.map->row_scale.assign(c.scale.data_ptr<float>(), c.scale.data_ptr<float>() + R);
+    }
+    work.device_map_copies.clear();
+    if (!run.layer_events) return;
+    for (size_t l = 0; l < work.layer_marks.size(); ++l) {
+        const auto [from, to] = work.layer_marks[l];
+        if (from >= 0 && to >= 0) work.rec->layer_ms[l] = run.layer_events->elapsed_ms(from, to);
+    }
 }
 
 }  // namespace cl::detail

@@ -16,6 +16,7 @@
 #include <memory>
 #include <set>
 
+#include "engine/cuda/event_timeline.h"
 #include "engine/generation/generation_config.h"
 #include "engine/generation/generator.h"
 #include "engine/generation/policy.h"
@@ -47,6 +48,9 @@ struct RunCore {
     std::unique_ptr<TraceWorker> trace_worker;
     bool trace_worker_decided = false;
     DriftState drift;
+    // On a GPU with this build's kernels: events between the layers (per-layer times as the device
+    // ran them); null on the CPU, where the layers' host clocks are their times.
+    std::unique_ptr<cuda::EventTimeline> layer_events;
 
     StepContext context(std::vector<trace::TriggerEvent>* triggers) const;
 };
@@ -73,6 +77,15 @@ struct StepWork {
     std::vector<std::vector<int64_t>> layer_rows;  // (N) computed rows; empty when all_rows
     std::vector<bool> all_rows;                    // (N)
     std::vector<std::unique_ptr<trace::AttentionMap>> pending_maps;
+    // Maps quantised on the device, their levels on the way into pinned host memory (queued on
+    // the compute stream, no wait per layer); finish_device_work fills them in.
+    struct DeviceMapCopy {
+        trace::AttentionMap* map;
+        torch::Tensor levels, scale;  // (R, L) uint8, (R) float32, pinned host memory
+        cuda::Stream stream;          // the stream the copies were queued on
+    };
+    std::vector<DeviceMapCopy> device_map_copies;
+    std::vector<std::pair<int, int>> layer_marks;  // (N) layer_events marks around each layer
     // sample
     Predictions predictions;
     // select: candidates in commit order, the first `commit_count` are committed
@@ -84,6 +97,9 @@ struct StepWork {
 void begin_step(RunCore& run, StepWork& work);
 ProbeWants ask_probes(const RunCore& run);
 void predict(RunCore& run, StepWork& work);
+// After the step's last stage: waits for the copies and events predict queued on a GPU and puts
+// their results (attention levels, per-layer times) into the record; nothing on the CPU.
+void finish_device_work(RunCore& run, StepWork& work);
 void select_commits(RunCore& run, StepWork& work);
 // How many of the `ranked` (score, position) masks of the current block the transfer schedule
 // commits at this step (before the block's last budgeted step is passed).

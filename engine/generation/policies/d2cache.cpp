@@ -49,26 +49,30 @@ public:
         m_have_influence = false;
     }
     void observe_layer(const detail::LayerResult& r) override {
-        // Accumulate the rollout backwards later; keep this step's head-mean attention per layer.
+        // Accumulate the rollout backwards later; keep this step's head-mean attention per layer
+        // where it was computed (on a GPU no layer waits for a copy to the host).
         if (r.layer == 0) m_layer_attn.clear();
-        auto mean = r.probs.mean(0).to(torch::kCPU, torch::kFloat64);  // (R, L)
-        m_layer_attn.emplace_back(r.rows ? torch::tensor(r.rows->host) : torch::Tensor(), mean);
+        auto mean = r.probs.mean(0).to(torch::kFloat64);  // (R, L) on the model's device
+        m_layer_attn.emplace_back(r.rows ? r.rows->device : torch::Tensor(), mean);
     }
     void on_step_end(const StepContext& ctx, const std::vector<int32_t>& committed) override {
         // influence = 1^T A_N ... A_1 with A_l = rownorm(attn_l + I) for active rows, identity
-        // otherwise.
+        // otherwise; on the attention's device, one copy of (L) doubles to the host per step.
         const int64_t L = ctx.seq_len;
-        auto v = torch::ones({L}, torch::kFloat64);  // (L)
+        const auto on = m_layer_attn.empty()  // float64 on the model's device
+                            ? torch::TensorOptions().dtype(torch::kFloat64)
+                            : m_layer_attn.front().second.options();
+        auto v = torch::ones({L}, on);  // (L)
         for (auto it = m_layer_attn.rbegin(); it != m_layer_attn.rend(); ++it) {
-            const auto& [rows, attn] = *it;  // attn (R, L)
-            auto active = rows.defined() ? rows : torch::arange(L, torch::kLong);
+            const auto& [rows, attn] = *it;  // rows (R) int64, attn (R, L)
+            auto active = rows.defined() ? rows : torch::arange(L, on.dtype(torch::kLong));
             auto v_active = v.index_select(0, active);  // (R)
             auto next = v.clone();
             next.index_put_({active}, v_active * 0.5);  // the +I half of active rows
             next += 0.5 * torch::matmul(v_active.unsqueeze(0), attn).squeeze(0);
             v = next;
         }
-        auto acc = v.contiguous();
+        auto acc = v.to(torch::kCPU).contiguous();  // (L)
         const double* a = acc.data_ptr<double>();
         m_influence.assign(a, a + L);
         m_have_influence = true;
@@ -157,7 +161,7 @@ protected:
 private:
     Params m_p;
     std::vector<std::pair<torch::Tensor, torch::Tensor>>
-        m_layer_attn;                 // per layer: rows (R) or undefined, (R, L)
+        m_layer_attn;                 // per layer: rows (R) or undefined, (R, L), on the device
     std::vector<double> m_influence;  // (L) column sums of the last step's rollout
     bool m_have_influence = false;
 };

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/cuda/elastic_drift.h"
+#include "engine/generation/policies/elastic_attention.h"
 #include "engine/generation/policy.h"
 
 namespace cl::policies {
@@ -103,10 +103,9 @@ public:
     }
     void observe_layer(const detail::LayerResult& r) override {
         // Track the decoded keys the window attends to most, and remember its attention for next
-        // step. Plain loops over the (H, R, L) probabilities: a dozen small LibTorch ops per layer
-        // cost more than the few query rows this policy computes (the efficiency target).
+        // step. Plain loops over the (H, R, L) probabilities on the CPU (a dozen small LibTorch ops
+        // per layer cost more than the few query rows this policy computes), kernels on a GPU.
         if (!r.probs.defined()) return;  // plan_layer always asks for them; nothing to track
-        const ProbsView pv(r.probs);
         const bool all_rows = r.rows == nullptr;  // full or escalated: row = position
         std::vector<int64_t> window = m_window;
         if (window.empty())  // full steps: the window the next step will use
@@ -123,15 +122,12 @@ public:
             prev.rows.push_back(q);
             locals.push_back(local);
         }
-        const auto W = static_cast<int64_t>(prev.rows.size());
-        prev.attn.resize(static_cast<size_t>(W * pv.shape.keys));  // (W, L) row-major
-        cuda::window_head_mean_cpu(pv.data, pv.shape, locals.data(), W, prev.attn.data());
+        prev.attn = elastic::window_head_mean(r.probs, locals);  // (W, L)
         // Most-attended decoded keys (column sums over window queries, masked keys excluded).
         auto& tracked = m_tracked[static_cast<size_t>(r.layer)];
         tracked.clear();
         if (prev.rows.empty()) return;
-        tracked = cuda::most_attended_keys_cpu(prev.attn.data(), W, pv.shape.keys,
-                                               m_ctx.masked->data(), m_p.track_num);
+        tracked = elastic::most_attended_keys(prev.attn, *m_ctx.masked, m_p.track_num);
     }
     std::vector<detail::LayerCache>& cache() override { return m_cache; }
 
@@ -139,21 +135,7 @@ private:
     Params m_p;
     struct PrevAttention {
         std::vector<int64_t> rows;  // window query positions
-        std::vector<double> attn;   // (W, L) head-mean attention of those rows
-    };
-    // The (H, R, L) probabilities as a float32 CPU array (the tensor itself on CPU, a copy from
-    // another device), in the shape engine/cuda/elastic_drift.h's functions take.
-    struct ProbsView {
-        explicit ProbsView(const torch::Tensor& probs)
-            : cpu(probs.device().is_cpu() && probs.scalar_type() == torch::kFloat &&
-                          probs.is_contiguous()
-                      ? probs
-                      : probs.to(torch::kCPU, torch::kFloat).contiguous()),
-              data(cpu.data_ptr<float>()),
-              shape{cpu.size(0), cpu.size(1), cpu.size(2)} {}
-        torch::Tensor cpu;  // (H, R, L) f32, keeps `data` alive
-        const float* data;
-        cuda::ProbsShape shape;
+        torch::Tensor attn;         // (W, L) float64 head-mean attention of those rows
     };
     bool drift_test(int layer, const torch::Tensor& probs) {
         const auto& prev = m_prev[static_cast<size_t>(layer)];
@@ -163,13 +145,10 @@ private:
         if (prev.rows.empty() || tracked.empty()) return fire(layer, NAN, gamma);
         // Cosine of the tracked columns over the window rows present in both steps (escalation
         // tests run on the query rows only).
-        const ProbsView pv(probs);
         std::vector<int32_t> rows_now;
         rows_now.reserve(prev.rows.size());
         for (int64_t q : prev.rows) rows_now.push_back(m_query_row[static_cast<size_t>(q)]);
-        const auto sums = cuda::drift_sums_cpu(
-            pv.data, pv.shape, rows_now.data(), static_cast<int64_t>(rows_now.size()),
-            prev.attn.data(), tracked.data(), static_cast<int64_t>(tracked.size()));
+        const auto sums = elastic::drift_sums(probs, rows_now, prev.attn, tracked);
         if (!sums.shared) return fire(layer, NAN, gamma);
         const double cos = sums.cosine();
         if (cos < gamma) return fire(layer, cos, gamma);

@@ -1,0 +1,11 @@
+#include "engine/generation/device_stream.h"
+
+#include "engine/cuda/device_query.h"
+
+namespace cl::detail {
+
+bool runs_on_kernels(const torch::Tensor& t) {
+    return t.is_cuda() && cuda::kernels_built();
+}
+
+}  // namespace cl::detail

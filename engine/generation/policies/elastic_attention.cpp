@@ -1,0 +1,102 @@
+#include "engine/generation/policies/elastic_attention.h"
+
+#include "engine/cuda/ranking.h"
+#include "engine/generation/device_stream.h"
+
+namespace cl::policies::elastic {
+namespace {
+
+// (H, R, L) float32 contiguous: on its device where the kernels run there, else on the CPU. No
+// copy when it already is (the CPU run's probabilities).
+torch::Tensor probs_for_reads(const torch::Tensor& probs) {
+    const auto p = detail::runs_on_kernels(probs) ? probs : probs.to(torch::kCPU);
+    return p.to(torch::kFloat).contiguous();
+}
+
+cuda::ProbsShape shape_of(const torch::Tensor& p) {  // p (H, R, L)
+    return {p.size(0), p.size(1), p.size(2)};
+}
+
+// A host vector copied to `device` as a 1-d tensor of `type` (T's own type).
+template <typename T>
+torch::Tensor to_device(const std::vector<T>& v, torch::ScalarType type, torch::Device device) {
+    return torch::from_blob(const_cast<T*>(v.data()), {static_cast<int64_t>(v.size())}, type)
+        .to(device, type, /*non_blocking=*/false, /*copy=*/true);
+}
+
+}  // namespace
+
+torch::Tensor window_head_mean(const torch::Tensor& probs, const std::vector<int32_t>& rows) {
+    const auto p = probs_for_reads(probs);  // (H, R, L)
+    const auto W = static_cast<int64_t>(rows.size());
+    auto out = torch::empty({W, p.size(2)}, p.options().dtype(torch::kFloat64));  // (W, L)
+    if (W == 0) return out;
+    if (p.is_cuda()) {
+        const auto d_rows = to_device(rows, torch::kInt, p.device());  // (W)
+        cuda::window_head_mean(p.data_ptr<float>(), shape_of(p), d_rows.data_ptr<int32_t>(), W,
+                               out.data_ptr<double>(), detail::current_stream(p));
+    } else {
+        cuda::window_head_mean_cpu(p.data_ptr<float>(), shape_of(p), rows.data(), W,
+                                   out.data_ptr<double>());
+    }
+    return out;
+}
+
+std::vector<int64_t> most_attended_keys(const torch::Tensor& attn,
+                                        const std::vector<uint8_t>& excluded, int64_t n) {
+    const int64_t W = attn.size(0), L = attn.size(1);  // attn (W, L) float64
+    if (!detail::runs_on_kernels(attn)) {
+        const auto a = attn.to(torch::kCPU).contiguous();
+        return cuda::most_attended_keys_cpu(a.data_ptr<double>(), W, L, excluded.data(), n);
+    }
+    // Column sums (excluded keys at -inf), then the top n of the eligible ones: the reference's
+    // ranking, as the kernels' test composes them.
+    std::vector<uint8_t> eligible(excluded.size());
+    for (size_t i = 0; i < excluded.size(); ++i) eligible[i] = excluded[i] ? 0 : 1;
+    const auto dev = attn.device();
+    const auto d_excluded = to_device(excluded, torch::kByte, dev);  // (L)
+    const auto d_eligible = to_device(eligible, torch::kByte, dev);  // (L)
+    const auto a = attn.contiguous();
+    auto sums = torch::empty({L}, a.options());                        // (L) float64
+    auto chosen = torch::empty({L}, a.options().dtype(torch::kByte));  // (L) 0/1
+    const auto stream = detail::current_stream(a);
+    cuda::attention_column_sums(a.data_ptr<double>(), W, L, d_excluded.data_ptr<uint8_t>(),
+                                sums.data_ptr<double>(), stream);
+    cuda::select_top_k(sums.data_ptr<double>(), d_eligible.data_ptr<uint8_t>(), L, {.k = n},
+                       chosen.data_ptr<uint8_t>(), nullptr, stream);
+    const auto host = chosen.to(torch::kCPU);  // (L): waits for the kernels
+    const uint8_t* c = host.data_ptr<uint8_t>();
+    std::vector<int64_t> keys;
+    for (int64_t i = 0; i < L; ++i)
+        if (c[i]) keys.push_back(i);
+    return keys;
+}
+
+cuda::DriftSums drift_sums(const torch::Tensor& probs, const std::vector<int32_t>& rows_now,
+                           const torch::Tensor& prev_attn, const std::vector<int64_t>& tracked) {
+    const auto p = probs_for_reads(probs);                    // (H, R, L)
+    const auto prev = prev_attn.to(p.device()).contiguous();  // (W, L) float64
+    const auto W = static_cast<int64_t>(rows_now.size());
+    const auto n = static_cast<int64_t>(tracked.size());
+    if (!p.is_cuda())
+        return cuda::drift_sums_cpu(p.data_ptr<float>(), shape_of(p), rows_now.data(), W,
+                                    prev.data_ptr<double>(), tracked.data(), n);
+    const auto d_rows = to_device(rows_now, torch::kInt, p.device());     // (W)
+    const auto d_tracked = to_device(tracked, torch::kLong, p.device());  // (n)
+    auto sums = torch::empty({3}, prev.options());                        // dot, now², before²
+    auto shared = torch::empty({1}, prev.options().dtype(torch::kInt));   // rows in both steps
+    cuda::drift_sums(p.data_ptr<float>(), shape_of(p), d_rows.data_ptr<int32_t>(), W,
+                     prev.data_ptr<double>(), d_tracked.data_ptr<int64_t>(), n,
+                     sums.data_ptr<double>(), shared.data_ptr<int32_t>(),
+                     detail::current_stream(p));
+    const auto host_sums = sums.to(torch::kCPU), host_shared = shared.to(torch::kCPU);
+    const double* s = host_sums.data_ptr<double>();
+    cuda::DriftSums out;
+    out.dot = s[0];
+    out.now_sq = s[1];
+    out.before_sq = s[2];
+    out.shared = host_shared.item<int32_t>() > 0;
+    return out;
+}
+
+}  // namespace cl::policies::elastic
