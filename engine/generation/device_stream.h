@@ -9,8 +9,10 @@
 
 namespace cl::detail {
 
+// nullptr off a GPU (the CPU backend has no native stream handle; nothing there uses one).
 inline cuda::Stream current_stream(torch::Device device) {
 #if TORCH_VERSION_MAJOR >= 2  // Debian's LibTorch 1.13 has no CUDA (and no native_handle)
+    if (!device.is_cuda()) return nullptr;
     return c10::impl::getDeviceGuardImpl(device.type())->getStream(device).native_handle();
 #else
     (void)device;
