@@ -12,4 +12,10 @@ std::string DeviceInfo::label() const {
     return "cuda:" + std::to_string(index) + "  " + name + buf;
 }
 
+uint64_t free_bytes(int index) {
+    for (const auto& d : list_devices().devices)
+        if (d.index == index) return d.free_bytes;
+    return 0;
+}
+
 }  // namespace cl::cuda

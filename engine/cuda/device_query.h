@@ -25,6 +25,10 @@ struct DeviceList {
 
 DeviceList list_devices();
 
+// The free memory of CUDA device `index` now, as its runtime reports it; 0 where unknown (no such
+// device, or none usable).
+uint64_t free_bytes(int index);
+
 // True when this build compiled the kernels of engine/cuda (the CUDA toolkit was found).
 bool kernels_built();
 

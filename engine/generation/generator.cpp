@@ -134,15 +134,6 @@ struct Generator::Impl : detail::RunCore {
 
 namespace {
 
-// The free memory of CUDA device "cuda:N" now; 0 (nothing is checked) when it cannot be read.
-double gpu_free_bytes(const std::string& device) {
-    const auto colon = device.find(':');
-    const int index = colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
-    for (const auto& d : cuda::list_devices().devices)
-        if (d.index == index) return static_cast<double>(d.free_bytes);
-    return 0;
-}
-
 // Refuses a run whose estimate does not fit in the memory left, before anything big is allocated:
 // on the CPU all of it; on a GPU the forward and the caches in the device's free memory, the trace
 // in the host's. The sink's wish for attention maps decides whether the trace holds them.
@@ -161,7 +152,10 @@ void check_fits_in_memory(const Model& model, const GenerationConfig& cfg,
     MemoryEstimate on_device = estimate, on_host;
     on_device.trace_bytes = 0;
     on_host.trace_bytes = estimate.trace_bytes;
-    check_memory_fits(on_device, gpu_free_bytes(model.device()), model.device());
+    const auto device = model.net().device();
+    check_memory_fits(
+        on_device, static_cast<double>(cuda::free_bytes(device.has_index() ? device.index() : 0)),
+        model.device());
     check_memory_fits(on_host, available_memory_bytes());
 }
 

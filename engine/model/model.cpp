@@ -88,10 +88,7 @@ void check_weights_fit(const std::filesystem::path& dir, const ModelConfig& c, d
 
 // Free memory of a CUDA device as its runtime reports it; 0 where unknown.
 double cuda_free_bytes(const torch::Device& device) {
-    const int index = device.has_index() ? device.index() : 0;
-    for (const auto& d : cuda::list_devices().devices)
-        if (d.index == index) return static_cast<double>(d.free_bytes);
-    return 0;
+    return static_cast<double>(cuda::free_bytes(device.has_index() ? device.index() : 0));
 }
 
 }  // namespace

@@ -51,11 +51,8 @@ std::vector<int64_t> most_attended_keys(const torch::Tensor& attn,
     }
     // Column sums (excluded keys at -inf), then the top n of the eligible ones: the reference's
     // ranking, as the kernels' test composes them.
-    std::vector<uint8_t> eligible(excluded.size());
-    for (size_t i = 0; i < excluded.size(); ++i) eligible[i] = excluded[i] ? 0 : 1;
-    const auto dev = attn.device();
-    const auto d_excluded = to_device(excluded, torch::kByte, dev);  // (L)
-    const auto d_eligible = to_device(eligible, torch::kByte, dev);  // (L)
+    const auto d_excluded = to_device(excluded, torch::kByte, attn.device());  // (L)
+    const auto d_eligible = d_excluded.eq(0).to(torch::kByte);                 // (L)
     const auto a = attn.contiguous();
     auto sums = torch::empty({L}, a.options());                        // (L) float64
     auto chosen = torch::empty({L}, a.options().dtype(torch::kByte));  // (L) 0/1
