@@ -5,7 +5,9 @@
 
 #include "engine/base/assets.h"
 #include "engine/base/errors.h"
+#include "engine/model/blocks.h"
 #include "engine/model/model.h"
+#include "engine/model/row_softmax.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
 #include "plan_test_util.h"
@@ -327,6 +329,75 @@ TEST(Forward, ObserverReceivesAttentionOnlyWhenAsked) {
         });
     EXPECT_FALSE(got[0]);
     EXPECT_TRUE(got[1]);
+}
+
+// softmax(q k^T / sqrt(Dh)) v in float64 with explicit per-head loops, kv head h / (H / Hkv).
+torch::Tensor naive_attention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v) {
+    const int64_t H = q.size(0), Hkv = k.size(0), Dh = q.size(-1);
+    std::vector<torch::Tensor> heads;
+    for (int64_t h = 0; h < H; ++h) {
+        const int64_t kvh = h / (H / Hkv);
+        auto scores = torch::matmul(q[h].to(torch::kFloat64), k[kvh].to(torch::kFloat64).t()) /
+                      std::sqrt(static_cast<double>(Dh));
+        heads.push_back(torch::matmul(torch::softmax(scores, -1), v[kvh].to(torch::kFloat64)));
+    }
+    return torch::cat(heads, 1);  // (R, H*Dh)
+}
+
+// The CPU attention without a fused op splits query rows into blocks whose scores fit the cache
+// (1 MiB: 218 of the 1200 grouped rows here, so 6 blocks, the last one partial) and takes a key
+// head once for the query heads that share it; with the probabilities asked for it keeps the
+// whole (H, R, L). Both against float64.
+TEST(Attention, RowBlocksAndGroupedHeadsEqualTheFloat64Attention) {
+    torch::manual_seed(5);
+    const int64_t H = 8, Hkv = 2, R = 300, L = 600, Dh = 16;
+    auto q = torch::randn({H, R, Dh}) * 2, k = torch::randn({Hkv, L, Dh}) * 2,
+         v = torch::randn({Hkv, L, Dh});
+    torch::InferenceMode g;
+    const auto ref = naive_attention(q, k, v);
+    EXPECT_LE(nmse(detail::attend(q, k, v), ref), 1e-12);
+    torch::Tensor probs;
+    EXPECT_LE(nmse(detail::attend(q, k, v, &probs), ref), 1e-12);
+    EXPECT_EQ(probs.sizes(), (std::vector<int64_t>{H, R, L}));
+    // Leading batch dimensions (the batched full forward's B) and a single query row.
+    auto batched = detail::attend(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0));
+    EXPECT_EQ(batched.sizes(), (std::vector<int64_t>{1, R, H * Dh}));
+    EXPECT_LE(nmse(batched[0], ref), 1e-12);
+    auto one = q.narrow(1, 7, 1);
+    EXPECT_LE(nmse(detail::attend(one, k, v), naive_attention(one, k, v)), 1e-12);
+}
+
+// The softmax's exp is a polynomial, not libm's: within 1e-7 relative of exp in double over the
+// range a softmax feeds it (x - max <= 0), exactly 1 at 0, tiny and positive far below.
+TEST(Attention, SoftmaxExpIsWithinOneUlpOfExp) {
+    double worst = 0;
+    for (int i = 0; i <= 200000; ++i) {
+        const float x = -87.0F * static_cast<float>(i) / 200000.0F;
+        const double e = std::exp(static_cast<double>(x));
+        worst = std::max(worst, std::fabs(detail::softmax_exp(x) - e) / e);
+    }
+    EXPECT_LT(worst, 1.0e-7);
+    EXPECT_EQ(detail::softmax_exp(0.0F), 1.0F);
+    EXPECT_GT(detail::softmax_exp(-1000.0F), 0.0F);
+    EXPECT_LT(detail::softmax_exp(-1000.0F), 1e-37F);
+}
+
+// softmax_rows on rows with a stride: each row equals the float64 softmax, sums to 1, and the
+// padding between rows is left alone; rows shorter than a vector and of odd lengths included.
+TEST(Attention, SoftmaxRowsEqualTheFloat64SoftmaxAndKeepThePadding) {
+    torch::manual_seed(2);
+    for (int64_t cols : {1, 5, 16, 37, 1000}) {
+        const int64_t rows = 3, stride = cols + 3;
+        auto buf = torch::randn({rows, stride}) * 10;
+        auto before = buf.clone();
+        detail::softmax_rows(buf.data_ptr<float>(), rows, cols, stride);
+        auto ref = torch::softmax(before.narrow(1, 0, cols).to(torch::kFloat64), -1);
+        EXPECT_LE((buf.narrow(1, 0, cols).to(torch::kFloat64) - ref).abs().max().item<double>(),
+                  1e-6)
+            << cols << " columns";
+        EXPECT_TRUE(buf.narrow(1, cols, 3).equal(before.narrow(1, cols, 3)));
+    }
 }
 
 TEST(Forward, FlopCountFollowsRowsAndKeys) {
