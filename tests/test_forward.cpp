@@ -193,18 +193,28 @@ TEST(Forward, TheThreadCountReachesLibTorchUnlessOpenBlasHasItsOwnPool) {
     EXPECT_EQ(torch::get_num_threads(), 1);
 }
 
-// A loaded CPU model keeps W^T contiguous for every x @ W^T (OpenBLAS's NN path, which does not
-// repack the weights for the few rows of a cached step); the values are the checkpoint's.
-TEST(Forward, ALoadedCpuModelStoresItsProjectionsColumnMajor) {
+// A loaded CPU model keeps W^T rows contiguous for every x @ W^T (OpenBLAS's NN path, which does
+// not repack the weights for the few rows of a cached step), with q, k, v in one buffer and the
+// MLP's gate and up in another, so that each group is one product; the values are the
+// checkpoint's. Weights replaced one by one (training's row-major copy) are multiplied one by
+// one, to the same logits.
+TEST(Forward, ALoadedCpuModelStoresItsProjectionsColumnMajorAndStacked) {
     const auto dir = test::make_tiny_model("m", 64, 2, 4, 2);
     const auto model = Model::load(dir);
     const auto& w = model->net().weights();
-    for (const auto& l : w.layers)
+    for (const auto& l : w.layers) {
         for (const auto* t :
              {&l.q_proj, &l.k_proj, &l.v_proj, &l.attn_out, &l.ff_proj, &l.up_proj, &l.ff_out}) {
-            EXPECT_TRUE(t->t().is_contiguous()) << t->sizes();
+            EXPECT_EQ(t->stride(0), 1) << t->sizes();
             EXPECT_FALSE(t->is_contiguous()) << t->sizes();
         }
+        const auto qkv = detail::stacked_view({&l.q_proj, &l.k_proj, &l.v_proj});
+        ASSERT_TRUE(qkv.defined());
+        EXPECT_TRUE(torch::equal(qkv, torch::cat({l.q_proj, l.k_proj, l.v_proj})));
+        EXPECT_TRUE(detail::stacked_view({&l.ff_proj, &l.up_proj}).defined());
+        EXPECT_FALSE(detail::stacked_view({&l.q_proj, &l.v_proj}).defined()) << "not adjacent";
+        EXPECT_FALSE(detail::stacked_view({&l.k_proj, &l.q_proj}).defined()) << "out of order";
+    }
     EXPECT_TRUE(w.wte.is_contiguous()) << "the embedding's rows are gathered";
     auto file = SafetensorsFile::open(dir / "model.safetensors");
     const auto* info = file->find("model.transformer.blocks.1.q_proj.weight");
@@ -212,6 +222,16 @@ TEST(Forward, ALoadedCpuModelStoresItsProjectionsColumnMajor) {
     const auto stored =
         torch::from_blob(const_cast<std::byte*>(file->data(*info)), info->shape, torch::kFloat32);
     EXPECT_TRUE(torch::equal(stored, w.layers[1].q_proj));
+
+    auto separate = w;
+    separate.for_each([](torch::Tensor& t) { t = t.clone(torch::MemoryFormat::Contiguous); });
+    EXPECT_FALSE(detail::stacked_view({&separate.layers[0].q_proj, &separate.layers[0].k_proj,
+                                       &separate.layers[0].v_proj})
+                     .defined());
+    const detail::Transformer unstacked(model->config(), separate, torch::kCPU);
+    auto ids = torch::tensor(some_ids(30, model->config().vocab_size)).unsqueeze(0);
+    torch::InferenceMode g;
+    EXPECT_LE(nmse(unstacked.forward_full(ids), model->net().forward_full(ids)), 1e-12);
 }
 
 // bf16 weights and activations (the default on a GPU; here on the CPU, where LibTorch runs the
@@ -366,6 +386,19 @@ TEST(Attention, RowBlocksAndGroupedHeadsEqualTheFloat64Attention) {
     EXPECT_LE(nmse(batched[0], ref), 1e-12);
     auto one = q.narrow(1, 7, 1);
     EXPECT_LE(nmse(detail::attend(one, k, v), naive_attention(one, k, v)), 1e-12);
+}
+
+// Training differentiates through the same function: with gradients on it takes LibTorch's ops
+// (the blocked path writes into buffers, which autograd refuses), to the same values.
+TEST(Attention, TrainingGetsGradientsThroughIt) {
+    torch::manual_seed(6);
+    auto q = torch::randn({4, 50, 8}).requires_grad_(), k = torch::randn({2, 60, 8}),
+         v = torch::randn({2, 60, 8});
+    auto out = detail::attend(q, k, v);
+    EXPECT_LE(nmse(out.detach(), naive_attention(q.detach(), k, v)), 1e-12);
+    out.sum().backward();
+    ASSERT_TRUE(q.grad().defined());
+    EXPECT_GT(q.grad().abs().sum().item<double>(), 0.0);
 }
 
 // The softmax's exp is a polynomial, not libm's: within 1e-7 relative of exp in double over the

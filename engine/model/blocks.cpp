@@ -5,6 +5,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace cl::detail {
@@ -63,12 +64,47 @@ torch::Tensor split_heads(const torch::Tensor& t, int64_t n) {
     return t.view(shape).transpose(-3, -2);
 }
 
+torch::Tensor stacked_view(std::initializer_list<const torch::Tensor*> parts) {
+    const auto& first = **parts.begin();
+    if (first.dim() != 2 || first.stride(0) != 1) return {};
+    const int64_t ld = first.stride(1), in = first.size(1);
+    int64_t rows = 0;
+    for (const auto* p : parts) {
+        // Each part must begin where the previous one ends, in the same column-major buffer.
+        const bool adjacent = p->dim() == 2 && p->size(1) == in && p->stride(0) == 1 &&
+                              p->stride(1) == ld && p->scalar_type() == first.scalar_type() &&
+                              p->storage().is_alias_of(first.storage()) &&
+                              p->storage_offset() == first.storage_offset() + rows;
+        if (!adjacent) return {};
+        rows += p->size(0);
+    }
+    if (rows > ld) return {};
+    return first.as_strided({rows, in}, {1, ld});  // (sum Out_i, In)
+}
+
+namespace {
+
+// x @ [q; k; v]^T (+ biases): one product where the three share a buffer, three otherwise.
+std::array<torch::Tensor, 3> qkv_rows(const LayerWeights& w, const torch::Tensor& x) {
+    const auto stacked = stacked_view({&w.q_proj, &w.k_proj, &w.v_proj});
+    if (!stacked.defined())
+        return {linear(x, w.q_proj, w.q_bias), linear(x, w.k_proj, w.k_bias),
+                linear(x, w.v_proj, w.v_bias)};
+    const auto bias = w.q_bias.defined() ? torch::cat({w.q_bias, w.k_bias, w.v_bias}) : w.q_bias;
+    auto y = linear(x, stacked, bias);  // (..., R, (H + 2 Hkv) Dh)
+    const int64_t nq = w.q_proj.size(0), nk = w.k_proj.size(0);
+    return {y.narrow(-1, 0, nq), y.narrow(-1, nq, nk), y.narrow(-1, nq + nk, nk)};
+}
+
+}  // namespace
+
 QkvHeads project_qkv(const LayerWeights& w, const torch::Tensor& x, const torch::Tensor& cos,
                      const torch::Tensor& sin, int64_t heads, int64_t kv_heads) {
+    auto [q, k, v] = qkv_rows(w, x);
     QkvHeads out;
-    out.q = RopeTables::apply(split_heads(linear(x, w.q_proj, w.q_bias), heads), cos, sin);
-    out.k = RopeTables::apply(split_heads(linear(x, w.k_proj, w.k_bias), kv_heads), cos, sin);
-    out.v = split_heads(linear(x, w.v_proj, w.v_bias), kv_heads);
+    out.q = RopeTables::apply(split_heads(q, heads), cos, sin);
+    out.k = RopeTables::apply(split_heads(k, kv_heads), cos, sin);
+    out.v = split_heads(v, kv_heads);
     return out;
 }
 
@@ -123,18 +159,19 @@ torch::Tensor attend_row_blocks(const torch::Tensor& q, const torch::Tensor& k,
     return per_row.reshape(shape);  // (..., R, H*Dh)
 }
 
-// Where attend_row_blocks runs: LibTorch 2.x has its fused attention instead, and another device
-// or dtype keeps LibTorch's ops.
-bool uses_row_blocks(const torch::Tensor& q, const torch::Tensor& k) {
+// Where attend_row_blocks runs: LibTorch 2.x has its fused attention instead, another device or
+// dtype keeps LibTorch's ops, and so does training (the in-place products have no gradient).
+bool uses_row_blocks(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
     return TORCH_VERSION_MAJOR < 2 && q.device().is_cpu() && q.scalar_type() == torch::kFloat32 &&
-           q.size(-2) > 0 && k.size(-2) > 0;
+           q.size(-2) > 0 && k.size(-2) > 0 && !q.requires_grad() && !k.requires_grad() &&
+           !v.requires_grad();
 }
 
 }  // namespace
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      torch::Tensor* probs_out) {
-    if (!probs_out && uses_row_blocks(q, k)) return attend_row_blocks(q, k, v);
+    if (!probs_out && uses_row_blocks(q, k, v)) return attend_row_blocks(q, k, v);
     const int64_t H = q.size(-3), Hkv = k.size(-3), Dh = q.size(-1);
     auto keys = k, values = v;  // (..., Hkv, L, Dh)
     if (Hkv != H) {
@@ -164,9 +201,17 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
 }
 
 torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x) {
-    auto gate = torch::silu(torch::matmul(x, w.ff_proj.t()));  // (..., F)
-    auto up = torch::matmul(x, w.up_proj.t());                 // (..., F)
-    return torch::matmul(gate * up, w.ff_out.t());             // (..., D)
+    torch::Tensor gate, up;  // (..., F)
+    if (const auto stacked = stacked_view({&w.ff_proj, &w.up_proj}); stacked.defined()) {
+        auto y = torch::matmul(x, stacked.t());  // (..., 2F): one product
+        const int64_t F = w.ff_proj.size(0);
+        gate = torch::silu(y.narrow(-1, 0, F));
+        up = y.narrow(-1, F, F);
+    } else {
+        gate = torch::silu(torch::matmul(x, w.ff_proj.t()));
+        up = torch::matmul(x, w.up_proj.t());
+    }
+    return torch::matmul(gate * up, w.ff_out.t());  // (..., D)
 }
 
 }  // namespace cl::detail

@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <initializer_list>
 #include <utility>
 
 namespace cl::detail {
@@ -55,6 +56,11 @@ private:
 
 // (..., R, n*Dh) -> (..., n, R, Dh)
 torch::Tensor split_heads(const torch::Tensor& t, int64_t n);
+
+// Matrices (Out_i, In) stored column-major one after another in one buffer (as
+// TransformerWeights::store_projections_column_major lays out q, k, v and the MLP's gate and up)
+// as one (sum Out_i, In) view, so that x @ view^T is one product; undefined when they are not.
+torch::Tensor stacked_view(std::initializer_list<const torch::Tensor*> parts);
 
 // Query, key and value heads of the rows in x, RoPE applied to q and k.
 struct QkvHeads {

@@ -1,5 +1,7 @@
 #include "engine/model/transformer_weights.h"
 
+#include <initializer_list>
+
 namespace cl::detail {
 
 namespace {
@@ -12,13 +14,32 @@ void to_column_major(torch::Tensor& w) {
     w = t;
 }
 
+// Matrices (Out_i, In) that one input multiplies, stored column-major one after another in one
+// buffer (Out_1 + Out_2 + ..., In) with strides (1, sum Out_i): each stays its own (Out_i, In)
+// tensor, and stacked_view sees them as one.
+void to_stacked_column_major(std::initializer_list<torch::Tensor*> parts) {
+    int64_t total = 0;
+    for (auto* p : parts) total += p->size(0);
+    const auto& first = **parts.begin();
+    auto buffer = torch::empty_strided({total, first.size(1)}, {1, total}, first.options());
+    int64_t offset = 0;
+    for (auto* p : parts) {
+        auto slice = buffer.narrow(0, offset, p->size(0));  // (Out_i, In), strides (1, total)
+        slice.copy_(*p);
+        offset += p->size(0);
+        *p = slice;
+    }
+}
+
 }  // namespace
 
 void TransformerWeights::store_projections_column_major() {
-    for (auto& l : layers)
-        for (auto* t :
-             {&l.q_proj, &l.k_proj, &l.v_proj, &l.attn_out, &l.ff_proj, &l.up_proj, &l.ff_out})
-            to_column_major(*t);
+    for (auto& l : layers) {
+        to_stacked_column_major({&l.q_proj, &l.k_proj, &l.v_proj});
+        to_stacked_column_major({&l.ff_proj, &l.up_proj});
+        to_column_major(l.attn_out);
+        to_column_major(l.ff_out);
+    }
     // A tied head is the embedding, whose rows are gathered: it stays row-major.
     if (!head.is_same(wte)) to_column_major(head);
 }
