@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks scripts/compare-reference's input errors: each bad path or value is refused before torch
 is imported (so this runs with any Python), with exit code 2 and a message naming it. Its
-measurements need torch 2, transformers and a Fast-dLLM checkout and are not run here.
+measurements need torch 2, transformers and the reference checkouts and are not run here.
 usage: test_compare_reference.py PATH/TO/compare-reference PATH/TO/cachelens-cli MODEL_DIR"""
 import os
 import subprocess
@@ -30,6 +30,8 @@ with tempfile.TemporaryDirectory() as d:
     refused(ok + ["--forward", "0"], "comma-separated positive lengths")
     refused(ok + ["--repeats", "0"], "must be positive")
     refused(ok + ["--gen-length", "100", "--block-length", "32"], "not a multiple")
+    refused(ok + ["--dkv-cache", d], "no generation_utils/llada_dkv_cache_decode.py")
+    refused(ok + ["--dllm-cache", d], "no dllm_cache/hooks/cache_hook_LLaDA.py")
     refused([], "--fast-dllm")  # required
 
 for f in failures:

@@ -433,6 +433,51 @@ TEST(Attention, SoftmaxRowsEqualTheFloat64SoftmaxAndKeepThePadding) {
     }
 }
 
+// RMSNorm's row loop (row_norm_rope) against LibTorch's ops, on rows of a batch.
+TEST(RowKernels, RmsNormEqualsLibTorchsOps) {
+    torch::manual_seed(8);
+    auto x = torch::randn({2, 9, 48}) * 3, w = torch::randn({48});
+    torch::InferenceMode g;
+    const auto ref = (x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-5)) * w;
+    const auto out = detail::rms_norm(x, w, 1e-5);
+    EXPECT_LE((out - ref).abs().max().item<double>(), 2e-6);
+}
+
+// q, k and v of rows (alone, and in a batch of 2) from separate and from stacked weights (the
+// row loop reads the stacked product's columns in place), against LibTorch's split + RoPE ops.
+TEST(RowKernels, ProjectedHeadsEqualLibTorchsRopeOfEveryLayout) {
+    torch::manual_seed(9);
+    const int64_t D = 32, H = 4, Hkv = 2, Dh = 8, R = 7;
+    detail::LayerWeights w;
+    w.q_proj = torch::randn({H * Dh, D});
+    w.k_proj = torch::randn({Hkv * Dh, D});
+    w.v_proj = torch::randn({Hkv * Dh, D});
+    detail::LayerWeights stacked = w;
+    auto buffer = torch::empty_strided({(H + 2 * Hkv) * Dh, D}, {1, (H + 2 * Hkv) * Dh});
+    buffer.copy_(torch::cat({w.q_proj, w.k_proj, w.v_proj}));
+    stacked.q_proj = buffer.narrow(0, 0, H * Dh);
+    stacked.k_proj = buffer.narrow(0, H * Dh, Hkv * Dh);
+    stacked.v_proj = buffer.narrow(0, (H + Hkv) * Dh, Hkv * Dh);
+    ASSERT_TRUE(
+        detail::stacked_view({&stacked.q_proj, &stacked.k_proj, &stacked.v_proj}).defined());
+    const detail::RopeTables rope(10000.0, Dh, 64, torch::kCPU);
+    auto positions = torch::tensor(std::vector<int64_t>{0, 3, 4, 9, 20, 33, 63});
+    auto [cos, sin] = rope.at(positions);  // (R, Dh)
+    torch::InferenceMode g;
+    for (const auto& x : {torch::randn({R, D}), torch::randn({2, R, D})})
+        for (const auto* weights : {&w, &stacked}) {
+            const auto heads = detail::project_qkv(*weights, x, cos, sin, H, Hkv);
+            const auto q = detail::RopeTables::apply(
+                detail::split_heads(detail::linear(x, w.q_proj), H), cos, sin);
+            const auto k = detail::RopeTables::apply(
+                detail::split_heads(detail::linear(x, w.k_proj), Hkv), cos, sin);
+            EXPECT_EQ(heads.q.sizes(), q.sizes());
+            EXPECT_LE((heads.q - q).abs().max().item<double>(), 1e-5) << x.sizes();
+            EXPECT_LE((heads.k - k).abs().max().item<double>(), 1e-5) << x.sizes();
+            EXPECT_TRUE(heads.q.is_contiguous()) << "the layout attention multiplies";
+        }
+}
+
 TEST(Forward, FlopCountFollowsRowsAndKeys) {
     ModelConfig c = tiny_config(64, 2, 4, 4);
     c.vocab_size = 100;

@@ -1,5 +1,6 @@
 #include "engine/model/blocks.h"
 
+#include "engine/model/row_norm_rope.h"
 #include "engine/model/row_softmax.h"
 
 #include <torch/version.h>
@@ -10,7 +11,25 @@
 
 namespace cl::detail {
 
+namespace {
+
+// Where the row kernels (row_norm_rope) replace LibTorch's ops: float32 tensors on the CPU
+// without gradients (training differentiates through LibTorch's).
+bool uses_row_kernels(const torch::Tensor& t) {
+    return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && !t.requires_grad();
+}
+
+}  // namespace
+
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+    if (uses_row_kernels(x) && x.is_contiguous() && weight.is_contiguous() &&
+        weight.scalar_type() == torch::kFloat32 && !weight.requires_grad()) {
+        const int64_t D = x.size(-1);
+        auto out = torch::empty_like(x);  // (..., D)
+        rms_norm_rows(x.data_ptr<float>(), weight.data_ptr<float>(), out.data_ptr<float>(),
+                      x.numel() / std::max<int64_t>(D, 1), D, static_cast<float>(eps));
+        return out;
+    }
     // In float32 whatever x is (LLaDA's and Dream's own norms do the same for bf16); for a float32
     // x the casts are no-ops.
     auto xf = x.to(torch::kFloat32);
@@ -98,12 +117,45 @@ std::array<torch::Tensor, 3> qkv_rows(const LayerWeights& w, const torch::Tensor
 
 }  // namespace
 
+namespace {
+
+// y (..., R, n*Dh) with unit column stride -> (..., n, R, Dh) rotated: one loop over the rows
+// (rope_rows) where it can read y in place, LibTorch's ops otherwise.
+torch::Tensor rotate_heads(const torch::Tensor& y, const torch::Tensor& cos,
+                           const torch::Tensor& sin, int64_t n) {
+    const int64_t R = y.size(-2), Dh = y.size(-1) / n;
+    const int64_t batches = y.dim() == 2 ? 1 : y.numel() / std::max<int64_t>(y.size(-1) * R, 1);
+    const bool rows_in_place = y.stride(-1) == 1 && (y.dim() == 2 || y.dim() == 3) &&
+                               (y.dim() == 2 || batches == 1 || y.stride(0) == R * y.stride(-2));
+    if (!uses_row_kernels(y) || !rows_in_place || !cos.is_contiguous() || !sin.is_contiguous() ||
+        cos.scalar_type() != torch::kFloat32 || cos.size(0) != R)
+        return RopeTables::apply(split_heads(y, n), cos, sin);
+    auto shape = y.sizes().vec();  // (..., R, n*Dh) -> (..., n, R, Dh)
+    shape.back() = Dh;
+    shape.insert(shape.end() - 2, n);
+    auto out = torch::empty(shape, y.options());
+    for (int64_t b = 0; b < batches; ++b) {
+        RopeRows in;
+        in.x = y.data_ptr<float>() + (y.dim() == 3 ? b * y.stride(0) : 0);
+        in.row_stride = y.stride(-2);
+        in.cos = cos.data_ptr<float>();
+        in.sin = sin.data_ptr<float>();
+        in.rows = R;
+        in.heads = n;
+        in.head_dim = Dh;
+        rope_rows(in, out.data_ptr<float>() + b * n * R * Dh);
+    }
+    return out;
+}
+
+}  // namespace
+
 QkvHeads project_qkv(const LayerWeights& w, const torch::Tensor& x, const torch::Tensor& cos,
                      const torch::Tensor& sin, int64_t heads, int64_t kv_heads) {
     auto [q, k, v] = qkv_rows(w, x);
     QkvHeads out;
-    out.q = RopeTables::apply(split_heads(q, heads), cos, sin);
-    out.k = RopeTables::apply(split_heads(k, kv_heads), cos, sin);
+    out.q = rotate_heads(q, cos, sin, heads);
+    out.k = rotate_heads(k, cos, sin, kv_heads);
     out.v = split_heads(v, kv_heads);
     return out;
 }
