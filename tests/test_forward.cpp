@@ -158,9 +158,9 @@ TEST(Forward, GroupedQueryAttentionMatchesNaive) {
 // forward the engine is the more precise: 3.6e-5 (Debian's LibTorch; 3.4e-5 on PyPI's 2.15),
 // 2.7e-5 on Debian's since its own attention path (1/sqrt(Dh) applied to q; 4.0e-5 with it in the
 // softmax) and row kernels, and the per-head fp32 forward above, in the same libraries, 3.4e-5
-// (OpenMP build) or 4.5e-5 (pthreads build). What remains is fp32 accumulation spread over the matrix products and the
-// softmax (all of them in float64: 5e-6; no single op dominates). The bounds: 1.5x PyTorch's
-// 7.0e-5, the issue's own stricter 1.5x 2.8e-5, and 1.5x the plain forward.
+// (OpenMP build) or 4.5e-5 (pthreads build). What remains is fp32 accumulation spread over the
+// matrix products and the softmax (all of them in float64: 5e-6; no single op dominates). The
+// bounds: 1.5x PyTorch's 7.0e-5, the issue's own stricter 1.5x 2.8e-5, and 1.5x the plain forward.
 TEST(Forward, Fp32LogitsStayWithinOneAndAHalfTimesPyTorchsErrorOfFloat64) {
     const auto model = Model::load(default_model_dir());
     std::vector<int64_t> ids;

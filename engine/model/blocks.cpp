@@ -115,18 +115,13 @@ std::array<torch::Tensor, 3> qkv_rows(const LayerWeights& w, const torch::Tensor
     return {y.narrow(-1, 0, nq), y.narrow(-1, nq, nk), y.narrow(-1, nq + nk, nk)};
 }
 
-}  // namespace
-
-namespace {
-
 // y (..., R, n*Dh) with unit column stride -> (..., n, R, Dh) rotated: one loop over the rows
 // (rope_rows) where it can read y in place, LibTorch's ops otherwise.
 torch::Tensor rotate_heads(const torch::Tensor& y, const torch::Tensor& cos,
                            const torch::Tensor& sin, int64_t n) {
     const int64_t R = y.size(-2), Dh = y.size(-1) / n;
-    const int64_t batches = y.dim() == 2 ? 1 : y.numel() / std::max<int64_t>(y.size(-1) * R, 1);
-    const bool rows_in_place = y.stride(-1) == 1 && (y.dim() == 2 || y.dim() == 3) &&
-                               (y.dim() == 2 || batches == 1 || y.stride(0) == R * y.stride(-2));
+    const int64_t batches = y.dim() == 3 ? y.size(0) : 1;
+    const bool rows_in_place = y.stride(-1) == 1 && (y.dim() == 2 || y.dim() == 3);
     if (!uses_row_kernels(y) || !rows_in_place || !cos.is_contiguous() || !sin.is_contiguous() ||
         cos.scalar_type() != torch::kFloat32 || cos.size(0) != R)
         return RopeTables::apply(split_heads(y, n), cos, sin);
@@ -187,7 +182,7 @@ torch::Tensor attend_row_blocks(const torch::Tensor& q, const torch::Tensor& k,
     // Query heads h*g .. h*g+g-1 share kv head h (repeat_interleave's order), so as Hkv groups of
     // g*R rows they need no copy of a key.
     // 1/sqrt(Dh) on q rather than on the scores: the forward's largest logit error against float64
-    // is 3.0e-5 so, 4.0e-5 with the scale in the softmax (Forward.Fp32Logits...).
+    // was 3.0e-5 so against 4.0e-5 with the scale in the softmax (Forward.Fp32Logits...).
     const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
     auto rows = (q * scale).reshape({-1, (H / Hkv) * R, Dh});  // (N, g*R, Dh)
     auto keys_t = k.reshape({-1, L, Dh}).transpose(1, 2);      // (N, Dh, L)
