@@ -1,7 +1,7 @@
 // RMSNorm and rotary embeddings over float rows in single loops, for the CPU forward in float32.
 // In LibTorch ops each is 8-10 operator calls (casts, pow, mean, rsqrt, muls; narrows, a negation,
-// a cat, muls, an add), whose dispatch cost dominates the few rows of a cached step. No torch
-// here: blocks.cpp hands them the tensors' memory, tests hold them against LibTorch's ops.
+// a cat, muls, an add), each with a fixed cost that does not shrink with a cached step's few rows.
+// No torch here: blocks.cpp hands them the tensors' memory, tests hold them against LibTorch's ops.
 #pragma once
 
 #include <cstdint>
