@@ -42,6 +42,25 @@ detail::RowSet row_set(std::vector<int64_t> rows) {
 
 using test::nmse;
 
+// softmax(q k^T / sqrt(Dh)) v head by head in the inputs' dtype, query head h on kv head
+// h / (H / Hkv) (repeat_interleave semantics). q (H, R, Dh), k and v (Hkv, L, Dh) -> (R, H*Dh).
+torch::Tensor naive_attention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v) {
+    const int64_t H = q.size(0), Hkv = k.size(0), Dh = q.size(-1);
+    std::vector<torch::Tensor> heads;
+    for (int64_t h = 0; h < H; ++h) {
+        const int64_t kvh = h / (H / Hkv);
+        auto p = torch::softmax(
+            torch::matmul(q[h], k[kvh].t()) / std::sqrt(static_cast<double>(Dh)), -1);
+        heads.push_back(torch::matmul(p, v[kvh]));
+    }
+    return torch::cat(heads, 1);
+}
+
+torch::Tensor f64(const torch::Tensor& t) {
+    return t.to(torch::kFloat64);
+}
+
 // An independent implementation, float64 unless asked otherwise: explicit per-head loops, RoPE
 // from std::cos/std::sin.
 torch::Tensor naive_forward(const ModelConfig& c, detail::TransformerWeights w,
@@ -86,16 +105,14 @@ torch::Tensor naive_forward(const ModelConfig& c, detail::TransformerWeights w,
             k = k + d(lw.k_bias);
             v = v + d(lw.v_bias);
         }
-        std::vector<torch::Tensor> heads;
-        for (int64_t hd = 0; hd < H; ++hd) {
-            const int64_t kvh = hd / (H / Hkv);  // repeat_interleave semantics
-            auto qh = rope(q.narrow(1, hd * Dh, Dh)), kh = rope(k.narrow(1, kvh * Dh, Dh)),
-                 vh = v.narrow(1, kvh * Dh, Dh);
-            auto p =
-                torch::softmax(torch::matmul(qh, kh.t()) / std::sqrt(static_cast<double>(Dh)), -1);
-            heads.push_back(torch::matmul(p, vh));
+        std::vector<torch::Tensor> qs, ks, vs;  // per head: (L, Dh)
+        for (int64_t hd = 0; hd < H; ++hd) qs.push_back(rope(q.narrow(1, hd * Dh, Dh)));
+        for (int64_t kvh = 0; kvh < Hkv; ++kvh) {
+            ks.push_back(rope(k.narrow(1, kvh * Dh, Dh)));
+            vs.push_back(v.narrow(1, kvh * Dh, Dh));
         }
-        h = h + torch::matmul(torch::cat(heads, 1), d(lw.attn_out).t());
+        const auto heads = naive_attention(torch::stack(qs), torch::stack(ks), torch::stack(vs));
+        h = h + torch::matmul(heads, d(lw.attn_out).t());
         auto y = norm(h, lw.ff_norm);
         auto g = torch::matmul(y, d(lw.ff_proj).t());
         h = h + torch::matmul(g * torch::sigmoid(g) * torch::matmul(y, d(lw.up_proj).t()),
@@ -352,20 +369,6 @@ TEST(Forward, ObserverReceivesAttentionOnlyWhenAsked) {
     EXPECT_TRUE(got[1]);
 }
 
-// softmax(q k^T / sqrt(Dh)) v in float64 with explicit per-head loops, kv head h / (H / Hkv).
-torch::Tensor naive_attention(const torch::Tensor& q, const torch::Tensor& k,
-                              const torch::Tensor& v) {
-    const int64_t H = q.size(0), Hkv = k.size(0), Dh = q.size(-1);
-    std::vector<torch::Tensor> heads;
-    for (int64_t h = 0; h < H; ++h) {
-        const int64_t kvh = h / (H / Hkv);
-        auto scores = torch::matmul(q[h].to(torch::kFloat64), k[kvh].to(torch::kFloat64).t()) /
-                      std::sqrt(static_cast<double>(Dh));
-        heads.push_back(torch::matmul(torch::softmax(scores, -1), v[kvh].to(torch::kFloat64)));
-    }
-    return torch::cat(heads, 1);  // (R, H*Dh)
-}
-
 // The CPU attention without a fused op splits query rows into blocks whose scores fit the cache
 // (1 MiB: 218 of the 1200 grouped rows here, so 6 blocks, the last one partial) and takes a key
 // head once for the query heads that share it; with the probabilities asked for it keeps the
@@ -376,7 +379,7 @@ TEST(Attention, RowBlocksAndGroupedHeadsEqualTheFloat64Attention) {
     auto q = torch::randn({H, R, Dh}) * 2, k = torch::randn({Hkv, L, Dh}) * 2,
          v = torch::randn({Hkv, L, Dh});
     torch::InferenceMode g;
-    const auto ref = naive_attention(q, k, v);
+    const auto ref = naive_attention(f64(q), f64(k), f64(v));
     EXPECT_LE(nmse(detail::attend(q, k, v), ref), 1e-12);
     torch::Tensor probs;
     EXPECT_LE(nmse(detail::attend(q, k, v, &probs), ref), 1e-12);
@@ -386,7 +389,7 @@ TEST(Attention, RowBlocksAndGroupedHeadsEqualTheFloat64Attention) {
     EXPECT_EQ(batched.sizes(), (std::vector<int64_t>{1, R, H * Dh}));
     EXPECT_LE(nmse(batched[0], ref), 1e-12);
     auto one = q.narrow(1, 7, 1);
-    EXPECT_LE(nmse(detail::attend(one, k, v), naive_attention(one, k, v)), 1e-12);
+    EXPECT_LE(nmse(detail::attend(one, k, v), naive_attention(f64(one), f64(k), f64(v))), 1e-12);
 }
 
 // Training differentiates through the same function: with gradients on it takes LibTorch's ops
@@ -396,7 +399,7 @@ TEST(Attention, TrainingGetsGradientsThroughIt) {
     auto q = torch::randn({4, 50, 8}).requires_grad_(), k = torch::randn({2, 60, 8}),
          v = torch::randn({2, 60, 8});
     auto out = detail::attend(q, k, v);
-    EXPECT_LE(nmse(out.detach(), naive_attention(q.detach(), k, v)), 1e-12);
+    EXPECT_LE(nmse(out.detach(), naive_attention(f64(q.detach()), f64(k), f64(v))), 1e-12);
     out.sum().backward();
     ASSERT_TRUE(q.grad().defined());
     EXPECT_GT(q.grad().abs().sum().item<double>(), 0.0);

@@ -22,8 +22,8 @@ bool uses_row_kernels(const torch::Tensor& t) {
 }  // namespace
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
-    if (uses_row_kernels(x) && x.is_contiguous() && weight.is_contiguous() &&
-        weight.scalar_type() == torch::kFloat32 && !weight.requires_grad()) {
+    if (uses_row_kernels(x) && uses_row_kernels(weight) && x.is_contiguous() &&
+        weight.is_contiguous()) {
         const int64_t D = x.size(-1);
         auto out = torch::empty_like(x);  // (..., D)
         rms_norm_rows(x.data_ptr<float>(), weight.data_ptr<float>(), out.data_ptr<float>(),

@@ -6,18 +6,11 @@ namespace cl::detail {
 
 namespace {
 
-// (Out, In) row-major -> the same values with strides (1, Out): W^T (In, Out) is contiguous.
-void to_column_major(torch::Tensor& w) {
-    if (!w.defined() || w.dim() != 2) return;
-    auto t = torch::empty_strided(w.sizes(), {1, w.size(0)}, w.options());
-    t.copy_(w);
-    w = t;
-}
-
 // Matrices (Out_i, In) that one input multiplies, stored column-major one after another in one
 // buffer (Out_1 + Out_2 + ..., In) with strides (1, sum Out_i): each stays its own (Out_i, In)
-// tensor, and stacked_view sees them as one.
-void to_stacked_column_major(std::initializer_list<torch::Tensor*> parts) {
+// tensor with W^T rows contiguous, and stacked_view sees several of them as one. A single matrix
+// is simply stored column-major.
+void to_column_major(std::initializer_list<torch::Tensor*> parts) {
     int64_t total = 0;
     for (auto* p : parts) total += p->size(0);
     const auto& first = **parts.begin();
@@ -35,13 +28,13 @@ void to_stacked_column_major(std::initializer_list<torch::Tensor*> parts) {
 
 void TransformerWeights::store_projections_column_major() {
     for (auto& l : layers) {
-        to_stacked_column_major({&l.q_proj, &l.k_proj, &l.v_proj});
-        to_stacked_column_major({&l.ff_proj, &l.up_proj});
-        to_column_major(l.attn_out);
-        to_column_major(l.ff_out);
+        to_column_major({&l.q_proj, &l.k_proj, &l.v_proj});
+        to_column_major({&l.ff_proj, &l.up_proj});
+        to_column_major({&l.attn_out});
+        to_column_major({&l.ff_out});
     }
     // A tied head is the embedding, whose rows are gathered: it stays row-major.
-    if (!head.is_same(wte)) to_column_major(head);
+    if (!head.is_same(wte)) to_column_major({&head});
 }
 
 }  // namespace cl::detail
