@@ -380,7 +380,13 @@ TEST(Attention, RowBlocksAndGroupedHeadsEqualTheFloat64Attention) {
          v = torch::randn({Hkv, L, Dh});
     torch::InferenceMode g;
     const auto ref = naive_attention(f64(q), f64(k), f64(v));
-    EXPECT_LE(nmse(detail::attend(q, k, v), ref), 1e-12);
+    // The (head, block) items split over threads: one and two give the same rows.
+    const int threads = torch::get_num_threads();
+    for (int t : {1, 2}) {
+        torch::set_num_threads(t);
+        EXPECT_LE(nmse(detail::attend(q, k, v), ref), 1e-12) << t << " threads";
+    }
+    torch::set_num_threads(threads);
     torch::Tensor probs;
     EXPECT_LE(nmse(detail::attend(q, k, v, &probs), ref), 1e-12);
     EXPECT_EQ(probs.sizes(), (std::vector<int64_t>{H, R, L}));
@@ -440,11 +446,18 @@ TEST(Attention, SoftmaxRowsEqualTheFloat64SoftmaxAndKeepThePadding) {
 // RMSNorm's row loop (row_norm_rope) against LibTorch's ops, on rows of a batch.
 TEST(RowKernels, RmsNormEqualsLibTorchsOps) {
     torch::manual_seed(8);
-    auto x = torch::randn({2, 9, 48}) * 3, w = torch::randn({48});
     torch::InferenceMode g;
-    const auto ref = (x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-5)) * w;
-    const auto out = detail::rms_norm(x, w, 1e-5);
-    EXPECT_LE((out - ref).abs().max().item<double>(), 2e-6);
+    const int threads = torch::get_num_threads();
+    // 18 rows stay on one thread; 1800 split into tasks when there are two.
+    for (int64_t rows : {9, 900})
+        for (int t : {1, 2}) {
+            torch::set_num_threads(t);
+            auto x = torch::randn({2, rows, 48}) * 3, w = torch::randn({48});
+            const auto ref = (x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-5)) * w;
+            const auto out = detail::rms_norm(x, w, 1e-5);
+            EXPECT_LE((out - ref).abs().max().item<double>(), 2e-6) << rows << " rows, " << t;
+        }
+    torch::set_num_threads(threads);
 }
 
 // q, k and v of rows (alone, and in a batch of 2) from separate and from stacked weights (the
@@ -467,19 +480,50 @@ TEST(RowKernels, ProjectedHeadsEqualLibTorchsRopeOfEveryLayout) {
     const detail::RopeTables rope(10000.0, Dh, 64, torch::kCPU);
     auto positions = torch::tensor(std::vector<int64_t>{0, 3, 4, 9, 20, 33, 63});
     auto [cos, sin] = rope.at(positions);  // (R, Dh)
+    // 3000 rows: heads split over two threads (7 rows stay on one).
+    const int64_t long_rows = 3000;
+    auto [long_cos, long_sin] = rope.at(torch::arange(long_rows));  // (3000, Dh)
     torch::InferenceMode g;
-    for (const auto& x : {torch::randn({R, D}), torch::randn({2, R, D})})
+    const int threads = torch::get_num_threads();
+    torch::set_num_threads(2);
+    for (const auto& x : {torch::randn({R, D}), torch::randn({2, R, D}),
+                          torch::randn({long_rows, D}), torch::randn({2, long_rows, D})})
         for (const auto* weights : {&w, &stacked}) {
-            const auto heads = detail::project_qkv(*weights, x, cos, sin, H, Hkv);
+            const auto& c = x.size(-2) == R ? cos : long_cos;
+            const auto& s = x.size(-2) == R ? sin : long_sin;
+            const auto heads = detail::project_qkv(*weights, x, c, s, H, Hkv);
             const auto q = detail::RopeTables::apply(
-                detail::split_heads(detail::linear(x, w.q_proj), H), cos, sin);
+                detail::split_heads(torch::matmul(x, w.q_proj.t()), H), c, s);
             const auto k = detail::RopeTables::apply(
-                detail::split_heads(detail::linear(x, w.k_proj), Hkv), cos, sin);
+                detail::split_heads(torch::matmul(x, w.k_proj.t()), Hkv), c, s);
             EXPECT_EQ(heads.q.sizes(), q.sizes());
             EXPECT_LE((heads.q - q).abs().max().item<double>(), 1e-5) << x.sizes();
             EXPECT_LE((heads.k - k).abs().max().item<double>(), 1e-5) << x.sizes();
             EXPECT_TRUE(heads.q.is_contiguous()) << "the layout attention multiplies";
         }
+    torch::set_num_threads(threads);
+}
+
+// linear splits a product of many rows into one product per thread; every layout of the weight
+// (row-major, column-major) and of x's leading dimensions gives the one product's values.
+TEST(RowKernels, LinearSplitByRowsEqualsTheFloat64Product) {
+    torch::manual_seed(10);
+    torch::InferenceMode g;
+    const int threads = torch::get_num_threads();
+    auto w = torch::randn({96, 40}), b = torch::randn({96});
+    auto w_column_major = torch::empty_strided({96, 40}, {1, 96}).copy_(w);
+    for (const auto& x :
+         {torch::randn({5, 40}), torch::randn({1001, 40}), torch::randn({3, 300, 40})})
+        for (int t : {1, 2}) {
+            torch::set_num_threads(t);
+            const auto ref = torch::matmul(f64(x), f64(w).t()) + f64(b);
+            for (const auto& weight : {w, w_column_major}) {
+                const auto y = detail::linear(x, weight, b);
+                EXPECT_EQ(y.sizes(), ref.sizes());
+                EXPECT_LE((y - ref).abs().max().item<double>(), 1e-4) << x.sizes() << " " << t;
+            }
+        }
+    torch::set_num_threads(threads);
 }
 
 TEST(Forward, FlopCountFollowsRowsAndKeys) {

@@ -3,6 +3,7 @@
 #include "engine/model/row_norm_rope.h"
 #include "engine/model/row_softmax.h"
 
+#include <ATen/ThreadLocalState.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -19,6 +20,24 @@ bool uses_row_kernels(const torch::Tensor& t) {
     return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && !t.requires_grad();
 }
 
+// Rows of `width` floats per task of a loop split over LibTorch's threads: about 32K floats, below
+// which a second thread costs more than it saves (a cached step's few rows stay on one).
+int64_t rows_per_task(int64_t width) {
+    return std::max<int64_t>(1, 32768 / std::max<int64_t>(width, 1));
+}
+
+// at::parallel_for for loops that call LibTorch ops: OpenMP's workers do not inherit the caller's
+// thread-local state (inference mode, grad mode), without which an op writing into an inference
+// tensor throws on them.
+template <class F>
+void parallel_ops_for(int64_t begin, int64_t end, int64_t grain, const F& body) {
+    const at::ThreadLocalState caller;
+    at::parallel_for(begin, end, grain, [&](int64_t b, int64_t e) {
+        const at::ThreadLocalStateGuard guard(caller);
+        body(b, e);
+    });
+}
+
 }  // namespace
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
@@ -26,8 +45,13 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
         weight.is_contiguous()) {
         const int64_t D = x.size(-1);
         auto out = torch::empty_like(x);  // (..., D)
-        rms_norm_rows(x.data_ptr<float>(), weight.data_ptr<float>(), out.data_ptr<float>(),
-                      x.numel() / std::max<int64_t>(D, 1), D, static_cast<float>(eps));
+        const float *in = x.data_ptr<float>(), *gain = weight.data_ptr<float>();
+        float* dst = out.data_ptr<float>();
+        const int64_t rows = x.numel() / std::max<int64_t>(D, 1);
+        at::parallel_for(0, rows, rows_per_task(D), [&](int64_t begin, int64_t end) {
+            rms_norm_rows(in + begin * D, gain, dst + begin * D, end - begin, D,
+                          static_cast<float>(eps));
+        });
         return out;
     }
     // In float32 whatever x is (LLaDA's and Dream's own norms do the same for bf16); for a float32
@@ -37,8 +61,45 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
     return (xf * torch::rsqrt(variance + eps)).to(x.scalar_type()) * weight;
 }
 
+namespace {
+
+// Fewest rows worth a thread of their own in a product split by rows.
+constexpr int64_t kMinRowsPerThread = 64;
+
+// x (M, In) @ wt (In, Out) as one product per thread, each on its share of x's rows, where there
+// are threads and rows enough. OpenBLAS's own split of these short products (In and Out of a few
+// hundred) spent more in its copies, zeroing and barriers than in the products at 2 threads
+// (perf, a 1024-token forward); inside a parallel region its OpenMP build runs each on the
+// calling thread.
+bool splits_rows(const torch::Tensor& x, int64_t rows) {
+    return uses_row_kernels(x) && at::get_num_threads() > 1 && !at::in_parallel_region() &&
+           rows >= 2 * kMinRowsPerThread;
+}
+
+torch::Tensor matmul_row_split(const torch::Tensor& x2, const torch::Tensor& wt) {
+    const int64_t M = x2.size(0);
+    auto out = torch::empty({M, wt.size(1)}, x2.options());  // (M, Out)
+    const int64_t threads = at::get_num_threads();
+    const int64_t grain = std::max(kMinRowsPerThread, (M + threads - 1) / threads);
+    parallel_ops_for(0, M, grain, [&](int64_t begin, int64_t end) {
+        auto o = out.narrow(0, begin, end - begin);
+        at::mm_out(o, x2.narrow(0, begin, end - begin), wt);
+    });
+    return out;
+}
+
+}  // namespace
+
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
-    auto y = torch::matmul(x, w.t());  // (..., Out)
+    const int64_t in = x.size(-1), rows = x.numel() / std::max<int64_t>(in, 1);
+    torch::Tensor y;  // (..., Out)
+    if (splits_rows(x, rows) && uses_row_kernels(w) && x.is_contiguous()) {
+        auto shape = x.sizes().vec();
+        shape.back() = w.size(0);
+        y = matmul_row_split(x.view({rows, in}), w.t()).view(shape);
+    } else {
+        y = torch::matmul(x, w.t());
+    }
     return b.defined() ? y + b : y;
 }
 
@@ -129,17 +190,22 @@ torch::Tensor rotate_heads(const torch::Tensor& y, const torch::Tensor& cos,
     shape.back() = Dh;
     shape.insert(shape.end() - 2, n);
     auto out = torch::empty(shape, y.options());
-    for (int64_t b = 0; b < batches; ++b) {
-        RopeRows in;
-        in.x = y.data_ptr<float>() + (y.dim() == 3 ? b * y.stride(0) : 0);
-        in.row_stride = y.stride(-2);
-        in.cos = cos.data_ptr<float>();
-        in.sin = sin.data_ptr<float>();
-        in.rows = R;
-        in.heads = n;
-        in.head_dim = Dh;
-        rope_rows(in, out.data_ptr<float>() + b * n * R * Dh);
-    }
+    // Tasks of whole heads: head h reads columns h*Dh.. of y and writes out's (R, Dh) block h.
+    at::parallel_for(0, batches * n, rows_per_task(R * Dh), [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end;) {
+            const int64_t b = item / n, h0 = item % n, h1 = std::min(n, h0 + (end - item));
+            RopeRows in;
+            in.x = y.data_ptr<float>() + (y.dim() == 3 ? b * y.stride(0) : 0) + h0 * Dh;
+            in.row_stride = y.stride(-2);
+            in.cos = cos.data_ptr<float>();
+            in.sin = sin.data_ptr<float>();
+            in.rows = R;
+            in.heads = h1 - h0;
+            in.head_dim = Dh;
+            rope_rows(in, out.data_ptr<float>() + (b * n + h0) * R * Dh);
+            item += h1 - h0;
+        }
+    });
     return out;
 }
 
@@ -162,16 +228,6 @@ namespace {
 // the whole (H, L, L) at once 123).
 constexpr int64_t kScoreBlockFloats = 256 * 1024;
 
-// The softmax of every row of s (N, rows, L), in place, rows split over LibTorch's threads.
-void softmax_rows_parallel(torch::Tensor& s) {
-    const int64_t L = s.size(-1), rows = s.numel() / std::max<int64_t>(L, 1);
-    float* data = s.data_ptr<float>();
-    const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(L, 1));
-    at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-        softmax_rows(data + begin * L, end - begin, L, L);
-    });
-}
-
 // Attention on the CPU in float32 without LibTorch 2's fused op: the (H, R, L) scores of a long
 // sequence are far larger than the cache (16 MiB per layer at 1024 tokens) and each pass over them
 // (product, softmax, product) went to memory. Query rows in blocks whose scores stay in the cache,
@@ -188,17 +244,25 @@ torch::Tensor attend_row_blocks(const torch::Tensor& q, const torch::Tensor& k,
     auto keys_t = k.reshape({-1, L, Dh}).transpose(1, 2);      // (N, Dh, L)
     auto values = v.reshape({-1, L, Dh});                      // (N, L, Dh)
     const int64_t N = rows.size(0), Rq = rows.size(1);
-    const int64_t block = std::max<int64_t>(1, std::min(Rq, kScoreBlockFloats / (N * L)));
+    // Blocks of one kv head's query rows whose scores fill one thread's cache, the (head, block)
+    // items split over LibTorch's threads; OpenBLAS (its OpenMP build) runs each product on the
+    // calling thread inside the region. Splitting each product over both threads instead cost a
+    // 1024-token forward at 2 threads 82-84 ms against 76-77 (README, "Threads").
+    const int64_t block = std::max<int64_t>(1, std::min(Rq, kScoreBlockFloats / L));
+    const int64_t blocks_per_head = (Rq + block - 1) / block;
     auto out = torch::empty({N, Rq, Dh}, q.options());  // (N, g*R, Dh)
-    auto scores = torch::empty({N * std::min(block, Rq) * L}, q.options());
-    for (int64_t r0 = 0; r0 < Rq; r0 += block) {
-        const int64_t rb = std::min(block, Rq - r0);
-        auto s = scores.narrow(0, 0, N * rb * L).view({N, rb, L});  // (N, rb, L)
-        at::bmm_out(s, rows.narrow(1, r0, rb), keys_t);
-        softmax_rows_parallel(s);
-        auto o = out.narrow(1, r0, rb);  // (N, rb, Dh): each batch's rows are contiguous
-        at::bmm_out(o, s, values);
-    }
+    parallel_ops_for(0, N * blocks_per_head, 1, [&](int64_t begin, int64_t end) {
+        auto scores = torch::empty({block * L}, q.options());  // this thread's (block, L)
+        for (int64_t item = begin; item < end; ++item) {
+            const int64_t n = item / blocks_per_head, r0 = (item % blocks_per_head) * block;
+            const int64_t rb = std::min(block, Rq - r0);
+            auto s = scores.narrow(0, 0, rb * L).view({rb, L});  // (rb, L)
+            at::mm_out(s, rows[n].narrow(0, r0, rb), keys_t[n]);
+            softmax_rows(s.data_ptr<float>(), rb, L, L);
+            auto o = out[n].narrow(0, r0, rb);  // (rb, Dh), contiguous rows
+            at::mm_out(o, s, values[n]);
+        }
+    });
     auto per_row = out.view(q.sizes()).transpose(-3, -2);  // (..., R, H, Dh)
     auto shape = per_row.sizes().vec();
     shape.pop_back();
@@ -250,15 +314,15 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
 torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x) {
     torch::Tensor gate, up;  // (..., F)
     if (const auto stacked = stacked_view({&w.ff_proj, &w.up_proj}); stacked.defined()) {
-        auto y = torch::matmul(x, stacked.t());  // (..., 2F): one product
+        auto y = detail::linear(x, stacked);  // (..., 2F): one product
         const int64_t F = w.ff_proj.size(0);
         gate = torch::silu(y.narrow(-1, 0, F));
         up = y.narrow(-1, F, F);
     } else {
-        gate = torch::silu(torch::matmul(x, w.ff_proj.t()));
-        up = torch::matmul(x, w.up_proj.t());
+        gate = torch::silu(detail::linear(x, w.ff_proj));
+        up = detail::linear(x, w.up_proj);
     }
-    return torch::matmul(gate * up, w.ff_out.t());  // (..., D)
+    return detail::linear(gate * up, w.ff_out);  // (..., D)
 }
 
 }  // namespace cl::detail

@@ -38,7 +38,7 @@ torch::Tensor Transformer::norm(const torch::Tensor& x, const torch::Tensor& w) 
 }
 
 torch::Tensor Transformer::head(const torch::Tensor& hidden) const {
-    return torch::matmul(hidden, m_weights.head.t());  // (R, D) -> (R, V)
+    return detail::linear(hidden, m_weights.head);  // (R, D) -> (R, V)
 }
 
 torch::Tensor Transformer::forward_full(const torch::Tensor& ids) const {
@@ -48,7 +48,7 @@ torch::Tensor Transformer::forward_full(const torch::Tensor& ids) const {
     auto [cos, sin] = m_rope.prefix(L);                                            // (L, Dh)
     for (const auto& w : m_weights.layers) {
         auto qkv = project_qkv(w, norm(h, w.attn_norm), cos, sin, c.n_heads, c.n_kv_heads);
-        h = h + torch::matmul(attend(qkv.q, qkv.k, qkv.v), w.attn_out.t());  // (B, L, D)
+        h = h + detail::linear(attend(qkv.q, qkv.k, qkv.v), w.attn_out);  // (B, L, D)
         h = h + gated_mlp(w, norm(h, w.ff_norm));
     }
     return head(norm(h, m_weights.ln_f));  // (B, L, V)
@@ -104,7 +104,7 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& x, con
         k_all = lc.k.index_copy(1, rows->device, qkv.k);
         v_all = lc.v.index_copy(1, rows->device, qkv.v);
     }
-    return torch::matmul(attend(qkv.q, k_all, v_all, probs_out), w.attn_out.t());  // (R, D)
+    return detail::linear(attend(qkv.q, k_all, v_all, probs_out), w.attn_out);  // (R, D)
 }
 
 LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks& hooks,
