@@ -193,10 +193,11 @@ TEST(ModelLoad, EveryConfigFieldMutatedLoadsOrNamesTheFile) {
 }
 
 // A run that cannot fit is refused before it allocates, with the figures: G = 65536 (the most
-// gen_length allows) needs ~70 GB of attention scores per layer on this model (the OOM killer,
-// before). An ordinary run is estimated well under a gigabyte.
+// gen_length allows) needs 16 GiB of attention scores per head and layer, over 1 TiB with this
+// model's 64 heads (the OOM killer, before; 2 heads fitted the GPU machine's 128 GiB). An
+// ordinary run is estimated well under a gigabyte.
 TEST(ModelLoad, ARunThatCannotFitInMemoryIsRefusedWithTheFigures) {
-    const auto dir = test::make_tiny_model("huge-run", 16, 1, 2, 2);
+    const auto dir = test::make_tiny_model("huge-run", 128, 1, 64, 64);
     auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
     config["max_sequence_length"] = 1 << 22;
     std::ofstream(dir / "config.json") << config.dump();

@@ -122,6 +122,9 @@ std::shared_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
         const auto why = cuda_unavailable_reason();
         if (!why.empty()) throw InputError(Setting{"device"}, "cuda: " + why);
         device = torch::Device(options.device);
+        // "cuda" is the current device, which the engine never changes from 0: named with its
+        // index, as the tensors placed there name theirs (Model::device, the traces).
+        if (!device.has_index()) device = torch::Device(device.type(), 0);
     }
 
     const auto dtype = resolve_dtype(options.dtype, device);
