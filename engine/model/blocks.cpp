@@ -273,9 +273,9 @@ torch::Tensor attend_row_blocks(const torch::Tensor& q, const torch::Tensor& k,
     auto values = v.reshape({-1, L, Dh});                      // (N, L, Dh)
     const int64_t N = rows.size(0), Rq = rows.size(1);
     // Blocks of one kv head's query rows whose scores fill one thread's cache, the (head, block)
-    // items split over LibTorch's threads; OpenBLAS (its OpenMP build) runs each product on the
-    // calling thread inside the region. Splitting each product over both threads instead cost a
-    // 1024-token forward at 2 threads 82-84 ms against 76-77 (README, "Threads").
+    // items split over LibTorch's threads, each with its own score buffer; OpenBLAS (its OpenMP
+    // build) runs each product on the calling thread inside the region, so the softmax between
+    // the products runs on every thread too (docs/architecture.md, "Data flow and threads").
     const int64_t block = std::max<int64_t>(1, std::min(Rq, kScoreBlockFloats / L));
     const int64_t blocks_per_head = (Rq + block - 1) / block;
     auto out = torch::empty({N, Rq, Dh}, q.options());  // (N, g*R, Dh)
