@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Writes BUILD/tidy/compile_commands.json (the build's commands without GCC's precompiled-header
-flags, which clang cannot read, and without -fopenmp: clang-tidy's resource directory has no omp.h,
-and LibTorch's parallel loops parse as their one-thread fallback) and prints the project's translation units. Units that include
-LibTorch are checked as C++17: clang cannot parse LibTorch 1.13's headers against libstdc++ 12 in
-C++20 mode (c10::IValue is incomplete inside a constexpr std::vector), and nothing of C++20 that
-those units use changes meaning in C++17 for clang (designated initialisers are an extension
-there). usage: scripts/tidy_units.py BUILD"""
+flags, which clang cannot read, and without -fopenmp: clang-tidy's resource directory has no
+omp.h, and LibTorch's parallel loops parse as their one-thread fallback) and prints the project's
+translation units. Units that include LibTorch are checked as C++17: clang cannot parse LibTorch
+1.13's headers against libstdc++ 12 in C++20 mode (c10::IValue is incomplete inside a constexpr
+std::vector), and nothing of C++20 that those units use changes meaning in C++17 for clang
+(designated initialisers are an extension there). usage: scripts/tidy_units.py BUILD"""
 import json
 import os
 import re

@@ -61,6 +61,21 @@ torch::Tensor f64(const torch::Tensor& t) {
     return t.to(torch::kFloat64);
 }
 
+// LibTorch's pool at n threads for a scope, the count before restored after (also when an ASSERT
+// leaves the test early), so that one test's threads never reach the next.
+class ScopedThreads {
+public:
+    explicit ScopedThreads(int n) : m_before(torch::get_num_threads()) {
+        torch::set_num_threads(n);
+    }
+    ~ScopedThreads() { torch::set_num_threads(m_before); }
+    ScopedThreads(const ScopedThreads&) = delete;
+    ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+private:
+    int m_before;
+};
+
 // An independent implementation, float64 unless asked otherwise: explicit per-head loops, RoPE
 // from std::cos/std::sin.
 torch::Tensor naive_forward(const ModelConfig& c, detail::TransformerWeights w,
@@ -381,12 +396,10 @@ TEST(Attention, RowBlocksAndGroupedHeadsEqualTheFloat64Attention) {
     torch::InferenceMode g;
     const auto ref = naive_attention(f64(q), f64(k), f64(v));
     // The (head, block) items split over threads: one and two give the same rows.
-    const int threads = torch::get_num_threads();
     for (int t : {1, 2}) {
-        torch::set_num_threads(t);
+        const ScopedThreads threads(t);
         EXPECT_LE(nmse(detail::attend(q, k, v), ref), 1e-12) << t << " threads";
     }
-    torch::set_num_threads(threads);
     torch::Tensor probs;
     EXPECT_LE(nmse(detail::attend(q, k, v, &probs), ref), 1e-12);
     EXPECT_EQ(probs.sizes(), (std::vector<int64_t>{H, R, L}));
@@ -447,17 +460,15 @@ TEST(Attention, SoftmaxRowsEqualTheFloat64SoftmaxAndKeepThePadding) {
 TEST(RowKernels, RmsNormEqualsLibTorchsOps) {
     torch::manual_seed(8);
     torch::InferenceMode g;
-    const int threads = torch::get_num_threads();
     // 18 rows stay on one thread; 1800 split into tasks when there are two.
     for (int64_t rows : {9, 900})
         for (int t : {1, 2}) {
-            torch::set_num_threads(t);
+            const ScopedThreads threads(t);
             auto x = torch::randn({2, rows, 48}) * 3, w = torch::randn({48});
             const auto ref = (x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-5)) * w;
             const auto out = detail::rms_norm(x, w, 1e-5);
             EXPECT_LE((out - ref).abs().max().item<double>(), 2e-6) << rows << " rows, " << t;
         }
-    torch::set_num_threads(threads);
 }
 
 // q, k and v of rows (alone, and in a batch of 2) from separate and from stacked weights (the
@@ -484,8 +495,7 @@ TEST(RowKernels, ProjectedHeadsEqualLibTorchsRopeOfEveryLayout) {
     const int64_t long_rows = 3000;
     auto [long_cos, long_sin] = rope.at(torch::arange(long_rows));  // (3000, Dh)
     torch::InferenceMode g;
-    const int threads = torch::get_num_threads();
-    torch::set_num_threads(2);
+    const ScopedThreads threads(2);
     for (const auto& x : {torch::randn({R, D}), torch::randn({2, R, D}),
                           torch::randn({long_rows, D}), torch::randn({2, long_rows, D})})
         for (const auto* weights : {&w, &stacked}) {
@@ -501,7 +511,6 @@ TEST(RowKernels, ProjectedHeadsEqualLibTorchsRopeOfEveryLayout) {
             EXPECT_LE((heads.k - k).abs().max().item<double>(), 1e-5) << x.sizes();
             EXPECT_TRUE(heads.q.is_contiguous()) << "the layout attention multiplies";
         }
-    torch::set_num_threads(threads);
 }
 
 // linear splits a product of many rows into one product per thread by rows, and one of few rows
@@ -510,7 +519,6 @@ TEST(RowKernels, ProjectedHeadsEqualLibTorchsRopeOfEveryLayout) {
 TEST(RowKernels, LinearSplitByRowsOrColumnsEqualsTheFloat64Product) {
     torch::manual_seed(10);
     torch::InferenceMode g;
-    const int threads = torch::get_num_threads();
     const auto narrow_w = torch::randn({96, 40}), wide_w = torch::randn({504, 256});
     const std::vector<std::pair<torch::Tensor, torch::Tensor>> cases = {
         {torch::randn({5, 40}), narrow_w},       // too little work: one product
@@ -523,7 +531,7 @@ TEST(RowKernels, LinearSplitByRowsOrColumnsEqualsTheFloat64Product) {
         auto w_column_major = torch::empty_strided(w.sizes(), {1, w.size(0)}).copy_(w);
         const auto ref = torch::matmul(f64(x), f64(w).t()) + f64(b);
         for (int t : {1, 2}) {
-            torch::set_num_threads(t);
+            const ScopedThreads threads(t);
             for (const auto& weight : {w, w_column_major}) {
                 const auto y = detail::linear(x, weight, b);
                 EXPECT_EQ(y.sizes(), ref.sizes());
@@ -531,7 +539,6 @@ TEST(RowKernels, LinearSplitByRowsOrColumnsEqualsTheFloat64Product) {
             }
         }
     }
-    torch::set_num_threads(threads);
 }
 
 TEST(Forward, FlopCountFollowsRowsAndKeys) {
