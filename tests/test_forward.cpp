@@ -44,16 +44,24 @@ using test::nmse;
 
 // softmax(q k^T / sqrt(Dh)) v head by head in the inputs' dtype, query head h on kv head
 // h / (H / Hkv) (repeat_interleave semantics). q (H, R, Dh), k and v (Hkv, L, Dh) -> (R, H*Dh).
-torch::Tensor naive_attention(const torch::Tensor& q, const torch::Tensor& k,
-                              const torch::Tensor& v) {
+// Attention probabilities (H, R, L) of q (H, R, Dh) over k (Hkv, L, Dh), one head at a time.
+torch::Tensor naive_probabilities(const torch::Tensor& q, const torch::Tensor& k) {
     const int64_t H = q.size(0), Hkv = k.size(0), Dh = q.size(-1);
     std::vector<torch::Tensor> heads;
     for (int64_t h = 0; h < H; ++h) {
         const int64_t kvh = h / (H / Hkv);
-        auto p = torch::softmax(
-            torch::matmul(q[h], k[kvh].t()) / std::sqrt(static_cast<double>(Dh)), -1);
-        heads.push_back(torch::matmul(p, v[kvh]));
+        heads.push_back(torch::softmax(
+            torch::matmul(q[h], k[kvh].t()) / std::sqrt(static_cast<double>(Dh)), -1));
     }
+    return torch::stack(heads);
+}
+
+torch::Tensor naive_attention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v) {
+    const int64_t H = q.size(0), Hkv = k.size(0);
+    const auto p = naive_probabilities(q, k);  // (H, R, L)
+    std::vector<torch::Tensor> heads;
+    for (int64_t h = 0; h < H; ++h) heads.push_back(torch::matmul(p[h], v[h / (H / Hkv)]));
     return torch::cat(heads, 1);
 }
 
@@ -400,9 +408,21 @@ TEST(Attention, RowBlocksAndGroupedHeadsEqualTheFloat64Attention) {
         const ScopedThreads threads(t);
         EXPECT_LE(nmse(detail::attend(q, k, v), ref), 1e-12) << t << " threads";
     }
-    torch::Tensor probs;
-    EXPECT_LE(nmse(detail::attend(q, k, v, &probs), ref), 1e-12);
-    EXPECT_EQ(probs.sizes(), (std::vector<int64_t>{H, R, L}));
+    // With the probabilities kept (d2Cache, Elastic-Cache, the attention maps): the same rows,
+    // and every query head's probabilities, at 1 and 2 threads and under a batch dimension.
+    const auto ref_probs = naive_probabilities(f64(q), f64(k));  // (H, R, L)
+    for (int t : {1, 2}) {
+        const ScopedThreads threads(t);
+        torch::Tensor probs;
+        EXPECT_LE(nmse(detail::attend(q, k, v, &probs), ref), 1e-12) << t << " threads";
+        ASSERT_EQ(probs.sizes(), (std::vector<int64_t>{H, R, L}));
+        EXPECT_LE(nmse(probs, ref_probs), 1e-12) << t << " threads";
+        EXPECT_LE((probs.sum(-1) - 1).abs().max().item<double>(), 1e-5);
+    }
+    torch::Tensor batched_probs;
+    (void)detail::attend(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), &batched_probs);
+    ASSERT_EQ(batched_probs.sizes(), (std::vector<int64_t>{1, H, R, L}));
+    EXPECT_LE(nmse(batched_probs[0], ref_probs), 1e-12);
     // Leading batch dimensions (the batched full forward's B) and a single query row.
     auto batched = detail::attend(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0));
     EXPECT_EQ(batched.sizes(), (std::vector<int64_t>{1, R, H * Dh}));

@@ -259,9 +259,11 @@ constexpr int64_t kScoreBlockFloats = 256 * 1024;
 // Attention on the CPU in float32 without LibTorch 2's fused op: the (H, R, L) scores of a long
 // sequence are far larger than the cache (16 MiB per layer at 1024 tokens) and each pass over them
 // (product, softmax, product) went to memory. Query rows in blocks whose scores stay in the cache,
-// and row_softmax's exp in place of LibTorch 1.13's. Same contract as attend.
+// and row_softmax's exp in place of LibTorch 1.13's. Same contract as attend: with probs_out the
+// softmax is written straight into the (..., H, R, L) probabilities it returns, which the second
+// product then reads (d2Cache's and Elastic-Cache's steps, the attention maps).
 torch::Tensor attend_row_blocks(const torch::Tensor& q, const torch::Tensor& k,
-                                const torch::Tensor& v) {
+                                const torch::Tensor& v, torch::Tensor* probs_out) {
     const int64_t H = q.size(-3), Hkv = k.size(-3), R = q.size(-2), Dh = q.size(-1), L = k.size(-2);
     // Query heads h*g .. h*g+g-1 share kv head h (repeat_interleave's order), so as Hkv groups of
     // g*R rows they need no copy of a key.
@@ -279,18 +281,27 @@ torch::Tensor attend_row_blocks(const torch::Tensor& q, const torch::Tensor& k,
     const int64_t block = std::max<int64_t>(1, std::min(Rq, kScoreBlockFloats / L));
     const int64_t blocks_per_head = (Rq + block - 1) / block;
     auto out = torch::empty({N, Rq, Dh}, q.options());  // (N, g*R, Dh)
+    // (N, g*R, L) is (..., H, R, L) in memory: query head h*g+j is rows j*R.. of kv head h.
+    const auto probs = probs_out ? torch::empty({N, Rq, L}, q.options()) : torch::Tensor();
     parallel_ops_for(0, N * blocks_per_head, 1, [&](int64_t begin, int64_t end) {
-        auto scores = torch::empty({block * L}, q.options());  // this thread's (block, L)
+        // This thread's (block, L) scores, unless they are kept.
+        auto scores = probs.defined() ? torch::Tensor() : torch::empty({block * L}, q.options());
         for (int64_t item = begin; item < end; ++item) {
             const int64_t n = item / blocks_per_head, r0 = (item % blocks_per_head) * block;
             const int64_t rb = std::min(block, Rq - r0);
-            auto s = scores.narrow(0, 0, rb * L).view({rb, L});  // (rb, L)
+            auto s = probs.defined() ? probs[n].narrow(0, r0, rb)  // (rb, L)
+                                     : scores.narrow(0, 0, rb * L).view({rb, L});
             at::mm_out(s, rows[n].narrow(0, r0, rb), keys_t[n]);
             softmax_rows(s.data_ptr<float>(), rb, L, L);
             auto o = out[n].narrow(0, r0, rb);  // (rb, Dh), contiguous rows
             at::mm_out(o, s, values[n]);
         }
     });
+    if (probs_out) {
+        auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., H, R, L)
+        shape.back() = L;
+        *probs_out = probs.view(shape);
+    }
     auto per_row = out.view(q.sizes()).transpose(-3, -2);  // (..., R, H, Dh)
     auto shape = per_row.sizes().vec();
     shape.pop_back();
@@ -310,7 +321,7 @@ bool uses_row_blocks(const torch::Tensor& q, const torch::Tensor& k, const torch
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      torch::Tensor* probs_out) {
-    if (!probs_out && uses_row_blocks(q, k, v)) return attend_row_blocks(q, k, v);
+    if (uses_row_blocks(q, k, v)) return attend_row_blocks(q, k, v, probs_out);
     const int64_t H = q.size(-3), Hkv = k.size(-3), Dh = q.size(-1);
     auto keys = k, values = v;  // (..., Hkv, L, Dh)
     if (Hkv != H) {
