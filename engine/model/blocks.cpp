@@ -1,5 +1,6 @@
 #include "engine/model/blocks.h"
 
+#include "engine/model/row_gemm.h"
 #include "engine/model/row_norm_rope.h"
 #include "engine/model/row_softmax.h"
 
@@ -65,53 +66,85 @@ namespace {
 
 // Fewest rows worth a thread of their own in a product split by rows.
 constexpr int64_t kMinRowsPerThread = 64;
-// Below kMinRowsPerThread rows, products of at least this many multiply-adds and at most
-// kMaxSplitColumns outputs are split by columns instead, in units of 16 (a cache line of floats),
-// at least 4 units per thread. Measured at 2 threads, 33 rows (a cached step's block), OpenBLAS's
-// split / ours: 128 -> 384 24.6 / 20.2 us, 352 -> 128 23.4 / 17.3 us, 128 -> 704 41.8 / 43.9 us,
-// 128 -> 1024 64.8 / 70.1 us; split by rows, 64 rows 38.2 / 43.9 us and 200 rows 106 / 106 us; by
-// columns, 96 rows 52.9 / 55.0 us. Between 64 and 128 rows OpenBLAS keeps the product.
-constexpr int64_t kMinSplitMacs = 1 << 20;
-constexpr int64_t kMaxSplitColumns = 512;
-constexpr int64_t kColumnUnit = 16, kMinUnitsPerThread = 4;
+// Products of kMinFewRows to kMaxFewRows rows (a cached step's) run few_rows_product where the
+// weight is stored column-major. x @ W^T in GMAC/s, OpenBLAS / few_rows_product, one core: 33 x
+// 128 -> 384 43 / 54, 33 x 352 -> 128 43 / 54, 33 x 128 -> 1024 40 / 47, 64 x 128 -> 384 49 / 55,
+// 8 x 128 -> 384 52 / 50 (hence kMinFewRows). At 2 threads, microseconds, OpenBLAS (or session
+// 21's split) / few_rows_product split by tiles: 33 x 128 -> 704 59.6 / 32.7, -> 1024 87.6 / 53.6,
+// 33 x 352 -> 128 22.0 / 18.1, 96 x 128 -> 384 80.1 / 48.2.
+constexpr int64_t kMinFewRows = 16;
+constexpr int64_t kMaxFewRows = 2 * kMinRowsPerThread;
+// A thread's share of a few-rows product split by columns: at least this many multiply-adds.
+constexpr int64_t kMinMacsPerThread = 1 << 19;
 
-enum class ProductSplit { None, Rows, Columns };
-
-// x (M, In) @ wt (In, Out) as one product per thread where there are threads and work enough:
-// each thread on its share of x's rows, or for a cached step's few rows on its share of the
-// output's columns. OpenBLAS's own split of these short products (In and Out of a few hundred)
-// spent more in its copies, zeroing and barriers than in the products at 2 threads (perf, a
-// 1024-token forward); inside a parallel region its OpenMP build runs each on the calling thread.
-ProductSplit product_split(const torch::Tensor& x, const torch::Tensor& w, int64_t rows) {
-    if (!uses_row_kernels(x) || !uses_row_kernels(w) || !x.is_contiguous() ||
-        at::get_num_threads() < 2 || at::in_parallel_region())
-        return ProductSplit::None;
-    if (rows >= 2 * kMinRowsPerThread) return ProductSplit::Rows;
-    const int64_t in = w.size(1), out = w.size(0);
-    if (rows < kMinRowsPerThread && rows * in * out >= kMinSplitMacs &&
-        out >= 2 * kMinUnitsPerThread * kColumnUnit && out <= kMaxSplitColumns)
-        return ProductSplit::Columns;
-    return ProductSplit::None;
+bool uses_few_rows_product(const torch::Tensor& x, const torch::Tensor& w, int64_t rows) {
+    return rows >= kMinFewRows && rows < kMaxFewRows && uses_row_kernels(x) &&
+           uses_row_kernels(w) && x.is_contiguous() && w.dim() == 2 && w.stride(0) == 1 &&
+           w.size(0) > 0;
 }
 
-torch::Tensor matmul_split(const torch::Tensor& x2, const torch::Tensor& wt, ProductSplit split) {
+// few_rows_product's operands for out (M, N) = x (M, K) @ wt (K, N), all with unit column stride.
+FewRowsProduct few_rows_operands(const torch::Tensor& out, const torch::Tensor& x,
+                                 const torch::Tensor& wt) {
+    FewRowsProduct p;
+    p.x = x.data_ptr<float>();
+    p.wt = wt.data_ptr<float>();
+    p.y = out.data_ptr<float>();
+    p.rows = x.size(0);
+    p.inner = x.size(1);
+    p.columns = wt.size(1);
+    p.ldx = x.stride(0);
+    p.ldw = wt.stride(0);
+    p.ldy = out.stride(0);
+    return p;
+}
+
+// x2 (M, In) @ w^T with w (Out, In) column-major, so w^T (In, Out) has unit column stride: tiles
+// of 32 output columns split over LibTorch's threads.
+torch::Tensor few_rows_linear(const torch::Tensor& x2, const torch::Tensor& w) {
+    const int64_t M = x2.size(0), K = x2.size(1), N = w.size(0);
+    auto out = torch::empty({M, N}, x2.options());  // (M, Out)
+    const auto p = few_rows_operands(out, x2, w.t());
+    const int64_t tiles = (N + kFewRowsTileColumns - 1) / kFewRowsTileColumns;
+    const int64_t tile_macs = std::max<int64_t>(1, M * K * kFewRowsTileColumns);
+    const int64_t grain = std::max<int64_t>(1, (kMinMacsPerThread + tile_macs - 1) / tile_macs);
+    at::parallel_for(0, tiles, grain, [&](int64_t begin, int64_t end) {
+        few_rows_product(p, begin * kFewRowsTileColumns, std::min(N, end * kFewRowsTileColumns));
+    });
+    return out;
+}
+
+// out = x @ wt on the calling thread (inside a parallel region): few_rows_product for a cached
+// step's few rows where every operand has unit column stride (the attention's probabilities times
+// its values: 33 x 594 @ 594 x 32 per head at G = 256), OpenBLAS otherwise.
+void product_into(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& wt) {
+    if (x.size(0) < kMinFewRows || x.size(0) >= kMaxFewRows || !uses_row_kernels(x) ||
+        !uses_row_kernels(wt) || x.stride(1) != 1 || wt.stride(1) != 1 || out.stride(1) != 1) {
+        at::mm_out(out, x, wt);
+        return;
+    }
+    const auto p = few_rows_operands(out, x, wt);
+    few_rows_product(p, 0, p.columns);
+}
+
+// x (M, In) @ wt (In, Out) as one product per thread, each on its share of x's rows, where there
+// are threads and rows enough. OpenBLAS's own split of these short products (In and Out of a few
+// hundred) spent more in its copies, zeroing and barriers than in the products at 2 threads (perf,
+// a 1024-token forward); inside a parallel region its OpenMP build runs each on the calling
+// thread.
+bool splits_by_rows(const torch::Tensor& x, const torch::Tensor& w, int64_t rows) {
+    return uses_row_kernels(x) && uses_row_kernels(w) && x.is_contiguous() &&
+           at::get_num_threads() >= 2 && !at::in_parallel_region() && rows >= 2 * kMinRowsPerThread;
+}
+
+torch::Tensor matmul_split_rows(const torch::Tensor& x2, const torch::Tensor& wt) {
     const int64_t M = x2.size(0), N = wt.size(1);
     auto out = torch::empty({M, N}, x2.options());  // (M, Out)
     const int64_t threads = at::get_num_threads();
-    if (split == ProductSplit::Rows) {
-        const int64_t grain = std::max(kMinRowsPerThread, (M + threads - 1) / threads);
-        parallel_ops_for(0, M, grain, [&](int64_t begin, int64_t end) {
-            auto o = out.narrow(0, begin, end - begin);
-            at::mm_out(o, x2.narrow(0, begin, end - begin), wt);
-        });
-        return out;
-    }
-    const int64_t units = (N + kColumnUnit - 1) / kColumnUnit;
-    const int64_t grain = std::max(kMinUnitsPerThread, (units + threads - 1) / threads);
-    parallel_ops_for(0, units, grain, [&](int64_t begin, int64_t end) {
-        const int64_t c0 = begin * kColumnUnit, c1 = std::min(N, end * kColumnUnit);
-        auto o = out.narrow(1, c0, c1 - c0);  // (M, c1 - c0), row stride N
-        at::mm_out(o, x2, wt.narrow(1, c0, c1 - c0));
+    const int64_t grain = std::max(kMinRowsPerThread, (M + threads - 1) / threads);
+    parallel_ops_for(0, M, grain, [&](int64_t begin, int64_t end) {
+        auto o = out.narrow(0, begin, end - begin);
+        at::mm_out(o, x2.narrow(0, begin, end - begin), wt);
     });
     return out;
 }
@@ -120,14 +153,15 @@ torch::Tensor matmul_split(const torch::Tensor& x2, const torch::Tensor& wt, Pro
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
     const int64_t in = x.size(-1), rows = x.numel() / std::max<int64_t>(in, 1);
+    auto shape = x.sizes().vec();  // (..., In) -> (..., Out)
+    shape.back() = w.size(0);
     torch::Tensor y;  // (..., Out)
-    if (const auto split = product_split(x, w, rows); split != ProductSplit::None) {
-        auto shape = x.sizes().vec();
-        shape.back() = w.size(0);
-        y = matmul_split(x.view({rows, in}), w.t(), split).view(shape);
-    } else {
+    if (uses_few_rows_product(x, w, rows))
+        y = few_rows_linear(x.view({rows, in}), w).view(shape);
+    else if (splits_by_rows(x, w, rows))
+        y = matmul_split_rows(x.view({rows, in}), w.t()).view(shape);
+    else
         y = torch::matmul(x, w.t());
-    }
     return b.defined() ? y + b : y;
 }
 
@@ -294,7 +328,7 @@ torch::Tensor attend_row_blocks(const torch::Tensor& q, const torch::Tensor& k,
             at::mm_out(s, rows[n].narrow(0, r0, rb), keys_t[n]);
             softmax_rows(s.data_ptr<float>(), rb, L, L);
             auto o = out[n].narrow(0, r0, rb);  // (rb, Dh), contiguous rows
-            at::mm_out(o, s, values[n]);
+            product_into(o, s, values[n]);
         }
     });
     if (probs_out) {

@@ -1,0 +1,32 @@
+// The products of a cached step's few rows, y = x @ wt: x (M, K) rows of activations, wt (K, N)
+// the transposed weight as Model::load stores it on the CPU (column-major W, so row k of wt is
+// contiguous). OpenBLAS packs wt into its panel layout at every call, amortised over only the
+// step's few dozen rows, and ran these at 41-43 GMAC/s on one core of this machine (33 rows;
+// 47 on large products); wt's rows are already what a register tile reads, so this kernel reads
+// them in place: 6 rows x 32 columns of accumulators, 53-55 GMAC/s on the same shapes. The sums
+// restart every 64 values of k and are then added to y, which halved the largest error against
+// float64 (33 x 352 -> 128: 6.0e-5 with one running sum, 1.6e-5 so, OpenBLAS 3.3e-5).
+// No torch here: plain floats, so the test holds it against a float64 product.
+#pragma once
+
+#include <cstdint>
+
+namespace cl::detail {
+
+struct FewRowsProduct {
+    const float* x = nullptr;   // (M, K), row stride ldx
+    const float* wt = nullptr;  // (K, N), row stride ldw
+    float* y = nullptr;         // (M, N), row stride ldy; overwritten
+    int64_t rows = 0;           // M
+    int64_t inner = 0;          // K
+    int64_t columns = 0;        // N
+    int64_t ldx = 0, ldw = 0, ldy = 0;
+};
+
+// Columns per register tile: a thread's share of a split product is a whole number of them.
+inline constexpr int64_t kFewRowsTileColumns = 32;
+
+// y[:, c0:c1] of the product (c0 a multiple of kFewRowsTileColumns; c1 <= N).
+void few_rows_product(const FewRowsProduct& p, int64_t c0, int64_t c1);
+
+}  // namespace cl::detail
