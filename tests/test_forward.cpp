@@ -430,6 +430,17 @@ TEST(Attention, RowBlocksAndGroupedHeadsEqualTheFloat64Attention) {
     EXPECT_LE(nmse(batched[0], ref), 1e-12);
     auto one = q.narrow(1, 7, 1);
     EXPECT_LE(nmse(detail::attend(one, k, v), naive_attention(f64(one), f64(k), f64(v))), 1e-12);
+    // A cached step's few query rows (20 per head, 80 per kv head: few_rows_product for the
+    // probabilities x values), with and without the probabilities.
+    auto few = q.narrow(1, 7, 20);
+    const auto few_ref = naive_attention(f64(few), f64(k), f64(v));
+    for (int t : {1, 2}) {
+        const ScopedThreads threads(t);
+        torch::Tensor probs;
+        EXPECT_LE(nmse(detail::attend(few, k, v), few_ref), 1e-12) << t << " threads";
+        EXPECT_LE(nmse(detail::attend(few, k, v, &probs), few_ref), 1e-12) << t << " threads";
+        EXPECT_LE(nmse(probs, naive_probabilities(f64(few), f64(k))), 1e-12) << t << " threads";
+    }
 }
 
 // Training differentiates through the same function: with gradients on it takes LibTorch's ops
