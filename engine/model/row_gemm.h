@@ -4,8 +4,8 @@
 // step's few dozen rows, and ran these at 41-43 GMAC/s on one core of this machine (33 rows;
 // 47 on large products); wt's rows are already what a register tile reads, so this kernel reads
 // them in place: 6 rows x 32 columns of accumulators, 53-55 GMAC/s on the same shapes. The sums
-// restart every 64 values of k and are then added to y, which halved the largest error against
-// float64 (33 x 352 -> 128: 6.0e-5 with one running sum, 1.6e-5 so, OpenBLAS 3.3e-5).
+// restart every 64 values of k and are then added to y, which cut the largest error against
+// float64 to a quarter (33 x 352 -> 128: 6.0e-5 with one running sum, 1.6e-5 so; OpenBLAS 3.3e-5).
 // On this model's shapes (inner size 128 or 352) it also beats OpenBLAS on a full step's hundreds
 // of rows (419 x 128 -> 384: 50 / 54 GMAC/s), so linear runs it there as well up to an inner size
 // of 512 (blocks.cpp). No torch here: plain floats, so the test holds it against a float64 product.
