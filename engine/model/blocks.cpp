@@ -86,12 +86,16 @@ constexpr int64_t kMaxInnerForManyRows = 512;
 // OpenBLAS's (3.3e-4 vs 1.8e-4 at 12288); at 33 x 1024 -> 1024 the two were level.
 constexpr int64_t kMaxInnerForFewRows = 1024;
 
+// The one rule of which products few_rows_product takes, by shape.
+bool few_rows_fit(int64_t rows, int64_t inner) {
+    return rows >= kMinFewRows && inner <= kMaxInnerForFewRows &&
+           (rows < kMaxFewRows || inner <= kMaxInnerForManyRows);
+}
+
 bool uses_few_rows_product(const torch::Tensor& x, const torch::Tensor& w, int64_t rows) {
     if (w.dim() != 2 || w.stride(0) != 1 || w.size(0) == 0) return false;  // column-major (Out, In)
-    const int64_t inner = w.size(1);
-    return rows >= kMinFewRows && inner <= kMaxInnerForFewRows &&
-           (rows < kMaxFewRows || inner <= kMaxInnerForManyRows) && uses_row_kernels(x) &&
-           uses_row_kernels(w) && x.is_contiguous();
+    return few_rows_fit(rows, w.size(1)) && uses_row_kernels(x) && uses_row_kernels(w) &&
+           x.is_contiguous();
 }
 
 // few_rows_product's operands for out (M, N) = x (M, K) @ wt (K, N), all with unit column stride.
@@ -141,9 +145,8 @@ torch::Tensor few_rows_linear(const torch::Tensor& x2, const torch::Tensor& w) {
 // step's few rows where every operand has unit column stride (the attention's probabilities times
 // its values: 33 x 594 @ 594 x 32 per head at G = 256), OpenBLAS otherwise.
 void product_into(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& wt) {
-    if (x.size(0) < kMinFewRows || x.size(0) >= kMaxFewRows || x.size(1) > kMaxInnerForFewRows ||
-        !uses_row_kernels(x) || !uses_row_kernels(wt) || x.stride(1) != 1 || wt.stride(1) != 1 ||
-        out.stride(1) != 1) {
+    if (x.size(0) >= kMaxFewRows || !few_rows_fit(x.size(0), x.size(1)) || !uses_row_kernels(x) ||
+        !uses_row_kernels(wt) || x.stride(1) != 1 || wt.stride(1) != 1 || out.stride(1) != 1) {
         at::mm_out(out, x, wt);
         return;
     }
