@@ -7,6 +7,7 @@
 #include "engine/base/errors.h"
 #include "engine/model/blocks.h"
 #include "engine/model/model.h"
+#include "engine/model/row_attention.h"
 #include "engine/model/row_gemm.h"
 #include "engine/model/row_softmax.h"
 #include "engine/model/safetensors.h"
@@ -43,8 +44,6 @@ detail::RowSet row_set(std::vector<int64_t> rows) {
 
 using test::nmse;
 
-// softmax(q k^T / sqrt(Dh)) v head by head in the inputs' dtype, query head h on kv head
-// h / (H / Hkv) (repeat_interleave semantics). q (H, R, Dh), k and v (Hkv, L, Dh) -> (R, H*Dh).
 // Attention probabilities (H, R, L) of q (H, R, Dh) over k (Hkv, L, Dh), one head at a time.
 torch::Tensor naive_probabilities(const torch::Tensor& q, const torch::Tensor& k) {
     const int64_t H = q.size(0), Hkv = k.size(0), Dh = q.size(-1);
@@ -57,6 +56,8 @@ torch::Tensor naive_probabilities(const torch::Tensor& q, const torch::Tensor& k
     return torch::stack(heads);
 }
 
+// softmax(q k^T / sqrt(Dh)) v head by head in the inputs' dtype, query head h on kv head
+// h / (H / Hkv) (repeat_interleave semantics). q (H, R, Dh), k and v (Hkv, L, Dh) -> (R, H*Dh).
 torch::Tensor naive_attention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v) {
     const int64_t H = q.size(0), Hkv = k.size(0);
@@ -443,6 +444,64 @@ TEST(Attention, RowBlocksAndGroupedHeadsEqualTheFloat64Attention) {
     }
 }
 
+// row_attention's kernel called directly, one kv head: query-row counts around its 16-column
+// padding (1, 21 = 3 heads x 7, 33, 124), one key and key counts off its 16-key transpose blocks,
+// head sizes with a 16- and a scalar column tail (40) and 128 (LLaDA-8B's), an output row wider
+// than the heads' (a stride, untouched padding). Its float32 error may be at most twice that of
+// LibTorch's float32 softmax(q k^T) v on the same input (the column sums' order is its own). When
+// written, mean squared / largest error, ours and LibTorch's: 17 keys 3.6e-14 / 6.6e-7 and
+// 2.1e-14 / 5.4e-7, 1024 keys 4.8e-13 / 2.3e-6 and 3.9e-13 / 2.3e-6, 439 keys (Dh 128) 3.9e-13 /
+// 2.7e-6 and 1.0e-12 / 5.4e-6; with q scaled before the product (as the row blocks do) the
+// 17-key case was 5.9e-14 / 1.4e-6, hence the scale on the score differences.
+TEST(Attention, FewRowsKernelEqualsTheFloat64AttentionAtEveryEdge) {
+    torch::manual_seed(13);
+    torch::InferenceMode guard;
+    struct Shape {
+        int64_t heads, rows, keys, head_dim;
+    };
+    for (const Shape sh : {Shape{1, 1, 1, 32}, Shape{3, 7, 17, 40}, Shape{1, 33, 1024, 32},
+                           Shape{2, 20, 600, 16}, Shape{4, 31, 439, 128}}) {
+        const int64_t g = sh.heads, R = sh.rows, L = sh.keys, Dh = sh.head_dim;
+        const auto q = torch::randn({g, R, Dh}) * 2, k = torch::randn({1, L, Dh}) * 2,
+                   v = torch::randn({1, L, Dh});
+        const int64_t width = g * Dh + 5;  // 5 floats past the heads in every output row
+        auto out = torch::full({R, width}, NAN);
+        auto probs = torch::full({g, R, L}, NAN);
+        std::vector<float> scratch(
+            static_cast<size_t>(detail::few_rows_attention_scratch(g, R, L, Dh)), NAN);
+        detail::FewRowsAttention a;
+        a.q = q.data_ptr<float>();
+        a.q_head_stride = R * Dh;
+        a.q_row_stride = Dh;
+        a.k = k.data_ptr<float>();
+        a.v = v.data_ptr<float>();
+        a.k_row_stride = a.v_row_stride = Dh;
+        a.out = out.data_ptr<float>();
+        a.out_head_stride = Dh;
+        a.out_row_stride = width;
+        a.probs = probs.data_ptr<float>();
+        a.heads = g;
+        a.rows = R;
+        a.keys = L;
+        a.head_dim = Dh;
+        a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
+        detail::few_rows_attention(a, scratch.data());
+        const auto ref = naive_attention(f64(q), f64(k), f64(v));  // (R, g Dh)
+        const auto ours = out.narrow(1, 0, g * Dh);
+        const std::string at = std::to_string(g) + " x " + std::to_string(R) + " rows, " +
+                               std::to_string(L) + " keys, Dh " + std::to_string(Dh);
+        EXPECT_LE(nmse(ours, ref), 1e-12) << at;
+        const auto libtorch = naive_attention(q, k, v);
+        EXPECT_LE(nmse(ours, ref), 2 * nmse(libtorch, ref) + 1e-20) << at;
+        EXPECT_LE((ours - ref).abs().max().item<double>(),
+                  2 * (libtorch - ref).abs().max().item<double>() + 1e-7)
+            << at;
+        EXPECT_TRUE(out.narrow(1, g * Dh, 5).isnan().all().item<bool>()) << at;
+        EXPECT_LE(nmse(probs, naive_probabilities(f64(q), f64(k))), 1e-12) << at;
+        EXPECT_LE((probs.sum(-1) - 1).abs().max().item<double>(), 1e-5) << at;
+    }
+}
+
 // Training differentiates through the same function: with gradients on it takes LibTorch's ops
 // (the blocked path writes into buffers, which autograd refuses), to the same values.
 TEST(Attention, TrainingGetsGradientsThroughIt) {
@@ -577,31 +636,37 @@ TEST(RowKernels, LinearSplitByRowsOrColumnsEqualsTheFloat64Product) {
 
 // few_rows_product's edges: every row count around its 6-row tiles, an inner size that is not a
 // multiple of its 64-value blocks, and a weight inside a wider buffer (q of a stacked q/k/v, row
-// stride 3x its columns). Called directly: linear leaves fewer than 16 rows to OpenBLAS.
+// stride 3x its columns); x read both row-major and transposed (ldxk, as the attention reads its
+// probabilities). Called directly: linear leaves fewer than 16 rows to OpenBLAS.
 TEST(RowKernels, FewRowsProductEqualsTheFloat64ProductAtEveryTileEdge) {
     torch::manual_seed(11);
     torch::InferenceMode g;
-    // (70, 100) q inside (210, 100) q/k/v stored column-major: q^T (100, 70) with row stride 210;
-    // 70 columns are two 32-column tiles and 6 left over.
-    const auto stacked = torch::empty_strided({210, 100}, {1, 210}).copy_(torch::randn({210, 100}));
-    const auto q = stacked.narrow(0, 0, 70);
+    // (86, 100) q inside (258, 100) q/k/v stored column-major: q^T (100, 86) with row stride 258;
+    // 86 columns are two 32-column tiles, a 16-column one and 6 left over.
+    const auto stacked = torch::empty_strided({258, 100}, {1, 258}).copy_(torch::randn({258, 100}));
+    const auto q = stacked.narrow(0, 0, 86);
     for (int64_t rows = 1; rows <= 21; ++rows) {
         const auto x = torch::randn({rows, 100});
+        const auto xt = x.t().contiguous();  // (100, rows)
         const auto ref = torch::matmul(f64(x), f64(q).t());
-        auto y = torch::full({rows, 70}, NAN);
-        detail::FewRowsProduct p;
-        p.x = x.data_ptr<float>();
-        p.wt = q.data_ptr<float>();
-        p.y = y.data_ptr<float>();
-        p.rows = rows;
-        p.inner = 100;
-        p.columns = 70;
-        p.ldx = 100;
-        p.ldw = 210;
-        p.ldy = 70;
-        detail::few_rows_product(p, 0, 32);   // a thread's share: the first tile
-        detail::few_rows_product(p, 32, 70);  // the rest, the 6-column tail included
-        EXPECT_LE((y - ref).abs().max().item<double>(), 1e-4) << rows << " rows";
+        for (bool transposed : {false, true}) {
+            auto y = torch::full({rows, 86}, NAN);
+            detail::FewRowsProduct p;
+            p.x = transposed ? xt.data_ptr<float>() : x.data_ptr<float>();
+            p.wt = q.data_ptr<float>();
+            p.y = y.data_ptr<float>();
+            p.rows = rows;
+            p.inner = 100;
+            p.columns = 86;
+            p.ldx = transposed ? 1 : 100;
+            p.ldxk = transposed ? rows : 1;
+            p.ldw = 258;
+            p.ldy = 86;
+            detail::few_rows_product(p, 0, 32);   // a thread's share: the first tile
+            detail::few_rows_product(p, 32, 86);  // the rest, the 16- and 6-column tails included
+            EXPECT_LE((y - ref).abs().max().item<double>(), 1e-4)
+                << rows << " rows, transposed " << transposed;
+        }
         for (int t : {1, 2}) {  // and through linear (OpenBLAS below 16 rows)
             const ScopedThreads threads(t);
             EXPECT_LE((detail::linear(x, q) - ref).abs().max().item<double>(), 1e-4)

@@ -1,5 +1,6 @@
 #include "engine/model/blocks.h"
 
+#include "engine/model/row_attention.h"
 #include "engine/model/row_gemm.h"
 #include "engine/model/row_norm_rope.h"
 #include "engine/model/row_softmax.h"
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <vector>
 
 namespace cl::detail {
 
@@ -370,6 +372,52 @@ torch::Tensor attend_row_blocks(const torch::Tensor& q, const torch::Tensor& k,
     return per_row.reshape(shape);  // (..., R, H*Dh)
 }
 
+// A cached step's attention: each kv head's g * R query rows (fewer than kMaxFewRows) against
+// every key by row_attention's kernel, written straight into the (..., R, H*Dh) rows the output
+// projection reads (and into the (..., H, R, L) probabilities where they are asked for). One kv
+// head per task over LibTorch's threads, each with its own scratch.
+torch::Tensor attend_few_rows(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, torch::Tensor* probs_out) {
+    const int64_t H = q.size(-3), Hkv = k.size(-3), R = q.size(-2), Dh = q.size(-1), L = k.size(-2);
+    const int64_t g = H / Hkv, batches = q.numel() / (H * R * Dh);
+    const auto qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();  // no copies here
+    auto out = torch::empty({batches, R, H * Dh}, q.options());                // (B, R, H*Dh)
+    const auto probs = probs_out ? torch::empty({batches, H, R, L}, q.options()) : torch::Tensor();
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
+    at::parallel_for(0, batches * Hkv, 1, [&](int64_t begin, int64_t end) {
+        std::vector<float> scratch(static_cast<size_t>(few_rows_attention_scratch(g, R, L, Dh)));
+        for (int64_t item = begin; item < end; ++item) {
+            const int64_t b = item / Hkv, n = item % Hkv;
+            FewRowsAttention a;
+            a.q = qc.data_ptr<float>() + (b * H + n * g) * R * Dh;  // (g, R, Dh)
+            a.q_head_stride = R * Dh;
+            a.q_row_stride = Dh;
+            a.k = kc.data_ptr<float>() + (b * Hkv + n) * L * Dh;  // (L, Dh)
+            a.v = vc.data_ptr<float>() + (b * Hkv + n) * L * Dh;
+            a.k_row_stride = a.v_row_stride = Dh;
+            a.out = out.data_ptr<float>() + b * R * H * Dh + n * g * Dh;  // head j at column j Dh
+            a.out_head_stride = Dh;
+            a.out_row_stride = H * Dh;
+            a.probs = probs.defined() ? probs.data_ptr<float>() + (b * H + n * g) * R * L : nullptr;
+            a.heads = g;
+            a.rows = R;
+            a.keys = L;
+            a.head_dim = Dh;
+            a.scale = scale;
+            few_rows_attention(a, scratch.data());
+        }
+    });
+    if (probs_out) {
+        auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., H, R, L)
+        shape.back() = L;
+        *probs_out = probs.view(shape);
+    }
+    auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., R, H*Dh)
+    shape.erase(shape.end() - 3);
+    shape.back() = H * Dh;
+    return out.view(shape);
+}
+
 // Where attend_row_blocks runs: LibTorch 2.x has its fused attention instead, another device or
 // dtype keeps LibTorch's ops, and so does training (the in-place products have no gradient).
 bool uses_row_blocks(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
@@ -382,7 +430,11 @@ bool uses_row_blocks(const torch::Tensor& q, const torch::Tensor& k, const torch
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      torch::Tensor* probs_out) {
-    if (uses_row_blocks(q, k, v)) return attend_row_blocks(q, k, v, probs_out);
+    if (uses_row_blocks(q, k, v)) {
+        const int64_t query_rows = (q.size(-3) / k.size(-3)) * q.size(-2);  // per kv head
+        return query_rows < kMaxFewRows ? attend_few_rows(q, k, v, probs_out)
+                                        : attend_row_blocks(q, k, v, probs_out);
+    }
     const int64_t H = q.size(-3), Hkv = k.size(-3), Dh = q.size(-1);
     auto keys = k, values = v;  // (..., Hkv, L, Dh)
     if (Hkv != H) {

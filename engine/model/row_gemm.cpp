@@ -1,5 +1,7 @@
 #include "engine/model/row_gemm.h"
 
+#include "engine/model/row_lanes.h"
+
 #include <algorithm>
 
 // One copy per instruction set, picked when the library loads (as in row_softmax.cpp): the
@@ -14,57 +16,78 @@ namespace cl::detail {
 
 namespace {
 
-constexpr int kLanes = 16;
-using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
+using row_lanes::kLanes;
+using row_lanes::Lanes;
+using row_lanes::load;
+using row_lanes::store;
 constexpr int kTileRows = 6;     // 6 x 2 accumulators + 2 of wt + 1 of x: 15 of AVX-512's 32
 constexpr int64_t kBlockK = 64;  // the sums restart every kBlockK values of k (precision)
 static_assert(kFewRowsTileColumns == 2 * kLanes);
 
-[[gnu::always_inline]] inline Lanes load(const float* p) {
-    Lanes v;
-    __builtin_memcpy(&v, p, sizeof v);  // unaligned
-    return v;
-}
-
-[[gnu::always_inline]] inline void store(float* p, Lanes v) {
-    __builtin_memcpy(p, &v, sizeof v);
-}
-
-// y[0:MR, 0:32] (=, or += after the first block of k) x[0:MR, k0:k1] @ wt[k0:k1, 0:32].
-template <int MR>
+// y[0:MR, 0:16 NV] (=, or += after the first block of k) x[0:MR, k0:k1] @ wt[k0:k1, 0:16 NV].
+// UnitK: x's values of one row are adjacent (ldxk == 1), known at compile time.
+template <int MR, int NV, bool UnitK>
 [[gnu::always_inline]] inline void tile_block(const FewRowsProduct& p, const float* x,
                                               const float* wt, float* y, int64_t k0, int64_t k1) {
-    Lanes acc[MR][2] = {};
+    const int64_t ldxk = UnitK ? 1 : p.ldxk;
+    Lanes acc[MR][NV] = {};
     for (int64_t k = k0; k < k1; ++k) {
-        const Lanes w0 = load(wt + k * p.ldw), w1 = load(wt + k * p.ldw + kLanes);
+        Lanes w[NV];
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; ++v) w[v] = load(wt + k * p.ldw + v * kLanes);
 #pragma GCC unroll 8
         for (int m = 0; m < MR; ++m) {
-            const float xm = x[m * p.ldx + k];
-            acc[m][0] += xm * w0;
-            acc[m][1] += xm * w1;
+            const float xm = x[m * p.ldx + k * ldxk];
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; ++v) acc[m][v] += xm * w[v];
         }
     }
 #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m) {
         float* row = y + m * p.ldy;
-        if (k0 > 0) {
-            acc[m][0] += load(row);
-            acc[m][1] += load(row + kLanes);
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; ++v) {
+            if (k0 > 0) acc[m][v] += load(row + v * kLanes);
+            store(row + v * kLanes, acc[m][v]);
         }
-        store(row, acc[m][0]);
-        store(row + kLanes, acc[m][1]);
     }
 }
 
-template <int MR>
+template <int MR, int NV, bool UnitK>
 [[gnu::always_inline]] inline void tile(const FewRowsProduct& p, int64_t m0, int64_t c0) {
     const float* x = p.x + m0 * p.ldx;
     float* y = p.y + m0 * p.ldy + c0;
     for (int64_t k0 = 0; k0 < p.inner; k0 += kBlockK)
-        tile_block<MR>(p, x, p.wt + c0, y, k0, std::min(p.inner, k0 + kBlockK));
+        tile_block<MR, NV, UnitK>(p, x, p.wt + c0, y, k0, std::min(p.inner, k0 + kBlockK));
 }
 
-// Columns past the last whole tile (N not a multiple of 32), one at a time, summed the same way.
+// Every row of the 16 NV columns from c: tiles of kTileRows rows, then the remainder.
+template <int NV, bool UnitK>
+[[gnu::always_inline]] inline void column_tile(const FewRowsProduct& p, int64_t c) {
+    int64_t m = 0;
+    for (; m + kTileRows <= p.rows; m += kTileRows) tile<kTileRows, NV, UnitK>(p, m, c);
+    switch (p.rows - m) {
+        case 5:
+            tile<5, NV, UnitK>(p, m, c);
+            break;
+        case 4:
+            tile<4, NV, UnitK>(p, m, c);
+            break;
+        case 3:
+            tile<3, NV, UnitK>(p, m, c);
+            break;
+        case 2:
+            tile<2, NV, UnitK>(p, m, c);
+            break;
+        case 1:
+            tile<1, NV, UnitK>(p, m, c);
+            break;
+        default:
+            break;
+    }
+}
+
+// Columns past the last 16-column tile, one at a time, summed the same way.
 void tail_columns(const FewRowsProduct& p, int64_t c0, int64_t c1) {
     for (int64_t m = 0; m < p.rows; ++m)
         for (int64_t c = c0; c < c1; ++c) {
@@ -72,41 +95,32 @@ void tail_columns(const FewRowsProduct& p, int64_t c0, int64_t c1) {
             for (int64_t k0 = 0; k0 < p.inner; k0 += kBlockK) {
                 float block = 0.0F;
                 for (int64_t k = k0; k < std::min(p.inner, k0 + kBlockK); ++k)
-                    block += p.x[m * p.ldx + k] * p.wt[k * p.ldw + c];
+                    block += p.x[m * p.ldx + k * p.ldxk] * p.wt[k * p.ldw + c];
                 total += block;
             }
             p.y[m * p.ldy + c] = total;
         }
 }
 
+template <bool UnitK>
+[[gnu::always_inline]] inline void product_columns(const FewRowsProduct& p, int64_t c0,
+                                                   int64_t c1) {
+    int64_t c = c0;
+    for (; c + kFewRowsTileColumns <= c1; c += kFewRowsTileColumns) column_tile<2, UnitK>(p, c);
+    if (c + kLanes <= c1) {
+        column_tile<1, UnitK>(p, c);
+        c += kLanes;
+    }
+    if (c < c1) tail_columns(p, c, c1);
+}
+
 }  // namespace
 
 CL_GEMM_CLONES void few_rows_product(const FewRowsProduct& p, int64_t c0, int64_t c1) {
-    int64_t c = c0;
-    for (; c + kFewRowsTileColumns <= c1; c += kFewRowsTileColumns) {
-        int64_t m = 0;
-        for (; m + kTileRows <= p.rows; m += kTileRows) tile<kTileRows>(p, m, c);
-        switch (p.rows - m) {
-            case 5:
-                tile<5>(p, m, c);
-                break;
-            case 4:
-                tile<4>(p, m, c);
-                break;
-            case 3:
-                tile<3>(p, m, c);
-                break;
-            case 2:
-                tile<2>(p, m, c);
-                break;
-            case 1:
-                tile<1>(p, m, c);
-                break;
-            default:
-                break;
-        }
-    }
-    if (c < c1) tail_columns(p, c, c1);
+    if (p.ldxk == 1)
+        product_columns<true>(p, c0, c1);
+    else
+        product_columns<false>(p, c0, c1);
 }
 
 }  // namespace cl::detail

@@ -16,16 +16,20 @@
 namespace cl::detail {
 
 struct FewRowsProduct {
-    const float* x = nullptr;   // (M, K), row stride ldx
+    const float* x = nullptr;   // (M, K), row stride ldx, stride ldxk along k
     const float* wt = nullptr;  // (K, N), row stride ldw
     float* y = nullptr;         // (M, N), row stride ldy; overwritten
     int64_t rows = 0;           // M
     int64_t inner = 0;          // K
     int64_t columns = 0;        // N
     int64_t ldx = 0, ldw = 0, ldy = 0;
+    // 1 for rows of activations; the attention's probabilities are read transposed from the
+    // (keys, queries) scores that row_attention computes (ldx 1, ldxk the scores' row stride).
+    int64_t ldxk = 1;
 };
 
 // Columns per register tile: a thread's share of a split product is a whole number of them.
+// Columns past the last whole tile go 16 at a time, then one at a time.
 inline constexpr int64_t kFewRowsTileColumns = 32;
 
 // y[:, c0:c1] of the product (c0 a multiple of kFewRowsTileColumns; c1 <= N).

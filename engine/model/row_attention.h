@@ -1,0 +1,43 @@
+// The attention of a cached step's few query rows over every key, one kv head at a time, on the
+// CPU in float32. A cached step asks 16-127 query rows per kv head against hundreds of keys; as
+// (rows, keys) products OpenBLAS packs the keys at every call (sgemm_incopy) for a few dozen rows,
+// and each score row's softmax is a pass of its own. Here the product runs the other way round,
+// scores^T (L, Rq) = K (L, Dh) @ (q scale)^T (Dh, Rq), through few_rows_product with the keys as
+// its rows (read in place) and the query rows as its 16- or 32-wide column tiles; the softmax then
+// goes down the columns, a vector of queries at a time with no horizontal reduction, and the
+// probabilities times the values read the scores transposed (FewRowsProduct::ldxk). An attend of
+// 32 query rows over 439 keys per head, 4 heads, one core: 140 us as row blocks, see blocks.cpp.
+// No torch here: plain floats, so the test holds it against a float64 attention.
+#pragma once
+
+#include <cstdint>
+
+namespace cl::detail {
+
+struct FewRowsAttention {
+    // Query rows of the `heads` query heads that share this kv head, already rotated: head j's row
+    // r at q + j * q_head_stride + r * q_row_stride, Dh values each.
+    const float* q = nullptr;
+    int64_t q_head_stride = 0, q_row_stride = 0;
+    const float* k = nullptr;  // (L, Dh), row stride k_row_stride
+    const float* v = nullptr;  // (L, Dh), row stride v_row_stride
+    int64_t k_row_stride = 0, v_row_stride = 0;
+    // softmax(q k^T scale) v: head j's row r at out + j * out_head_stride + r * out_row_stride.
+    float* out = nullptr;
+    int64_t out_head_stride = 0, out_row_stride = 0;
+    // Optional, the probabilities: head j's row r at probs + (j * rows + r) * keys (L floats).
+    float* probs = nullptr;
+    int64_t heads = 0;     // g query heads per kv head
+    int64_t rows = 0;      // R query rows per head
+    int64_t keys = 0;      // L
+    int64_t head_dim = 0;  // Dh
+    float scale = 1.0F;    // 1/sqrt(Dh), applied to score - column max inside the exp
+};
+
+// Floats of scratch few_rows_attention needs for these sizes.
+int64_t few_rows_attention_scratch(int64_t heads, int64_t rows, int64_t keys, int64_t head_dim);
+
+// Fills out (and probs) for one kv head; scratch holds few_rows_attention_scratch(...) floats.
+void few_rows_attention(const FewRowsAttention& a, float* scratch);
+
+}  // namespace cl::detail
