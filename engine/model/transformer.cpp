@@ -196,9 +196,12 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     LayerResult r;
     const bool may_escalate = plan.may_escalate && !plan.all_rows;
     QkvHeads fresh;  // of the computed rows
-    auto attn =
-        attention_rows(l, norm(s.h, w.attn_norm), rows, s, lc, plan.write_kv && !may_escalate,
-                       (plan.want_probs || may_escalate) ? &r.probs : nullptr, &fresh);
+    // The fresh rows' K/V go into the cache now even when the layer may escalate: an escalated
+    // layer recomputes every row from the hidden cache and then writes every row's K/V, so the
+    // cache ends the same either way (deferring the write cost Elastic-Cache a copy of the whole
+    // K and V cache per layer and step: index_copy + copy_, a tenth of its run).
+    auto attn = attention_rows(l, norm(s.h, w.attn_norm), rows, s, lc, plan.write_kv,
+                               (plan.want_probs || may_escalate) ? &r.probs : nullptr, &fresh);
     if (may_escalate && hooks.escalate(l, r.probs)) {
         // Recompute the layer for every row: fresh rows keep their inputs, others come from the
         // hidden cache.
@@ -213,10 +216,6 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
         rows = nullptr;
         attn = attention_rows(l, norm(s.h, w.attn_norm), nullptr, s, lc, plan.write_kv, &r.probs,
                               &fresh);
-    } else if (may_escalate && plan.write_kv) {
-        // Not escalated: store the K/V the attention above computed (deferred until now).
-        lc.k.index_copy_(1, rows->device, fresh.k);
-        lc.v.index_copy_(1, rows->device, fresh.v);
     }
     r.k = fresh.k;
     r.v = fresh.v;
