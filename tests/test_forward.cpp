@@ -7,6 +7,7 @@
 #include "engine/base/errors.h"
 #include "engine/model/blocks.h"
 #include "engine/model/model.h"
+#include "engine/model/row_activation.h"
 #include "engine/model/row_attention.h"
 #include "engine/model/row_gemm.h"
 #include "engine/model/row_softmax.h"
@@ -673,6 +674,25 @@ TEST(RowKernels, FewRowsProductEqualsTheFloat64ProductAtEveryTileEdge) {
                 << rows << " rows, " << t << " threads";
         }
     }
+}
+
+// The MLP's silu(gate) * up over rows side by side (gate, then up), from a row stride wider than
+// both: within a few float32 roundings of float64 everywhere, including gates far past exp's range
+// either way.
+TEST(RowKernels, SiluTimesUpEqualsTheFloat64Activation) {
+    torch::manual_seed(14);
+    torch::InferenceMode g;
+    const int64_t rows = 7, F = 37, stride = 2 * F + 3;
+    auto y = torch::randn({rows, stride}) * 4;
+    y[0].narrow(0, 0, 6).copy_(torch::tensor({-100.0F, -88.0F, -20.0F, 0.0F, 20.0F, 100.0F}));
+    auto out = torch::full({rows, F}, NAN);
+    detail::silu_mul_rows(y.data_ptr<float>(), stride, rows, F, out.data_ptr<float>());
+    const auto gate = f64(y.narrow(1, 0, F)), up = f64(y.narrow(1, F, F));
+    const auto ref = gate * torch::sigmoid(gate) * up;
+    // Below exp's range the exp is taken at -87 (1.6e-38): silu(-100) comes out as -1.6e-36, not
+    // -3.7e-42, hence the absolute floor.
+    EXPECT_TRUE(((out - ref).abs() <= 1e-6 * ref.abs() + 1e-33).all().item<bool>());
+    EXPECT_EQ(out[0][3].item<float>(), 0.0F);
 }
 
 // The kernel's sums restart every 64 values of k: on a cached step's MLP down projection (33 rows,

@@ -1,5 +1,6 @@
 #include "engine/model/blocks.h"
 
+#include "engine/model/row_activation.h"
 #include "engine/model/row_attention.h"
 #include "engine/model/row_gemm.h"
 #include "engine/model/row_norm_rope.h"
@@ -468,6 +469,18 @@ torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x) {
     if (const auto stacked = stacked_view({&w.ff_proj, &w.up_proj}); stacked.defined()) {
         auto y = detail::linear(x, stacked);  // (..., 2F): one product
         const int64_t F = w.ff_proj.size(0);
+        if (uses_row_kernels(y) && y.is_contiguous()) {
+            auto shape = y.sizes().vec();
+            shape.back() = F;
+            auto h = torch::empty(shape, y.options());  // (..., F)
+            const int64_t rows = y.numel() / (2 * F);
+            const float* in = y.data_ptr<float>();
+            float* out = h.data_ptr<float>();
+            at::parallel_for(0, rows, rows_per_task(2 * F), [&](int64_t begin, int64_t end) {
+                silu_mul_rows(in + begin * 2 * F, 2 * F, end - begin, F, out + begin * F);
+            });
+            return detail::linear(h, w.ff_out);
+        }
         gate = torch::silu(y.narrow(-1, 0, F));
         up = y.narrow(-1, F, F);
     } else {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 #include "engine/base/errors.h"
 
@@ -14,6 +16,51 @@ RowSet RowSet::from_host(std::vector<int64_t> rows, torch::Device device) {
     r.host = std::move(rows);
     return r;
 }
+
+namespace {
+
+// Whether write_rows's loop takes dst (..., L, C) and src (..., R, C): float32 on the CPU without
+// gradients, dst contiguous, src's rows with unit stride, at most one leading dimension.
+bool rows_copy_fits(const torch::Tensor& dst, const torch::Tensor& src, int64_t rows) {
+    const auto cpu_float = [](const torch::Tensor& t) {
+        return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && !t.requires_grad();
+    };
+    return cpu_float(dst) && cpu_float(src) && dst.is_contiguous() && src.stride(-1) == 1 &&
+           (dst.dim() == 2 || dst.dim() == 3) && src.dim() == dst.dim() &&
+           src.size(0) == (dst.dim() == 3 ? dst.size(0) : rows) && src.size(-2) == rows &&
+           src.size(-1) == dst.size(-1);
+}
+
+// dst's rows at `rows` (its second-to-last dimension) = src: a loop of row copies on the CPU.
+// LibTorch 1.13's index_copy_ took 6 us for a cached step's 32 rows of one layer's K (12 calls
+// per step: 73 us of a fast-dual step by the profiler).
+void write_rows(torch::Tensor& dst, const RowSet& rows, const torch::Tensor& src) {
+    if (!rows_copy_fits(dst, src, rows.size())) {
+        dst.index_copy_(dst.dim() - 2, rows.device, src);
+        return;
+    }
+    const int64_t planes = dst.dim() == 3 ? dst.size(0) : 1, L = dst.size(-2), C = dst.size(-1);
+    const int64_t plane_stride = dst.dim() == 3 ? src.stride(0) : 0, row_stride = src.stride(-2);
+    const float* from = src.data_ptr<float>();
+    float* to = dst.data_ptr<float>();
+    for (int64_t i = 0; i < rows.size(); ++i) {
+        const int64_t pos = rows.host[static_cast<size_t>(i)];
+        if (pos < 0 || pos >= L)
+            throw std::out_of_range("write_rows: position " + std::to_string(pos) +
+                                    " outside the " + std::to_string(L) + " rows");
+        for (int64_t p = 0; p < planes; ++p)
+            std::copy_n(from + p * plane_stride + i * row_stride, C, to + (p * L + pos) * C);
+    }
+}
+
+// dst with src written at `rows`, dst itself unchanged.
+torch::Tensor with_rows(const torch::Tensor& dst, const RowSet& rows, const torch::Tensor& src) {
+    auto out = dst.clone();
+    write_rows(out, rows, src);
+    return out;
+}
+
+}  // namespace
 
 RowSet LayerHooks::select_rows(int layer, const torch::Tensor&, const torch::Tensor&) {
     throw std::logic_error("layer " + std::to_string(layer) +
@@ -96,13 +143,13 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& x, con
             lc.v.copy_(qkv.v);
         }
     } else if (write_kv) {
-        lc.k.index_copy_(1, rows->device, qkv.k);
-        lc.v.index_copy_(1, rows->device, qkv.v);
+        write_rows(lc.k, *rows, qkv.k);
+        write_rows(lc.v, *rows, qkv.v);
         k_all = lc.k;
         v_all = lc.v;
     } else {
-        k_all = lc.k.index_copy(1, rows->device, qkv.k);
-        v_all = lc.v.index_copy(1, rows->device, qkv.v);
+        k_all = with_rows(lc.k, *rows, qkv.k);
+        v_all = with_rows(lc.v, *rows, qkv.v);
     }
     return detail::linear(attend(qkv.q, k_all, v_all, probs_out), w.attn_out);  // (R, D)
 }
@@ -135,9 +182,8 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
     } else {
         // Rows not computed add their cached outputs; computed rows store their fresh ones.
         auto merge = [&](torch::Tensor& cached, const torch::Tensor& fresh) {  // (R, D) -> (L, D)
-            auto full =
-                (cached.defined() && !all) ? cached.index_copy(0, rows.device, fresh) : fresh;
-            if (plan.write_features && cached.defined()) cached.index_copy_(0, rows.device, fresh);
+            auto full = (cached.defined() && !all) ? with_rows(cached, rows, fresh) : fresh;
+            if (plan.write_features && cached.defined()) write_rows(cached, rows, fresh);
             return full;
         };
         auto x = norm(s.h.index_select(0, rows.device), w.attn_norm);  // (R, D)
@@ -182,7 +228,7 @@ void Transformer::gather_inputs(int l, const LayerPlan& plan, const LayerCache& 
                     " needs rows the previous layer did not compute and no hidden cache");
         full = torch::zeros({s.L, m_config.d_model}, s.h.options());
     }
-    full.index_copy_(0, prev.device, s.h);
+    write_rows(full, prev, s.h);
     s.h = full.index_select(0, rows.device);
 }
 
@@ -191,8 +237,7 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     const auto& w = m_weights.layers[static_cast<size_t>(l)];
     gather_inputs(l, plan, lc, s);
     const RowSet* rows = plan.all_rows ? nullptr : &plan.rows;
-    if (plan.write_hidden && lc.hidden.defined())
-        lc.hidden.index_copy_(0, rows ? rows->device : s.all.device, s.h);
+    if (plan.write_hidden && lc.hidden.defined()) write_rows(lc.hidden, rows ? *rows : s.all, s.h);
     LayerResult r;
     const bool may_escalate = plan.may_escalate && !plan.all_rows;
     QkvHeads fresh;  // of the computed rows
@@ -209,7 +254,7 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
         if (!lc.hidden.defined())
             throw std::logic_error("forward_plan: escalation needs a hidden cache");
         auto full = lc.hidden.clone();  // (L, D)
-        full.index_copy_(0, rows->device, s.h);
+        write_rows(full, *rows, s.h);
         s.h = full;
         if (plan.write_hidden) lc.hidden.copy_(s.h);
         plan.all_rows = true;
