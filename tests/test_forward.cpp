@@ -481,6 +481,7 @@ TEST(Attention, FewRowsKernelEqualsTheFloat64AttentionAtEveryEdge) {
         a.out_head_stride = Dh;
         a.out_row_stride = width;
         a.probs = probs.data_ptr<float>();
+        a.probs_head_stride = R * L;
         a.heads = g;
         a.rows = R;
         a.keys = L;

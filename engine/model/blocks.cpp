@@ -373,35 +373,54 @@ torch::Tensor attend_row_blocks(const torch::Tensor& q, const torch::Tensor& k,
     return per_row.reshape(shape);  // (..., R, H*Dh)
 }
 
-// A cached step's attention: each kv head's g * R query rows (fewer than kMaxFewRows) against
-// every key by row_attention's kernel, written straight into the (..., R, H*Dh) rows the output
-// projection reads (and into the (..., H, R, L) probabilities where they are asked for). One kv
-// head per task over LibTorch's threads, each with its own scratch.
-torch::Tensor attend_few_rows(const torch::Tensor& q, const torch::Tensor& k,
-                              const torch::Tensor& v, torch::Tensor* probs_out) {
+// Query rows per task of attend_columns: a kv head's g * R rows in chunks of at most this many,
+// so that the (L, rows) scores stay in L2 and a few kv heads still make tasks for every thread
+// (chunks of 64, 128, 256 or none were level on one core: 594 rows over 594 keys 2.44-2.49 ms).
+constexpr int64_t kColumnChunkRows = 128;
+// Above this many query rows per kv head a step that keeps the probabilities takes the row blocks:
+// writing them transposed from the score columns cost more than the row blocks' pass (one core,
+// 594 keys, 4 heads, row blocks / columns: 16 rows 106 / 98 us, 32 178 / 175, 48 248 / 267, 64 321
+// / 342, 128 646 / 668).
+constexpr int64_t kMaxColumnRowsWithProbs = 32;
+
+// The CPU attention by row_attention's kernel: each kv head's g * R query rows in chunks against
+// every key, written straight into the (..., R, H*Dh) rows the output projection reads (and into
+// the (..., H, R, L) probabilities where they are asked for). One chunk per task over LibTorch's
+// threads, each thread with its own scratch. Without the probabilities it beat the row blocks at
+// every size measured (one core, 4 heads, Dh 32, row blocks / columns: 32 rows over 594 keys
+// 177 / 133 us, 128 639 / 516, 594 2925 / 2445 us, 1024 over 1024 8.79 / 7.18 ms; 2 threads
+// 1024 4.34 / 3.58 ms, 594 1.48 / 1.23 ms).
+torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             torch::Tensor* probs_out) {
     const int64_t H = q.size(-3), Hkv = k.size(-3), R = q.size(-2), Dh = q.size(-1), L = k.size(-2);
     const int64_t g = H / Hkv, batches = q.numel() / (H * R * Dh);
+    const int64_t rc = std::max<int64_t>(1, std::min(R, kColumnChunkRows / g));  // rows per task
+    const int64_t chunks = (R + rc - 1) / rc;
     const auto qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();  // no copies here
     auto out = torch::empty({batches, R, H * Dh}, q.options());                // (B, R, H*Dh)
     const auto probs = probs_out ? torch::empty({batches, H, R, L}, q.options()) : torch::Tensor();
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
-    at::parallel_for(0, batches * Hkv, 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> scratch(static_cast<size_t>(few_rows_attention_scratch(g, R, L, Dh)));
+    at::parallel_for(0, batches * Hkv * chunks, 1, [&](int64_t begin, int64_t end) {
+        std::vector<float> scratch(static_cast<size_t>(few_rows_attention_scratch(g, rc, L, Dh)));
         for (int64_t item = begin; item < end; ++item) {
-            const int64_t b = item / Hkv, n = item % Hkv;
+            const int64_t b = item / (Hkv * chunks), n = item / chunks % Hkv;
+            const int64_t r0 = item % chunks * rc, rows = std::min(rc, R - r0);
             FewRowsAttention a;
-            a.q = qc.data_ptr<float>() + (b * H + n * g) * R * Dh;  // (g, R, Dh)
+            a.q = qc.data_ptr<float>() + ((b * H + n * g) * R + r0) * Dh;  // (g, R, Dh)
             a.q_head_stride = R * Dh;
             a.q_row_stride = Dh;
             a.k = kc.data_ptr<float>() + (b * Hkv + n) * L * Dh;  // (L, Dh)
             a.v = vc.data_ptr<float>() + (b * Hkv + n) * L * Dh;
             a.k_row_stride = a.v_row_stride = Dh;
-            a.out = out.data_ptr<float>() + b * R * H * Dh + n * g * Dh;  // head j at column j Dh
+            // head j at column j Dh
+            a.out = out.data_ptr<float>() + (b * R + r0) * H * Dh + n * g * Dh;
             a.out_head_stride = Dh;
             a.out_row_stride = H * Dh;
-            a.probs = probs.defined() ? probs.data_ptr<float>() + (b * H + n * g) * R * L : nullptr;
+            a.probs = probs.defined() ? probs.data_ptr<float>() + ((b * H + n * g) * R + r0) * L
+                                      : nullptr;
+            a.probs_head_stride = R * L;
             a.heads = g;
-            a.rows = R;
+            a.rows = rows;
             a.keys = L;
             a.head_dim = Dh;
             a.scale = scale;
@@ -433,8 +452,9 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
                      torch::Tensor* probs_out) {
     if (uses_row_blocks(q, k, v)) {
         const int64_t query_rows = (q.size(-3) / k.size(-3)) * q.size(-2);  // per kv head
-        return query_rows < kMaxFewRows ? attend_few_rows(q, k, v, probs_out)
-                                        : attend_row_blocks(q, k, v, probs_out);
+        return probs_out && query_rows > kMaxColumnRowsWithProbs
+                   ? attend_row_blocks(q, k, v, probs_out)
+                   : attend_columns(q, k, v, probs_out);
     }
     const int64_t H = q.size(-3), Hkv = k.size(-3), Dh = q.size(-1);
     auto keys = k, values = v;  // (..., Hkv, L, Dh)

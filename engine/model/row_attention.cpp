@@ -112,6 +112,11 @@ template <int S>
     }
 }
 
+// Where query row i (head i / R, row i % R) keeps its probabilities.
+float* probability_row(const FewRowsAttention& a, int64_t i) {
+    return a.probs + (i / a.rows) * a.probs_head_stride + (i % a.rows) * a.keys;
+}
+
 // probs[i][j] = st[j][i] * inv_sum[i], 16 keys x 16 queries at a time through the transpose above;
 // the last keys (L not a multiple of 16) one at a time.
 CL_COLUMN_CLONES void write_probabilities(const FewRowsAttention& a, const Scratch& s, int64_t rp) {
@@ -126,11 +131,11 @@ CL_COLUMN_CLONES void write_probabilities(const FewRowsAttention& a, const Scrat
             swap_blocks<2>(m);
             swap_blocks<1>(m);
             for (int64_t r = 0; r < n; ++r)
-                store(a.probs + (i0 + r) * a.keys + j0, m[r] * s.inv_sum[i0 + r]);
+                store(probability_row(a, i0 + r) + j0, m[r] * s.inv_sum[i0 + r]);
         }
         for (int64_t i = i0; i < i0 + n; ++i)
             for (int64_t j = whole; j < a.keys; ++j)
-                a.probs[i * a.keys + j] = s.st[j * rp + i] * s.inv_sum[i];
+                probability_row(a, i)[j] = s.st[j * rp + i] * s.inv_sum[i];
     }
 }
 

@@ -1,12 +1,12 @@
-// The attention of a cached step's few query rows over every key, one kv head at a time, on the
-// CPU in float32. A cached step asks 16-127 query rows per kv head against hundreds of keys; as
-// (rows, keys) products OpenBLAS packs the keys at every call (sgemm_incopy) for a few dozen rows,
-// and each score row's softmax is a pass of its own. Here the product runs the other way round,
-// scores^T (L, Rq) = K (L, Dh) @ (q scale)^T (Dh, Rq), through few_rows_product with the keys as
-// its rows (read in place) and the query rows as its 16- or 32-wide column tiles; the softmax then
-// goes down the columns, a vector of queries at a time with no horizontal reduction, and the
-// probabilities times the values read the scores transposed (FewRowsProduct::ldxk). An attend of
-// 32 query rows over 439 keys per head, 4 heads, one core: 140 us as row blocks, see blocks.cpp.
+// The CPU attention in float32, one kv head's query rows (a chunk of them) at a time. Written for
+// a cached step's few dozen query rows against hundreds of keys: as (rows, keys) products OpenBLAS
+// packs the keys at every call (sgemm_incopy) for a few dozen rows, and each score row's softmax is
+// a pass of its own. Here the product runs the other way round, scores^T (L, Rq) = K (L, Dh) @
+// q^T (Dh, Rq), through few_rows_product with the keys as its rows (read in place) and the query
+// rows as its 16- or 32-wide column tiles; the softmax then goes down the columns, a vector of
+// queries at a time with no horizontal reduction, and the probabilities times the values read the
+// scores transposed (FewRowsProduct::ldxk). It also beat the row blocks on full sequences, so
+// blocks.cpp's attend runs it everywhere except where many rows keep their probabilities.
 // No torch here: plain floats, so the test holds it against a float64 attention.
 #pragma once
 
@@ -25,8 +25,10 @@ struct FewRowsAttention {
     // softmax(q k^T scale) v: head j's row r at out + j * out_head_stride + r * out_row_stride.
     float* out = nullptr;
     int64_t out_head_stride = 0, out_row_stride = 0;
-    // Optional, the probabilities: head j's row r at probs + (j * rows + r) * keys (L floats).
+    // Optional, the probabilities: head j's row r at probs + j * probs_head_stride + r * keys
+    // (L floats each).
     float* probs = nullptr;
+    int64_t probs_head_stride = 0;
     int64_t heads = 0;     // g query heads per kv head
     int64_t rows = 0;      // R query rows per head
     int64_t keys = 0;      // L
