@@ -144,9 +144,9 @@ torch::Tensor few_rows_linear(const torch::Tensor& x2, const torch::Tensor& w) {
     return out;
 }
 
-// out = x @ wt on the calling thread (inside a parallel region): few_rows_product for a cached
-// step's few rows where every operand has unit column stride (the attention's probabilities times
-// its values: 33 x 594 @ 594 x 32 per head at G = 256), OpenBLAS otherwise.
+// out = x @ wt on the calling thread (inside a parallel region): few_rows_product for 16-127 rows
+// where every operand has unit column stride (the row blocks' probabilities times values, when a
+// step keeps the probabilities of 33-127 query rows per kv head), OpenBLAS otherwise.
 void product_into(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& wt) {
     if (x.size(0) >= kMaxFewRows || !few_rows_fit(x.size(0), x.size(1)) || !uses_row_kernels(x) ||
         !uses_row_kernels(wt) || x.stride(1) != 1 || wt.stride(1) != 1 || out.stride(1) != 1) {
