@@ -10,7 +10,6 @@
 #include "engine/model/row_activation.h"
 #include "engine/model/row_attention.h"
 #include "engine/model/row_gemm.h"
-#include "engine/model/row_softmax.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
 #include "plan_test_util.h"
@@ -395,18 +394,18 @@ TEST(Forward, ObserverReceivesAttentionOnlyWhenAsked) {
     EXPECT_TRUE(got[1]);
 }
 
-// The CPU attention without a fused op splits query rows into blocks whose scores fit the cache
-// (1 MiB: 218 of the 1200 grouped rows here, so 6 blocks, the last one partial) and takes a key
-// head once for the query heads that share it; with the probabilities asked for it keeps the
-// whole (H, R, L). Both against float64.
-TEST(Attention, RowBlocksAndGroupedHeadsEqualTheFloat64Attention) {
+// The CPU attention without a fused op (the column kernel) takes a key head once for the query
+// heads that share it, 4 heads x 300 rows here in 10 chunks of 32 rows per head (128 grouped
+// rows; the last chunk 12), the chunks split over threads; with the probabilities asked for it
+// writes the whole (H, R, L). Both against float64.
+TEST(Attention, ChunkedColumnsAndGroupedHeadsEqualTheFloat64Attention) {
     torch::manual_seed(5);
     const int64_t H = 8, Hkv = 2, R = 300, L = 600, Dh = 16;
     auto q = torch::randn({H, R, Dh}) * 2, k = torch::randn({Hkv, L, Dh}) * 2,
          v = torch::randn({Hkv, L, Dh});
     torch::InferenceMode g;
     const auto ref = naive_attention(f64(q), f64(k), f64(v));
-    // The (head, block) items split over threads: one and two give the same rows.
+    // The (kv head, chunk) items split over threads: one and two give the same rows.
     for (int t : {1, 2}) {
         const ScopedThreads threads(t);
         EXPECT_LE(nmse(detail::attend(q, k, v), ref), 1e-12) << t << " threads";
@@ -432,8 +431,8 @@ TEST(Attention, RowBlocksAndGroupedHeadsEqualTheFloat64Attention) {
     EXPECT_LE(nmse(batched[0], ref), 1e-12);
     auto one = q.narrow(1, 7, 1);
     EXPECT_LE(nmse(detail::attend(one, k, v), naive_attention(f64(one), f64(k), f64(v))), 1e-12);
-    // A cached step's few query rows (20 per head, 80 per kv head: few_rows_product for the
-    // probabilities x values), with and without the probabilities.
+    // A cached step's few query rows (20 per head, 80 per kv head: one chunk), with and without
+    // the probabilities.
     auto few = q.narrow(1, 7, 20);
     const auto few_ref = naive_attention(f64(few), f64(k), f64(v));
     for (int t : {1, 2}) {
@@ -530,23 +529,6 @@ TEST(Attention, SoftmaxExpIsWithinOneUlpOfExp) {
     EXPECT_EQ(detail::softmax_exp(0.0F), 1.0F);
     EXPECT_GT(detail::softmax_exp(-1000.0F), 0.0F);
     EXPECT_LT(detail::softmax_exp(-1000.0F), 1e-37F);
-}
-
-// softmax_rows on rows with a stride: each row equals the float64 softmax, sums to 1, and the
-// padding between rows is left alone; rows shorter than a vector and of odd lengths included.
-TEST(Attention, SoftmaxRowsEqualTheFloat64SoftmaxAndKeepThePadding) {
-    torch::manual_seed(2);
-    for (int64_t cols : {1, 5, 16, 37, 1000}) {
-        const int64_t rows = 3, stride = cols + 3;
-        auto buf = torch::randn({rows, stride}) * 10;
-        auto before = buf.clone();
-        detail::softmax_rows(buf.data_ptr<float>(), rows, cols, stride);
-        auto ref = torch::softmax(before.narrow(1, 0, cols).to(torch::kFloat64), -1);
-        EXPECT_LE((buf.narrow(1, 0, cols).to(torch::kFloat64) - ref).abs().max().item<double>(),
-                  1e-6)
-            << cols << " columns";
-        EXPECT_TRUE(buf.narrow(1, cols, 3).equal(before.narrow(1, cols, 3)));
-    }
 }
 
 // RMSNorm's row loop (row_norm_rope) against LibTorch's ops, on rows of a batch.

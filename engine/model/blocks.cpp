@@ -4,7 +4,6 @@
 #include "engine/model/row_attention.h"
 #include "engine/model/row_gemm.h"
 #include "engine/model/row_norm_rope.h"
-#include "engine/model/row_softmax.h"
 
 #include <ATen/ThreadLocalState.h>
 #include <torch/version.h>
@@ -142,19 +141,6 @@ torch::Tensor few_rows_linear(const torch::Tensor& x2, const torch::Tensor& w) {
         few_rows_product(p, begin * kFewRowsTileColumns, std::min(N, end * kFewRowsTileColumns));
     });
     return out;
-}
-
-// out = x @ wt on the calling thread (inside a parallel region): few_rows_product for 16-127 rows
-// where every operand has unit column stride (the row blocks' probabilities times values, when a
-// step keeps the probabilities of 33-127 query rows per kv head), OpenBLAS otherwise.
-void product_into(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& wt) {
-    if (x.size(0) >= kMaxFewRows || !few_rows_fit(x.size(0), x.size(1)) || !uses_row_kernels(x) ||
-        !uses_row_kernels(wt) || x.stride(1) != 1 || wt.stride(1) != 1 || out.stride(1) != 1) {
-        at::mm_out(out, x, wt);
-        return;
-    }
-    const auto p = few_rows_operands(out, x, wt);
-    few_rows_product(p, 0, p.columns);
 }
 
 // x (M, In) @ wt (In, Out) as one product per thread, each on its share of x's rows, where there
@@ -315,81 +301,19 @@ QkvHeads project_qkv(const LayerWeights& w, const torch::Tensor& x, const torch:
 
 namespace {
 
-// Scores per block of query rows: 1 MiB of floats, what suited this machine's 1 MiB L2 per core (a
-// 1024-token forward at one thread: 128 KiB blocks 126 ms, 512 KiB 107, 1 MiB 102, 2 MiB 101,
-// the whole (H, L, L) at once 123).
-constexpr int64_t kScoreBlockFloats = 256 * 1024;
-
-// Attention on the CPU in float32 without LibTorch 2's fused op: the (H, R, L) scores of a long
-// sequence are far larger than the cache (16 MiB per layer at 1024 tokens) and each pass over them
-// (product, softmax, product) went to memory. Query rows in blocks whose scores stay in the cache,
-// and row_softmax's exp in place of LibTorch 1.13's. Same contract as attend: with probs_out the
-// softmax is written straight into the (..., H, R, L) probabilities it returns, which the second
-// product then reads (d2Cache's and Elastic-Cache's steps, the attention maps).
-torch::Tensor attend_row_blocks(const torch::Tensor& q, const torch::Tensor& k,
-                                const torch::Tensor& v, torch::Tensor* probs_out) {
-    const int64_t H = q.size(-3), Hkv = k.size(-3), R = q.size(-2), Dh = q.size(-1), L = k.size(-2);
-    // Query heads h*g .. h*g+g-1 share kv head h (repeat_interleave's order), so as Hkv groups of
-    // g*R rows they need no copy of a key.
-    // 1/sqrt(Dh) on q rather than on the scores: the forward's largest logit error against float64
-    // was 3.0e-5 so against 4.0e-5 with the scale in the softmax (Forward.Fp32Logits...).
-    const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
-    auto rows = (q * scale).reshape({-1, (H / Hkv) * R, Dh});  // (N, g*R, Dh)
-    auto keys_t = k.reshape({-1, L, Dh}).transpose(1, 2);      // (N, Dh, L)
-    auto values = v.reshape({-1, L, Dh});                      // (N, L, Dh)
-    const int64_t N = rows.size(0), Rq = rows.size(1);
-    // Blocks of one kv head's query rows whose scores fill one thread's cache, the (head, block)
-    // items split over LibTorch's threads, each with its own score buffer; OpenBLAS (its OpenMP
-    // build) runs each product on the calling thread inside the region, so the softmax between
-    // the products runs on every thread too (docs/architecture.md, "Data flow and threads").
-    const int64_t block = std::max<int64_t>(1, std::min(Rq, kScoreBlockFloats / L));
-    const int64_t blocks_per_head = (Rq + block - 1) / block;
-    auto out = torch::empty({N, Rq, Dh}, q.options());  // (N, g*R, Dh)
-    // (N, g*R, L) is (..., H, R, L) in memory: query head h*g+j is rows j*R.. of kv head h.
-    const auto probs = probs_out ? torch::empty({N, Rq, L}, q.options()) : torch::Tensor();
-    parallel_ops_for(0, N * blocks_per_head, 1, [&](int64_t begin, int64_t end) {
-        // This thread's (block, L) scores, unless they are kept.
-        auto scores = probs.defined() ? torch::Tensor() : torch::empty({block * L}, q.options());
-        for (int64_t item = begin; item < end; ++item) {
-            const int64_t n = item / blocks_per_head, r0 = (item % blocks_per_head) * block;
-            const int64_t rb = std::min(block, Rq - r0);
-            auto s = probs.defined() ? probs[n].narrow(0, r0, rb)  // (rb, L)
-                                     : scores.narrow(0, 0, rb * L).view({rb, L});
-            at::mm_out(s, rows[n].narrow(0, r0, rb), keys_t[n]);
-            softmax_rows(s.data_ptr<float>(), rb, L, L);
-            auto o = out[n].narrow(0, r0, rb);  // (rb, Dh), contiguous rows
-            product_into(o, s, values[n]);
-        }
-    });
-    if (probs_out) {
-        auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., H, R, L)
-        shape.back() = L;
-        *probs_out = probs.view(shape);
-    }
-    auto per_row = out.view(q.sizes()).transpose(-3, -2);  // (..., R, H, Dh)
-    auto shape = per_row.sizes().vec();
-    shape.pop_back();
-    shape.back() = H * Dh;
-    return per_row.reshape(shape);  // (..., R, H*Dh)
-}
-
 // Query rows per task of attend_columns: a kv head's g * R rows in chunks of at most this many,
 // so that the (L, rows) scores stay in L2 and a few kv heads still make tasks for every thread
 // (chunks of 64, 128, 256 or none were level on one core: 594 rows over 594 keys 2.44-2.49 ms).
 constexpr int64_t kColumnChunkRows = 128;
-// Above this many query rows per kv head a step that keeps the probabilities takes the row blocks:
-// writing them transposed from the score columns cost more than the row blocks' pass (one core,
-// 594 keys, 4 heads, row blocks / columns: 16 rows 106 / 98 us, 32 178 / 175, 48 248 / 267, 64 321
-// / 342, 128 646 / 668).
-constexpr int64_t kMaxColumnRowsWithProbs = 32;
-
 // The CPU attention by row_attention's kernel: each kv head's g * R query rows in chunks against
 // every key, written straight into the (..., R, H*Dh) rows the output projection reads (and into
 // the (..., H, R, L) probabilities where they are asked for). One chunk per task over LibTorch's
-// threads, each thread with its own scratch. Without the probabilities it beat the row blocks at
+// threads, each thread with its own scratch. It replaced session 20's row blocks (query rows in
+// blocks whose (rows, keys) scores fit L2, OpenBLAS's products, a row softmax), which it beat at
 // every size measured (one core, 4 heads, Dh 32, row blocks / columns: 32 rows over 594 keys
-// 177 / 133 us, 128 639 / 516, 594 2925 / 2445 us, 1024 over 1024 8.79 / 7.18 ms; 2 threads
-// 1024 4.34 / 3.58 ms, 594 1.48 / 1.23 ms).
+// 177 / 133 us, 128 639 / 516, 594 2925 / 2445 us, 1024 over 1024 8.79 / 7.18 ms; 2 threads 1024
+// 4.34 / 3.58 ms, 594 1.48 / 1.23 ms; keeping the probabilities, 1 thread, 16 rows 106 / 84 us,
+// 64 320 / 290, 594 2973 / 2738, 1024 9.72 / 8.43 ms, 2 threads 1024 4.81 / 4.20 ms).
 torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              torch::Tensor* probs_out) {
     const int64_t H = q.size(-3), Hkv = k.size(-3), R = q.size(-2), Dh = q.size(-1), L = k.size(-2);
@@ -438,9 +362,10 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
     return out.view(shape);
 }
 
-// Where attend_row_blocks runs: LibTorch 2.x has its fused attention instead, another device or
-// dtype keeps LibTorch's ops, and so does training (the in-place products have no gradient).
-bool uses_row_blocks(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+// Where attend_columns runs: LibTorch 2.x has its fused attention instead, another device or
+// dtype keeps LibTorch's ops, and so does training (the kernel writes into buffers, which autograd
+// cannot follow).
+bool uses_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
     return TORCH_VERSION_MAJOR < 2 && q.device().is_cpu() && q.scalar_type() == torch::kFloat32 &&
            q.size(-2) > 0 && k.size(-2) > 0 && !q.requires_grad() && !k.requires_grad() &&
            !v.requires_grad();
@@ -450,12 +375,7 @@ bool uses_row_blocks(const torch::Tensor& q, const torch::Tensor& k, const torch
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      torch::Tensor* probs_out) {
-    if (uses_row_blocks(q, k, v)) {
-        const int64_t query_rows = (q.size(-3) / k.size(-3)) * q.size(-2);  // per kv head
-        return probs_out && query_rows > kMaxColumnRowsWithProbs
-                   ? attend_row_blocks(q, k, v, probs_out)
-                   : attend_columns(q, k, v, probs_out);
-    }
+    if (uses_columns(q, k, v)) return attend_columns(q, k, v, probs_out);
     const int64_t H = q.size(-3), Hkv = k.size(-3), Dh = q.size(-1);
     auto keys = k, values = v;  // (..., Hkv, L, Dh)
     if (Hkv != H) {

@@ -2,7 +2,7 @@
 
 #include "engine/model/row_exp.h"
 
-// One copy per instruction set, picked when the library loads (as in row_softmax.cpp).
+// One copy per instruction set, picked when the library loads (as in row_gemm.cpp).
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CL_ACTIVATION_CLONES \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))

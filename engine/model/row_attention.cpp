@@ -5,9 +5,10 @@
 #include "engine/model/row_lanes.h"
 
 #include <algorithm>
+#include <array>
 
 // One copy of the column loops per instruction set, picked when the library loads (as in
-// row_softmax.cpp).
+// row_gemm.cpp).
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CL_COLUMN_CLONES \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -123,6 +124,10 @@ CL_COLUMN_CLONES void write_probabilities(const FewRowsAttention& a, const Scrat
     const int64_t rq = a.heads * a.rows, whole = a.keys / kLanes * kLanes;
     for (int64_t i0 = 0; i0 < rq; i0 += kLanes) {
         const int64_t n = std::min(kLanes, rq - i0);
+        // The 16 queries' rows, found once per block of queries (a division each: per store it
+        // took 70% of this loop, perf annotate).
+        std::array<float*, kLanes> row{};
+        for (int64_t r = 0; r < n; ++r) row[static_cast<size_t>(r)] = probability_row(a, i0 + r);
         for (int64_t j0 = 0; j0 < whole; j0 += kLanes) {
             Lanes m[kLanes];
             for (int64_t r = 0; r < kLanes; ++r) m[r] = load(s.st + (j0 + r) * rp + i0);
@@ -131,11 +136,11 @@ CL_COLUMN_CLONES void write_probabilities(const FewRowsAttention& a, const Scrat
             swap_blocks<2>(m);
             swap_blocks<1>(m);
             for (int64_t r = 0; r < n; ++r)
-                store(probability_row(a, i0 + r) + j0, m[r] * s.inv_sum[i0 + r]);
+                store(row[static_cast<size_t>(r)] + j0, m[r] * s.inv_sum[i0 + r]);
         }
-        for (int64_t i = i0; i < i0 + n; ++i)
+        for (int64_t r = 0; r < n; ++r)
             for (int64_t j = whole; j < a.keys; ++j)
-                probability_row(a, i)[j] = s.st[j * rp + i] * s.inv_sum[i];
+                row[static_cast<size_t>(r)][j] = s.st[j * rp + i0 + r] * s.inv_sum[i0 + r];
     }
 }
 
@@ -163,6 +168,10 @@ void weigh_values(const FewRowsAttention& a, const Scratch& s, int64_t rp) {
 }
 
 }  // namespace
+
+float softmax_exp(float x) {
+    return row_exp::exp_of_nonpositive(x);
+}
 
 int64_t few_rows_attention_scratch(int64_t heads, int64_t rows, int64_t keys, int64_t head_dim) {
     const int64_t rp = padded(heads * rows);

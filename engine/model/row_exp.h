@@ -1,6 +1,6 @@
-// The exp of the CPU softmaxes (row_softmax.cpp's score rows, row_attention.cpp's score
-// columns), written so that a loop over it vectorises: included only by those kernel units, which
-// build with -fno-trapping-math and -fno-math-errno and clone per instruction set.
+// The exp of the CPU softmax (row_attention.cpp's score columns) and of silu (row_activation.cpp),
+// written so that a loop over it vectorises: included only by those kernel units, which build with
+// -fno-trapping-math and -fno-math-errno and clone per instruction set.
 #pragma once
 
 #include <cstdint>

@@ -4,8 +4,9 @@
 
 #include <algorithm>
 
-// One copy per instruction set, picked when the library loads (as in row_softmax.cpp): the
-// 16-float vector type below is one AVX-512 register, two AVX2 ones, four SSE2 ones.
+// One copy per instruction set, picked when the library loads (GCC and Clang on x86-64; the plain
+// copy elsewhere; without it the build targets baseline x86-64, SSE2): the 16-float vector type
+// below is one AVX-512 register, two AVX2 ones, four SSE2 ones.
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CL_GEMM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
