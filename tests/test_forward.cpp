@@ -453,7 +453,7 @@ TEST(Attention, ChunkedColumnsAndGroupedHeadsEqualTheFloat64Attention) {
 // 2.1e-14 / 5.4e-7, 1024 keys 4.8e-13 / 2.3e-6 and 3.9e-13 / 2.3e-6, 439 keys (Dh 128) 3.9e-13 /
 // 2.7e-6 and 1.0e-12 / 5.4e-6; with q scaled before the product (as the row blocks do) the
 // 17-key case was 5.9e-14 / 1.4e-6, hence the scale on the score differences.
-TEST(Attention, FewRowsKernelEqualsTheFloat64AttentionAtEveryEdge) {
+TEST(Attention, ColumnKernelEqualsTheFloat64AttentionAtEveryEdge) {
     torch::manual_seed(13);
     torch::InferenceMode guard;
     struct Shape {
@@ -468,8 +468,8 @@ TEST(Attention, FewRowsKernelEqualsTheFloat64AttentionAtEveryEdge) {
         auto out = torch::full({R, width}, NAN);
         auto probs = torch::full({g, R, L}, NAN);
         std::vector<float> scratch(
-            static_cast<size_t>(detail::few_rows_attention_scratch(g, R, L, Dh)), NAN);
-        detail::FewRowsAttention a;
+            static_cast<size_t>(detail::column_attention_scratch(g, R, L, Dh)), NAN);
+        detail::ColumnAttention a;
         a.q = q.data_ptr<float>();
         a.q_head_stride = R * Dh;
         a.q_row_stride = Dh;
@@ -486,7 +486,7 @@ TEST(Attention, FewRowsKernelEqualsTheFloat64AttentionAtEveryEdge) {
         a.keys = L;
         a.head_dim = Dh;
         a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
-        detail::few_rows_attention(a, scratch.data());
+        detail::column_attention(a, scratch.data());
         const auto ref = naive_attention(f64(q), f64(k), f64(v));  // (R, g Dh)
         const auto ours = out.narrow(1, 0, g * Dh);
         const std::string at = std::to_string(g) + " x " + std::to_string(R) + " rows, " +

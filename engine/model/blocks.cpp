@@ -325,11 +325,11 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
     const auto probs = probs_out ? torch::empty({batches, H, R, L}, q.options()) : torch::Tensor();
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
     at::parallel_for(0, batches * Hkv * chunks, 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> scratch(static_cast<size_t>(few_rows_attention_scratch(g, rc, L, Dh)));
+        std::vector<float> scratch(static_cast<size_t>(column_attention_scratch(g, rc, L, Dh)));
         for (int64_t item = begin; item < end; ++item) {
             const int64_t b = item / (Hkv * chunks), n = item / chunks % Hkv;
             const int64_t r0 = item % chunks * rc, rows = std::min(rc, R - r0);
-            FewRowsAttention a;
+            ColumnAttention a;
             a.q = qc.data_ptr<float>() + ((b * H + n * g) * R + r0) * Dh;  // (g, R, Dh)
             a.q_head_stride = R * Dh;
             a.q_row_stride = Dh;
@@ -348,7 +348,7 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
             a.keys = L;
             a.head_dim = Dh;
             a.scale = scale;
-            few_rows_attention(a, scratch.data());
+            column_attention(a, scratch.data());
         }
     });
     if (probs_out) {

@@ -51,7 +51,7 @@ Scratch carve(float* base, int64_t rp, int64_t keys, int64_t head_dim) {
 }
 
 // qt[d][i] = q_i[d] for the g heads' rows in order (i = j R + r), zero in the padding.
-void transpose_queries(const FewRowsAttention& a, float* qt, int64_t rp) {
+void transpose_queries(const ColumnAttention& a, float* qt, int64_t rp) {
     const int64_t rq = a.heads * a.rows;
     for (int64_t d = 0; d < a.head_dim; ++d) std::fill(qt + d * rp + rq, qt + (d + 1) * rp, 0.0F);
     for (int64_t j = 0; j < a.heads; ++j)
@@ -114,13 +114,13 @@ template <int S>
 }
 
 // Where query row i (head i / R, row i % R) keeps its probabilities.
-float* probability_row(const FewRowsAttention& a, int64_t i) {
+float* probability_row(const ColumnAttention& a, int64_t i) {
     return a.probs + (i / a.rows) * a.probs_head_stride + (i % a.rows) * a.keys;
 }
 
 // probs[i][j] = st[j][i] * inv_sum[i], 16 keys x 16 queries at a time through the transpose above;
 // the last keys (L not a multiple of 16) one at a time.
-CL_COLUMN_CLONES void write_probabilities(const FewRowsAttention& a, const Scratch& s, int64_t rp) {
+CL_COLUMN_CLONES void write_probabilities(const ColumnAttention& a, const Scratch& s, int64_t rp) {
     const int64_t rq = a.heads * a.rows, whole = a.keys / kLanes * kLanes;
     for (int64_t i0 = 0; i0 < rq; i0 += kLanes) {
         const int64_t n = std::min(kLanes, rq - i0);
@@ -145,7 +145,7 @@ CL_COLUMN_CLONES void write_probabilities(const FewRowsAttention& a, const Scrat
 }
 
 // out rows of head j = exp-scores^T (R, L) @ v (L, Dh), then each row times its 1 / sum.
-void weigh_values(const FewRowsAttention& a, const Scratch& s, int64_t rp) {
+void weigh_values(const ColumnAttention& a, const Scratch& s, int64_t rp) {
     for (int64_t j = 0; j < a.heads; ++j) {
         FewRowsProduct p;
         p.x = s.st + j * a.rows;  // query row r of head j is column j R + r of st
@@ -173,12 +173,12 @@ float softmax_exp(float x) {
     return row_exp::exp_of_nonpositive(x);
 }
 
-int64_t few_rows_attention_scratch(int64_t heads, int64_t rows, int64_t keys, int64_t head_dim) {
+int64_t column_attention_scratch(int64_t heads, int64_t rows, int64_t keys, int64_t head_dim) {
     const int64_t rp = padded(heads * rows);
     return rp * (head_dim + keys + 2 + kPartialSums);
 }
 
-void few_rows_attention(const FewRowsAttention& a, float* scratch) {
+void column_attention(const ColumnAttention& a, float* scratch) {
     const int64_t rp = padded(a.heads * a.rows);
     if (rp == 0 || a.keys == 0) return;
     const Scratch s = carve(scratch, rp, a.keys, a.head_dim);

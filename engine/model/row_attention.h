@@ -14,7 +14,7 @@
 
 namespace cl::detail {
 
-struct FewRowsAttention {
+struct ColumnAttention {
     // Query rows of the `heads` query heads that share this kv head, already rotated: head j's row
     // r at q + j * q_head_stride + r * q_row_stride, Dh values each.
     const float* q = nullptr;
@@ -42,10 +42,10 @@ struct FewRowsAttention {
 // 1024-token forward's 120 (profiler, one thread), most of it in its one-ulp exp.
 float softmax_exp(float x);
 
-// Floats of scratch few_rows_attention needs for these sizes.
-int64_t few_rows_attention_scratch(int64_t heads, int64_t rows, int64_t keys, int64_t head_dim);
+// Floats of scratch column_attention needs for these sizes.
+int64_t column_attention_scratch(int64_t heads, int64_t rows, int64_t keys, int64_t head_dim);
 
-// Fills out (and probs) for one kv head; scratch holds few_rows_attention_scratch(...) floats.
-void few_rows_attention(const FewRowsAttention& a, float* scratch);
+// Fills out (and probs) for one kv head; scratch holds column_attention_scratch(...) floats.
+void column_attention(const ColumnAttention& a, float* scratch);
 
 }  // namespace cl::detail
