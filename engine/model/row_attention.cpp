@@ -76,8 +76,11 @@ void transpose_queries(const ColumnAttention& a, float* qt, int64_t rp) {
 
 // Each column of st (L, Rp) down its rows: max, then exp((score - max) scale) in place, then
 // 1 / sum.
-CL_COLUMN_CLONES void column_softmax_stats(const Scratch& s, int64_t keys, int64_t rp,
-                                           float scale) {
+// The vector code sits in always-inlined templates, as in row_gemm.cpp: Clang refuses a 64-byte
+// vector passed or returned directly in the body of a clone built without AVX-512 (its ABI would
+// differ), and checks a template's calls only where it is instantiated, inlined.
+template <int Unused = 0>
+[[gnu::always_inline]] inline void column_max(const Scratch& s, int64_t keys, int64_t rp) {
     for (int64_t c = 0; c < rp; c += kLanes) {
         Lanes m = load(s.st + c);
         for (int64_t j = 1; j < keys; ++j) {
@@ -86,6 +89,11 @@ CL_COLUMN_CLONES void column_softmax_stats(const Scratch& s, int64_t keys, int64
         }
         store(s.max + c, m);
     }
+}
+
+CL_COLUMN_CLONES void column_softmax_stats(const Scratch& s, int64_t keys, int64_t rp,
+                                           float scale) {
+    column_max(s, keys, rp);
     std::fill(s.sums, s.sums + kPartialSums * rp, 0.0F);
     for (int64_t j = 0; j < keys; ++j)
         exp_row(s.st + j * rp, s.max, s.sums + (j % kPartialSums) * rp, rp, scale);
@@ -120,6 +128,21 @@ float* probability_row(const ColumnAttention& a, int64_t i) {
 
 // probs[i][j] = st[j][i] * inv_sum[i], 16 keys x 16 queries at a time through the transpose above;
 // the last keys (L not a multiple of 16) one at a time.
+// rows[r][j0 .. j0 + 16) = st[j0 .. j0 + 16)[i0 + r] * inv_sum[i0 + r] for the first n of 16 rows.
+template <int Unused = 0>
+[[gnu::always_inline]] inline void transpose_block(const Scratch& s, int64_t rp, int64_t i0,
+                                                   int64_t j0, int64_t n,
+                                                   const std::array<float*, kLanes>& row) {
+    Lanes m[kLanes];
+    for (int64_t r = 0; r < kLanes; ++r) m[r] = load(s.st + (j0 + r) * rp + i0);
+    swap_blocks<8>(m);
+    swap_blocks<4>(m);
+    swap_blocks<2>(m);
+    swap_blocks<1>(m);
+    for (int64_t r = 0; r < n; ++r)
+        store(row[static_cast<size_t>(r)] + j0, m[r] * s.inv_sum[i0 + r]);
+}
+
 CL_COLUMN_CLONES void write_probabilities(const ColumnAttention& a, const Scratch& s, int64_t rp) {
     const int64_t rq = a.heads * a.rows, whole = a.keys / kLanes * kLanes;
     for (int64_t i0 = 0; i0 < rq; i0 += kLanes) {
@@ -128,16 +151,7 @@ CL_COLUMN_CLONES void write_probabilities(const ColumnAttention& a, const Scratc
         // took 70% of this loop, perf annotate).
         std::array<float*, kLanes> row{};
         for (int64_t r = 0; r < n; ++r) row[static_cast<size_t>(r)] = probability_row(a, i0 + r);
-        for (int64_t j0 = 0; j0 < whole; j0 += kLanes) {
-            Lanes m[kLanes];
-            for (int64_t r = 0; r < kLanes; ++r) m[r] = load(s.st + (j0 + r) * rp + i0);
-            swap_blocks<8>(m);
-            swap_blocks<4>(m);
-            swap_blocks<2>(m);
-            swap_blocks<1>(m);
-            for (int64_t r = 0; r < n; ++r)
-                store(row[static_cast<size_t>(r)] + j0, m[r] * s.inv_sum[i0 + r]);
-        }
+        for (int64_t j0 = 0; j0 < whole; j0 += kLanes) transpose_block(s, rp, i0, j0, n, row);
         for (int64_t r = 0; r < n; ++r)
             for (int64_t j = whole; j < a.keys; ++j)
                 row[static_cast<size_t>(r)][j] = s.st[j * rp + i0 + r] * s.inv_sum[i0 + r];
