@@ -1,9 +1,13 @@
+#include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <set>
 #include <thread>
 
 #include "engine/base/errors.h"
 #include "engine/generation/generator.h"
 #include "engine/generation/policy_registry.h"
+#include "engine/generation/sampler.h"
 #include "engine/trace/trace_store.h"
 #include "test_util.h"
 
@@ -286,6 +290,78 @@ TEST(Sampler, TraceWorkerRecordsTheSameMapsAsInlineQuantisation) {
             EXPECT_EQ(a->attention[i].row_index, b->attention[i].row_index);
             EXPECT_EQ(a->attention[i].row_scale, b->attention[i].row_scale);
             EXPECT_EQ(a->attention[i].levels, b->attention[i].levels) << "step " << step;
+        }
+    }
+}
+
+// Logits (M, V) for the row path's test: normal * 3, with the largest logit of every third row
+// copied to a higher id (argmax ties), -inf at a few ids, and a NaN in row `nan_row` (-1 = none).
+torch::Tensor sampler_logits(int64_t M, int64_t V, int64_t nan_row, uint64_t seed) {
+    torch::manual_seed(seed);
+    auto lg = torch::randn({M, V}) * 3.0;  // (M, V) float32
+    for (int64_t i = 0; i < M; i += 3) {
+        const int64_t top = lg[i].argmax().item<int64_t>();
+        if (top + 1 < V) lg[i][V - 1] = lg[i][top].item<float>();
+    }
+    if (V > 4) lg.select(1, V / 2).index_fill_(0, torch::arange(0, M, 4), -INFINITY);
+    if (nan_row >= 0) lg[nan_row][0] = NAN;
+    return lg;
+}
+
+// Where the row path runs (CPU, argmax, no filters) it gives the tensor ops' predictions: the
+// same tokens, top-k ids and argmax ties (lower id), probabilities, margins and entropies to
+// float64 rounding; with eos and a suppressed id excluded, -inf logits, any V (vector tails) and
+// one or several row tasks. A NaN row sends the call to the tensor path, which defines it.
+TEST(Sampler, RowPathEqualsTheTensorOps) {
+    for (Remasking mode : {Remasking::LowConfidence, Remasking::TopkMargin, Remasking::Entropy}) {
+        for (auto [M, V, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 7, 5},
+                               {5, 17, 1},
+                               {37, 1024, 5},
+                               {40, 3, 5},
+                               {2, 1, 5}}) {
+            GenerationConfig cfg;
+            cfg.remasking = mode;
+            cfg.logits_eos_inf = true;
+            detail::SamplerInputs in;
+            in.cfg = &cfg;
+            in.top_k = K;
+            in.eos_id = V > 2 ? static_cast<int32_t>(V - 2) : -1;
+            in.suppress_id = V > 5 ? 5 : -1;
+            std::vector<int32_t> current(static_cast<size_t>(M));
+            for (int64_t i = 0; i < M; ++i)
+                current[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7) % V);
+            in.current = &current;
+            std::vector<int64_t> positions(static_cast<size_t>(M));
+            std::iota(positions.begin(), positions.end(), 0);
+            for (int64_t nan_row : {int64_t{-1}, M / 2}) {
+                const auto lg = sampler_logits(M, V, nan_row, static_cast<uint64_t>(M * V));
+                const auto rows = detail::sample(lg, positions, in);
+                const auto ref = detail::sample_with_tensors(lg, positions, in);
+                const std::string where = "M " + std::to_string(M) + " V " + std::to_string(V) +
+                                          " nan row " + std::to_string(nan_row);
+                ASSERT_EQ(rows.top_k, ref.top_k) << where;
+                EXPECT_EQ(rows.token, ref.token) << where;
+                ASSERT_EQ(rows.topk_ids.size(), ref.topk_ids.size()) << where;
+                for (size_t j = 0; j < ref.topk_ids.size(); ++j) {
+                    if (nan_row >= 0 &&
+                        j / static_cast<size_t>(ref.top_k) == static_cast<size_t>(nan_row))
+                        continue;  // NaN in both
+                    EXPECT_NEAR(rows.topk_probs[j], ref.topk_probs[j], 1e-15) << where;
+                    // Equal logits may come in either order from LibTorch's top-k.
+                    const auto row = lg[static_cast<int64_t>(j / static_cast<size_t>(ref.top_k))];
+                    if ((row == row[ref.topk_ids[j]]).sum().item<int64_t>() == 1)
+                        EXPECT_EQ(rows.topk_ids[j], ref.topk_ids[j]) << where;
+                }
+                for (size_t i = 0; i < static_cast<size_t>(M); ++i) {
+                    if (nan_row >= 0 && i == static_cast<size_t>(nan_row)) continue;
+                    EXPECT_NEAR(rows.confidence[i], ref.confidence[i], 1e-14)
+                        << where << " row " << i;
+                    EXPECT_NEAR(rows.entropy[i], ref.entropy[i], 1e-13) << where << " row " << i;
+                    EXPECT_NEAR(rows.current_prob[i], ref.current_prob[i], 1e-15) << where;
+                    if (V > 2) EXPECT_NE(rows.token[i], in.eos_id);
+                    if (V > 5) EXPECT_NE(rows.token[i], in.suppress_id);
+                }
+            }
         }
     }
 }

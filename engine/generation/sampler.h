@@ -37,9 +37,15 @@ struct SamplerInputs {
                                                     // current_prob; null = not wanted
 };
 
-// logits (M, V) float32 on any device for `positions` (M) -> predictions on the host.
+// logits (M, V) float32 on any device for `positions` (M) -> predictions on the host. On the CPU
+// with argmax decoding and no filters, a pass per row (row_sampler.h); else the tensor ops below.
 Predictions sample(const torch::Tensor& logits, const std::vector<int64_t>& positions,
                    const SamplerInputs& in);
+
+// The same predictions by LibTorch ops on the logits' device, for every setting; the remasking
+// draws of Random are left to sample(). The row path's reference in the tests.
+Predictions sample_with_tensors(const torch::Tensor& logits, const std::vector<int64_t>& positions,
+                                const SamplerInputs& in);
 
 // The random-remasking confidence of (seed, step, position): a uniform draw in [0, 1) that does
 // not depend on the forward, so the commit order is known before it (dKV-Cache-Greedy uses this).
