@@ -4,6 +4,7 @@
 
 #include "engine/base/errors.h"
 #include "engine/generation/generator.h"
+#include "engine/generation/policies/attention_rollout.h"
 #include "engine/generation/policy_params.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/model/transformer.h"
@@ -307,15 +308,52 @@ TEST(Policies, D2CacheSelectsFewRowsAndDecodesOnlyRecomputedOnes) {
     EXPECT_EQ(r.summary.status, trace::RunStatus::Complete);
 }
 
+// d2Cache's rollout on the CPU (float64 loops over float32 probabilities) against the tensor ops'
+// (float64 head means, the path of a GPU or bf16) on layers that computed every row, a few rows and
+// none but one: the same influence to rounding, summing to L (every A_l is row-stochastic).
+TEST(Policies, D2CacheRolloutOnTheHostEqualsTheTensorOps) {
+    const int64_t H = 3, L = 23;
+    torch::manual_seed(5);
+    const std::vector<std::vector<int64_t>> layer_rows = {{}, {1, 4, 9, 17, 22}, {6}};
+    std::vector<policies::rollout::LayerAttention> host, tensors;
+    for (const auto& rows : layer_rows) {
+        const int64_t R = rows.empty() ? L : static_cast<int64_t>(rows.size());
+        const auto probs = torch::softmax(torch::randn({H, R, L}) * 2, 2);  // (H, R, L) float32
+        const auto device_rows = rows.empty() ? torch::Tensor() : torch::tensor(rows);
+        host.push_back(policies::rollout::keep(probs, device_rows, rows));
+        tensors.push_back(policies::rollout::keep(probs.to(torch::kFloat64), device_rows, rows));
+        ASSERT_TRUE(host.back().probs.defined());
+        ASSERT_TRUE(tensors.back().mean.defined());
+    }
+    const auto a = policies::rollout::influence(host, L);
+    const auto b = policies::rollout::influence(tensors, L);
+    ASSERT_EQ(a.size(), static_cast<size_t>(L));
+    ASSERT_EQ(b.size(), static_cast<size_t>(L));
+    double total = 0;
+    for (size_t j = 0; j < a.size(); ++j) {
+        EXPECT_NEAR(a[j], b[j], 1e-13) << "position " << j;
+        total += a[j];
+    }
+    EXPECT_NEAR(total, static_cast<double>(L), 1e-5);  // float32 rows sum to 1 within ~1e-7
+    EXPECT_NE(a[0], a[1]) << "the layers' attention must reach the influence";
+}
+
 TEST(Policies, FlopCountAgreesWithRecordedRows) {
     const auto& c = model()->config();
+    const int64_t G = 32;  // run()'s generation length: dllm-cache's response rows
     for (const std::string name :
-         {"dkv-decode", "fast-dual", "d2cache", "elastic", "dkv-prefill"}) {
+         {"dkv-decode", "fast-dual", "d2cache", "elastic", "dkv-prefill", "dllm-cache"}) {
         const PolicyRun r = run(name);
         for (const auto& s : r.steps) {
             double flops = 0;
-            for (int l = 0; l < s->n_layers; ++l)
+            for (int l = 0; l < s->n_layers; ++l) {
                 flops += detail::layer_flops(c, recomputed(*s, l).size(), s->seq_len);
+                // dllm-cache's V-verify probed the V of every response row of the layer.
+                bool probed = false;
+                for (int i = 0; i < s->seq_len; ++i)
+                    probed = probed || s->action(l, i) == trace::RowAction::ProbedOnly;
+                if (probed) flops += detail::probe_flops(c, G, /*with_k=*/false);
+            }
             int64_t heads = 0;
             for (float conf : s->confidence) heads += !std::isnan(conf);
             flops += detail::head_flops(c, heads);

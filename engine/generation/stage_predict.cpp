@@ -105,6 +105,9 @@ public:
         auto p = m_run.policy->plan_layer(layer);
         if (m_work.wants.mean[l] || !m_work.wants.heads[l].empty()) p.want_probs = true;
         if (!p.all_rows) p.rows = add_engine_rows(p.rows);
+        if (p.probe)
+            m_work.probe_flops[l] =
+                probe_flops(m_run.model->config(), p.probe_rows.size(), p.probe_k);
         return p;
     }
     RowSet select_rows(int layer, const torch::Tensor& k, const torch::Tensor& v) override {
@@ -213,6 +216,7 @@ void predict(RunCore& run, StepWork& work) {
                    .to(run.net->device());  // (L)
     work.layer_rows.assign(N, {});
     work.all_rows.assign(N, true);
+    work.probe_flops.assign(N, 0.0);
     work.rec->layer_ms.assign(N, 0.f);
     start_layer_events(run, work);
     if (run.cfg.cfg_scale > 0)

@@ -61,7 +61,7 @@ void record_predictions(const RunCore& run, StepWork& work) {
 }
 
 // Per (layer, row): computed rows Recomputed, others KvReused, then the policy's own actions;
-// cache ages and the FLOPs of the computed rows.
+// cache ages and the FLOPs of the computed rows and probes.
 void record_cache(RunCore& run, StepWork& work) {
     RunState& s = run.state;
     auto& rec = *work.rec;
@@ -79,7 +79,7 @@ void record_cache(RunCore& run, StepWork& work) {
             R = static_cast<int64_t>(work.layer_rows[l].size());
             for (int64_t r : work.layer_rows[l]) row[r] = trace::RowAction::Recomputed;
         }
-        flops += layer_flops(mc, R, s.L);
+        flops += layer_flops(mc, R, s.L) + work.probe_flops[l];
     }
     run.policy->annotate(rec.actions);
     for (size_t i = 0; i < rec.actions.size(); ++i) {

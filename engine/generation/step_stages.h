@@ -76,6 +76,7 @@ struct StepWork {
     std::vector<int64_t> predicted_positions;      // (M) positions whose prediction is fresh
     std::vector<std::vector<int64_t>> layer_rows;  // (N) computed rows; empty when all_rows
     std::vector<bool> all_rows;                    // (N)
+    std::vector<double> probe_flops;               // (N) of the layer's probe (0 = none)
     std::vector<std::unique_ptr<trace::AttentionMap>> pending_maps;
     // Maps quantised on the device, their levels on the way into pinned host memory (queued on
     // the compute stream, no wait per layer); finish_device_work fills them in.

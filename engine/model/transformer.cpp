@@ -174,17 +174,29 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
         rows = hooks.select_rows(l, kp, vp);
     }
     const bool all = rows.size() == s.L && plan.all_rows;
+    // h += out (L, D) in place: h is this forward's own tensor (an index_select, then sums), so
+    // only autograd could hold it; the (L, D) sum per add was a new tensor per call before.
+    const auto add_to_residual = [&](const torch::Tensor& out) {
+        if (s.h.requires_grad() || out.requires_grad())
+            s.h = s.h + out;
+        else
+            s.h.add_(out);
+    };
     LayerResult r;
     if (rows.size() == 0) {
         // Nothing recomputed: every row adds its cached attention and FFN outputs.
-        s.h = s.h + lc.attn_out;
-        s.h = s.h + lc.ffn_out;
+        add_to_residual(lc.attn_out);
+        add_to_residual(lc.ffn_out);
     } else {
-        // Rows not computed add their cached outputs; computed rows store their fresh ones.
-        auto merge = [&](torch::Tensor& cached, const torch::Tensor& fresh) {  // (R, D) -> (L, D)
-            auto full = (cached.defined() && !all) ? with_rows(cached, rows, fresh) : fresh;
-            if (plan.write_features && cached.defined()) write_rows(cached, rows, fresh);
-            return full;
+        // Rows not computed add their cached outputs, computed rows their fresh ones. Once the
+        // fresh rows are written into the cache, the cache is that merged (L, D) itself.
+        auto merge = [&](torch::Tensor& cached, const torch::Tensor& fresh) -> torch::Tensor {
+            if (!cached.defined()) return fresh;  // (R, D) -> (L, D)
+            if (plan.write_features) {
+                write_rows(cached, rows, fresh);
+                return cached;
+            }
+            return all ? fresh : with_rows(cached, rows, fresh);
         };
         auto x = norm(s.h.index_select(0, rows.device), w.attn_norm);  // (R, D)
         QkvHeads fresh;
@@ -192,9 +204,9 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
                                    plan.want_probs ? &r.probs : nullptr, &fresh);  // (R, D)
         r.k = fresh.k;
         r.v = fresh.v;
-        s.h = s.h + merge(lc.attn_out, attn);
+        add_to_residual(merge(lc.attn_out, attn));
         auto f = gated_mlp(w, norm(s.h.index_select(0, rows.device), w.ff_norm));  // (R, D)
-        s.h = s.h + merge(lc.ffn_out, f);
+        add_to_residual(merge(lc.ffn_out, f));
     }
     s.prev_rows = std::move(rows);
     s.prev = all ? &s.all : &s.prev_rows;
@@ -313,6 +325,12 @@ double layer_flops(const ModelConfig& c, int64_t rows, int64_t keys) {
     const double attn = 2 * 2 * H * R * K * Dh;                                    // QK^T and PV
     const double mlp = 3 * 2 * R * D * F;
     return proj + attn + mlp;
+}
+
+double probe_flops(const ModelConfig& c, int64_t rows, bool with_k) {
+    const double per_projection = 2.0 * static_cast<double>(rows) * static_cast<double>(c.d_model) *
+                                  static_cast<double>(c.n_kv_heads * c.head_dim());
+    return with_k ? 2 * per_projection : per_projection;
 }
 
 double head_flops(const ModelConfig& c, int64_t rows) {

@@ -66,5 +66,8 @@ private:
 // Analytical FLOPs of one layer computing `rows` query rows against `keys` key rows.
 double layer_flops(const ModelConfig& c, int64_t rows, int64_t keys);
 double head_flops(const ModelConfig& c, int64_t rows);
+// Analytical FLOPs of a feature-cache probe (LayerPlan::probe) of `rows` rows: their V projection,
+// and their K projection too when with_k.
+double probe_flops(const ModelConfig& c, int64_t rows, bool with_k);
 
 }  // namespace cl::detail

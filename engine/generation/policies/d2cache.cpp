@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "engine/cuda/certainty_density.h"
+#include "engine/generation/policies/attention_rollout.h"
 #include "engine/generation/policies/row_set_policy.h"
 
 namespace cl::policies {
@@ -49,32 +50,14 @@ public:
         m_have_influence = false;
     }
     void observe_layer(const detail::LayerResult& r) override {
-        // Accumulate the rollout backwards later; keep this step's head-mean attention per layer
-        // where it was computed (on a GPU no layer waits for a copy to the host).
-        if (r.layer == 0) m_layer_attn.clear();
-        auto mean = r.probs.mean(0).to(torch::kFloat64);  // (R, L) on the model's device
-        m_layer_attn.emplace_back(r.rows ? r.rows->device : torch::Tensor(), mean);
+        // Accumulate the rollout backwards at the step's end; keep this step's attention per
+        // layer where it was computed (on a GPU no layer waits for a copy to the host).
+        if (r.layer == 0) m_layers.clear();
+        m_layers.push_back(r.rows ? rollout::keep(r.probs, r.rows->device, r.rows->host)
+                                  : rollout::keep(r.probs, {}, {}));
     }
-    void on_step_end(const StepContext& ctx, const std::vector<int32_t>& committed) override {
-        // influence = 1^T A_N ... A_1 with A_l = rownorm(attn_l + I) for active rows, identity
-        // otherwise; on the attention's device, one copy of (L) doubles to the host per step.
-        const int64_t L = ctx.seq_len;
-        const auto on = m_layer_attn.empty()  // float64 on the model's device
-                            ? torch::TensorOptions().dtype(torch::kFloat64)
-                            : m_layer_attn.front().second.options();
-        auto v = torch::ones({L}, on);  // (L)
-        for (auto it = m_layer_attn.rbegin(); it != m_layer_attn.rend(); ++it) {
-            const auto& [rows, attn] = *it;  // rows (R) int64, attn (R, L)
-            auto active = rows.defined() ? rows : torch::arange(L, on.dtype(torch::kLong));
-            auto v_active = v.index_select(0, active);  // (R)
-            auto next = v.clone();
-            next.index_put_({active}, v_active * 0.5);  // the +I half of active rows
-            next += 0.5 * torch::matmul(v_active.unsqueeze(0), attn).squeeze(0);
-            v = next;
-        }
-        auto acc = v.to(torch::kCPU).contiguous();  // (L)
-        const double* a = acc.data_ptr<double>();
-        m_influence.assign(a, a + L);
+    void on_step_end(const StepContext& ctx, const std::vector<int32_t>& /*committed*/) override {
+        m_influence = rollout::influence(m_layers, ctx.seq_len);
         m_have_influence = true;
     }
 
@@ -160,9 +143,8 @@ protected:
 
 private:
     Params m_p;
-    std::vector<std::pair<torch::Tensor, torch::Tensor>>
-        m_layer_attn;                 // per layer: rows (R) or undefined, (R, L), on the device
-    std::vector<double> m_influence;  // (L) column sums of the last step's rollout
+    std::vector<rollout::LayerAttention> m_layers;  // this step's, by layer
+    std::vector<double> m_influence;                // (L) column sums of the last step's rollout
     bool m_have_influence = false;
 };
 
