@@ -629,32 +629,44 @@ TEST(RowKernels, FewRowsProductEqualsTheFloat64ProductAtEveryTileEdge) {
     // 86 columns are two 32-column tiles, a 16-column one and 6 left over.
     const auto stacked = torch::empty_strided({258, 100}, {1, 258}).copy_(torch::randn({258, 100}));
     const auto q = stacked.narrow(0, 0, 86);
+    const auto panels = detail::panel_copy(q);  // the same weights in 32-column panels
+    ASSERT_TRUE(panels.defined());
     for (int64_t rows = 1; rows <= 21; ++rows) {
         const auto x = torch::randn({rows, 100});
         const auto xt = x.t().contiguous();  // (100, rows)
         const auto ref = torch::matmul(f64(x), f64(q).t());
         for (bool transposed : {false, true}) {
-            auto y = torch::full({rows, 86}, NAN);
-            detail::FewRowsProduct p;
-            p.x = transposed ? xt.data_ptr<float>() : x.data_ptr<float>();
-            p.wt = q.data_ptr<float>();
-            p.y = y.data_ptr<float>();
-            p.rows = rows;
-            p.inner = 100;
-            p.columns = 86;
-            p.ldx = transposed ? 1 : 100;
-            p.ldxk = transposed ? rows : 1;
-            p.ldw = 258;
-            p.ldy = 86;
-            detail::few_rows_product(p, 0, 32);   // a thread's share: the first tile
-            detail::few_rows_product(p, 32, 86);  // the rest, the 16- and 6-column tails included
-            EXPECT_LE((y - ref).abs().max().item<double>(), 1e-4)
-                << rows << " rows, transposed " << transposed;
+            torch::Tensor first;  // W^T read in place; the panel layout must give the same bits
+            for (bool panel_layout : {false, true}) {
+                auto y = torch::full({rows, 86}, NAN);
+                detail::FewRowsProduct p;
+                p.x = transposed ? xt.data_ptr<float>() : x.data_ptr<float>();
+                p.wt = panel_layout ? panels.data_ptr<float>() : q.data_ptr<float>();
+                p.y = y.data_ptr<float>();
+                p.rows = rows;
+                p.inner = 100;
+                p.columns = 86;
+                p.ldx = transposed ? 1 : 100;
+                p.ldxk = transposed ? rows : 1;
+                p.ldw = panel_layout ? 0 : 258;
+                p.panel_columns = panel_layout ? detail::kFewRowsTileColumns : 0;
+                p.ldy = 86;
+                detail::few_rows_product(p, 0, 32);   // a thread's share: the first tile
+                detail::few_rows_product(p, 32, 86);  // the rest, the 16- and 6-column tails too
+                EXPECT_LE((y - ref).abs().max().item<double>(), 1e-4)
+                    << rows << " rows, transposed " << transposed << ", panels " << panel_layout;
+                if (panel_layout)
+                    EXPECT_TRUE(torch::equal(y, first))
+                        << rows << " rows, transposed " << transposed;
+                first = y;
+            }
         }
         for (int t : {1, 2}) {  // and through linear (OpenBLAS below 16 rows)
             const ScopedThreads threads(t);
-            EXPECT_LE((detail::linear(x, q) - ref).abs().max().item<double>(), 1e-4)
+            const auto y = detail::linear(x, q);
+            EXPECT_LE((y - ref).abs().max().item<double>(), 1e-4)
                 << rows << " rows, " << t << " threads";
+            EXPECT_TRUE(torch::equal(detail::linear(x, q, {}, panels), y)) << rows << " rows";
         }
     }
 }

@@ -94,15 +94,20 @@ bool few_rows_fit(int64_t rows, int64_t inner) {
            (rows < kMaxFewRows || inner <= kMaxInnerForManyRows);
 }
 
+// Whether w is a weight that few_rows_product can take: column-major (Out, In), for the kernels.
+bool row_kernel_weight(const torch::Tensor& w) {
+    return w.dim() == 2 && w.stride(0) == 1 && w.size(0) > 0 && uses_row_kernels(w) &&
+           w.size(1) <= kMaxInnerForFewRows;
+}
+
 bool uses_few_rows_product(const torch::Tensor& x, const torch::Tensor& w, int64_t rows) {
-    if (w.dim() != 2 || w.stride(0) != 1 || w.size(0) == 0) return false;  // column-major (Out, In)
-    return few_rows_fit(rows, w.size(1)) && uses_row_kernels(x) && uses_row_kernels(w) &&
+    return row_kernel_weight(w) && few_rows_fit(rows, w.size(1)) && uses_row_kernels(x) &&
            x.is_contiguous();
 }
 
 // few_rows_product's operands for out (M, N) = x (M, K) @ wt (K, N), all with unit column stride.
 FewRowsProduct few_rows_operands(const torch::Tensor& out, const torch::Tensor& x,
-                                 const torch::Tensor& wt) {
+                                 const torch::Tensor& wt, const torch::Tensor& panels) {
     FewRowsProduct p;
     p.x = x.data_ptr<float>();
     p.wt = wt.data_ptr<float>();
@@ -113,15 +118,21 @@ FewRowsProduct few_rows_operands(const torch::Tensor& out, const torch::Tensor& 
     p.ldx = x.stride(0);
     p.ldw = wt.stride(0);
     p.ldy = out.stride(0);
+    if (panels.defined() && panels.numel() == wt.numel()) {
+        p.wt = panels.data_ptr<float>();
+        p.ldw = 0;
+        p.panel_columns = kFewRowsTileColumns;
+    }
     return p;
 }
 
 // x2 (M, In) @ w^T with w (Out, In) column-major, so w^T (In, Out) has unit column stride: tiles
 // of 32 output columns split over LibTorch's threads.
-torch::Tensor few_rows_linear(const torch::Tensor& x2, const torch::Tensor& w) {
+torch::Tensor few_rows_linear(const torch::Tensor& x2, const torch::Tensor& w,
+                              const torch::Tensor& panels) {
     const int64_t M = x2.size(0), K = x2.size(1), N = w.size(0);
     auto out = torch::empty({M, N}, x2.options());  // (M, Out)
-    const auto p = few_rows_operands(out, x2, w.t());
+    const auto p = few_rows_operands(out, x2, w.t(), panels);
     if (M >= kMaxFewRows) {  // many rows: each thread its share of the rows, every column
         const int64_t threads = at::get_num_threads();
         const int64_t grain = std::max(kMinRowsPerThread, (M + threads - 1) / threads);
@@ -167,18 +178,28 @@ torch::Tensor matmul_split_rows(const torch::Tensor& x2, const torch::Tensor& wt
 
 }  // namespace
 
-torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                     const torch::Tensor& panels) {
     const int64_t in = x.size(-1), rows = x.numel() / std::max<int64_t>(in, 1);
     auto shape = x.sizes().vec();  // (..., In) -> (..., Out)
     shape.back() = w.size(0);
     torch::Tensor y;  // (..., Out)
     if (uses_few_rows_product(x, w, rows))
-        y = few_rows_linear(x.view({rows, in}), w).view(shape);
+        y = few_rows_linear(x.view({rows, in}), w, panels).view(shape);
     else if (splits_by_rows(x, w, rows))
         y = matmul_split_rows(x.view({rows, in}), w.t()).view(shape);
     else
         y = torch::matmul(x, w.t());
     return b.defined() ? y + b : y;
+}
+
+torch::Tensor panel_copy(const torch::Tensor& w) {
+    if (!row_kernel_weight(w)) return {};
+    const auto wt = w.t();  // (In, Out), unit column stride
+    auto panels = torch::empty({w.numel()}, w.options());
+    pack_panels(wt.data_ptr<float>(), wt.size(0), wt.size(1), wt.stride(0),
+                panels.data_ptr<float>());
+    return panels;
 }
 
 RopeTables::RopeTables(double theta, int64_t head_dim, int64_t max_positions,
@@ -249,7 +270,7 @@ std::array<torch::Tensor, 3> qkv_rows(const LayerWeights& w, const torch::Tensor
         return {linear(x, w.q_proj, w.q_bias), linear(x, w.k_proj, w.k_bias),
                 linear(x, w.v_proj, w.v_bias)};
     const auto bias = w.q_bias.defined() ? torch::cat({w.q_bias, w.k_bias, w.v_bias}) : w.q_bias;
-    auto y = linear(x, stacked, bias);  // (..., R, (H + 2 Hkv) Dh)
+    auto y = linear(x, stacked, bias, w.qkv_panels);  // (..., R, (H + 2 Hkv) Dh)
     const int64_t nq = w.q_proj.size(0), nk = w.k_proj.size(0);
     return {y.narrow(-1, 0, nq), y.narrow(-1, nq, nk), y.narrow(-1, nq + nk, nk)};
 }
@@ -407,7 +428,7 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
 torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x) {
     torch::Tensor gate, up;  // (..., F)
     if (const auto stacked = stacked_view({&w.ff_proj, &w.up_proj}); stacked.defined()) {
-        auto y = detail::linear(x, stacked);  // (..., 2F): one product
+        auto y = detail::linear(x, stacked, {}, w.gate_up_panels);  // (..., 2F): one product
         const int64_t F = w.ff_proj.size(0);
         if (uses_row_kernels(y) && y.is_contiguous()) {
             auto shape = y.sizes().vec();
@@ -419,7 +440,7 @@ torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x) {
             at::parallel_for(0, rows, rows_per_task(2 * F), [&](int64_t begin, int64_t end) {
                 silu_mul_rows(in + begin * 2 * F, 2 * F, end - begin, F, out + begin * F);
             });
-            return detail::linear(h, w.ff_out);
+            return detail::linear(h, w.ff_out, {}, w.ff_out_panels);
         }
         gate = torch::silu(y.narrow(-1, 0, F));
         up = y.narrow(-1, F, F);

@@ -27,13 +27,30 @@ struct LayerWeights {
     torch::Tensor ff_proj;    // (F, D) gate, through SiLU
     torch::Tensor up_proj;    // (F, D)
     torch::Tensor ff_out;     // (D, F)
+    // The CPU row kernels' copies of the products' weights in panel layout (panel_copy), where
+    // few_rows_product runs them; undefined elsewhere. Derived at load, not checkpoint tensors.
+    torch::Tensor qkv_panels;       // of stacked_view(q, k, v)
+    torch::Tensor gate_up_panels;   // of stacked_view(gate, up)
+    torch::Tensor attn_out_panels;  // of attn_out
+    torch::Tensor ff_out_panels;    // of ff_out
 };
 
 // x (..., D) -> (..., D): x * rsqrt(mean(x^2) + eps) * weight, in float32.
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
-// x (..., In) @ w^T (+ b): (..., Out). w (Out, In); b (Out) or undefined.
-torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {});
+// x (..., In) @ w^T (+ b): (..., Out). w (Out, In); b (Out) or undefined; panels w's
+// panel_copy or undefined.
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {},
+                     const torch::Tensor& panels = {});
+
+// w (Out, In) column-major, stored for the CPU row kernels -> its weights in few_rows_product's
+// panel layout (row_gemm.h: each 32 output columns' (In, 32) block contiguous), (Out * In)
+// float32; undefined where linear never runs few_rows_product on w. A cached step reads its
+// weights from L3 or memory (other rows' K/V and activations push them out of L2 between
+// layers); W^T read as 32-column strips is a strided stream there, a panel a sequential one
+// (scratch harness, 6 layers' products of 32 rows with 8 MB read between layers: 28.7 -> 41.8
+// GMAC/s; with nothing read between: 43.6 -> 49.8).
+torch::Tensor panel_copy(const torch::Tensor& w);
 
 // Rotary tables of positions 0..max-1, computed once per model in float64 (as LLaDA's
 // rope_full_precision) and stored as float32 on the model's device.

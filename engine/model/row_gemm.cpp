@@ -27,15 +27,27 @@ static_assert(kFewRowsTileColumns == 2 * kLanes);
 
 // y[0:MR, 0:16 NV] (=, or += after the first block of k) x[0:MR, k0:k1] @ wt[k0:k1, 0:16 NV].
 // UnitK: x's values of one row are adjacent (ldxk == 1), known at compile time.
+// Where row k of the columns from c lies: wt + k * ldw. In a panel layout the columns' panel.
+struct Strip {
+    const float* wt;
+    int64_t ldw;
+};
+
+[[gnu::always_inline]] inline Strip strip_at(const FewRowsProduct& p, int64_t c) {
+    if (p.panel_columns == 0) return {p.wt + c, p.ldw};
+    const int64_t first = c - c % p.panel_columns;  // the panel's first column
+    return {p.wt + first * p.inner + (c - first), std::min(p.panel_columns, p.columns - first)};
+}
+
 template <int MR, int NV, bool UnitK>
-[[gnu::always_inline]] inline void tile_block(const FewRowsProduct& p, const float* x,
-                                              const float* wt, float* y, int64_t k0, int64_t k1) {
+[[gnu::always_inline]] inline void tile_block(const FewRowsProduct& p, const float* x, Strip wt,
+                                              float* y, int64_t k0, int64_t k1) {
     const int64_t ldxk = UnitK ? 1 : p.ldxk;
     Lanes acc[MR][NV] = {};
     for (int64_t k = k0; k < k1; ++k) {
         Lanes w[NV];
 #pragma GCC unroll 2
-        for (int v = 0; v < NV; ++v) w[v] = load(wt + k * p.ldw + v * kLanes);
+        for (int v = 0; v < NV; ++v) w[v] = load(wt.wt + k * wt.ldw + v * kLanes);
 #pragma GCC unroll 8
         for (int m = 0; m < MR; ++m) {
             const float xm = x[m * p.ldx + k * ldxk];
@@ -58,8 +70,9 @@ template <int MR, int NV, bool UnitK>
 [[gnu::always_inline]] inline void tile(const FewRowsProduct& p, int64_t m0, int64_t c0) {
     const float* x = p.x + m0 * p.ldx;
     float* y = p.y + m0 * p.ldy + c0;
+    const Strip wt = strip_at(p, c0);
     for (int64_t k0 = 0; k0 < p.inner; k0 += kBlockK)
-        tile_block<MR, NV, UnitK>(p, x, p.wt + c0, y, k0, std::min(p.inner, k0 + kBlockK));
+        tile_block<MR, NV, UnitK>(p, x, wt, y, k0, std::min(p.inner, k0 + kBlockK));
 }
 
 // Every row of the 16 NV columns from c: tiles of kTileRows rows, then the remainder.
@@ -92,11 +105,12 @@ template <int NV, bool UnitK>
 void tail_columns(const FewRowsProduct& p, int64_t c0, int64_t c1) {
     for (int64_t m = 0; m < p.rows; ++m)
         for (int64_t c = c0; c < c1; ++c) {
+            const Strip wt = strip_at(p, c);
             float total = 0.0F;
             for (int64_t k0 = 0; k0 < p.inner; k0 += kBlockK) {
                 float block = 0.0F;
                 for (int64_t k = k0; k < std::min(p.inner, k0 + kBlockK); ++k)
-                    block += p.x[m * p.ldx + k * p.ldxk] * p.wt[k * p.ldw + c];
+                    block += p.x[m * p.ldx + k * p.ldxk] * wt.wt[k * wt.ldw];
                 total += block;
             }
             p.y[m * p.ldy + c] = total;
@@ -116,6 +130,14 @@ template <bool UnitK>
 }
 
 }  // namespace
+
+void pack_panels(const float* wt, int64_t K, int64_t N, int64_t ldw, float* out) {
+    for (int64_t first = 0; first < N; first += kFewRowsTileColumns) {
+        const int64_t width = std::min(kFewRowsTileColumns, N - first);
+        float* panel = out + first * K;  // (K, width)
+        for (int64_t k = 0; k < K; ++k) std::copy_n(wt + k * ldw + first, width, panel + k * width);
+    }
+}
 
 CL_GEMM_CLONES void few_rows_product(const FewRowsProduct& p, int64_t c0, int64_t c1) {
     if (p.ldxk == 1)

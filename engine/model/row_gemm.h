@@ -26,11 +26,19 @@ struct FewRowsProduct {
     // 1 for rows of activations; the attention's probabilities are read transposed from the
     // (keys, queries) scores that row_attention computes (ldx 1, ldxk the scores' row stride).
     int64_t ldxk = 1;
+    // 0: wt as above. Else wt holds panels of panel_columns (= kFewRowsTileColumns) columns one
+    // after another, each (K, width) contiguous (width < panel_columns for the last only), so that
+    // a register tile's weights are one sequential stream (pack_panels).
+    int64_t panel_columns = 0;
 };
 
 // Columns per register tile: a thread's share of a split product is a whole number of them.
 // Columns past the last whole tile go 16 at a time, then one at a time.
 inline constexpr int64_t kFewRowsTileColumns = 32;
+
+// wt (K, N) with row stride ldw -> out (K * N floats) in the panel layout of panel_columns =
+// kFewRowsTileColumns.
+void pack_panels(const float* wt, int64_t K, int64_t N, int64_t ldw, float* out);
 
 // y[:, c0:c1] of the product (c0 a multiple of kFewRowsTileColumns; c1 <= N).
 void few_rows_product(const FewRowsProduct& p, int64_t c0, int64_t c1);

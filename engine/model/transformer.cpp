@@ -85,7 +85,7 @@ torch::Tensor Transformer::norm(const torch::Tensor& x, const torch::Tensor& w) 
 }
 
 torch::Tensor Transformer::head(const torch::Tensor& hidden) const {
-    return detail::linear(hidden, m_weights.head);  // (R, D) -> (R, V)
+    return detail::linear(hidden, m_weights.head, {}, m_weights.head_panels);  // (R, D) -> (R, V)
 }
 
 torch::Tensor Transformer::forward_full(const torch::Tensor& ids) const {
@@ -95,7 +95,8 @@ torch::Tensor Transformer::forward_full(const torch::Tensor& ids) const {
     auto [cos, sin] = m_rope.prefix(L);                                            // (L, Dh)
     for (const auto& w : m_weights.layers) {
         auto qkv = project_qkv(w, norm(h, w.attn_norm), cos, sin, c.n_heads, c.n_kv_heads);
-        h = h + detail::linear(attend(qkv.q, qkv.k, qkv.v), w.attn_out);  // (B, L, D)
+        h = h + detail::linear(attend(qkv.q, qkv.k, qkv.v), w.attn_out, {},
+                               w.attn_out_panels);  // (B, L, D)
         h = h + gated_mlp(w, norm(h, w.ff_norm));
     }
     return head(norm(h, m_weights.ln_f));  // (B, L, V)
@@ -151,7 +152,8 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& x, con
         k_all = with_rows(lc.k, *rows, qkv.k);
         v_all = with_rows(lc.v, *rows, qkv.v);
     }
-    return detail::linear(attend(qkv.q, k_all, v_all, probs_out), w.attn_out);  // (R, D)
+    return detail::linear(attend(qkv.q, k_all, v_all, probs_out), w.attn_out, {},
+                          w.attn_out_panels);  // (R, D)
 }
 
 LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks& hooks,

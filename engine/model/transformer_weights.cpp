@@ -35,6 +35,15 @@ void TransformerWeights::store_projections_column_major() {
     }
     // A tied head is the embedding, whose rows are gathered: it stays row-major.
     if (!head.is_same(wte)) to_column_major({&head});
+    for (auto& l : layers) {
+        if (const auto qkv = stacked_view({&l.q_proj, &l.k_proj, &l.v_proj}); qkv.defined())
+            l.qkv_panels = panel_copy(qkv);
+        if (const auto gate_up = stacked_view({&l.ff_proj, &l.up_proj}); gate_up.defined())
+            l.gate_up_panels = panel_copy(gate_up);
+        l.attn_out_panels = panel_copy(l.attn_out);
+        l.ff_out_panels = panel_copy(l.ff_out);
+    }
+    head_panels = panel_copy(head);
 }
 
 }  // namespace cl::detail

@@ -8,9 +8,10 @@
 namespace cl::detail {
 
 struct TransformerWeights {
-    torch::Tensor wte;   // (V, D) token embedding
-    torch::Tensor ln_f;  // (D) final norm
-    torch::Tensor head;  // (V, D) LM head (the embedding when weights are tied)
+    torch::Tensor wte;          // (V, D) token embedding
+    torch::Tensor ln_f;         // (D) final norm
+    torch::Tensor head;         // (V, D) LM head (the embedding when weights are tied)
+    torch::Tensor head_panels;  // panel_copy(head) for the CPU row kernels, or undefined
     std::vector<LayerWeights> layers;
 
     // Every defined tensor once, in checkpoint order (a tied head is the embedding).
@@ -29,7 +30,8 @@ struct TransformerWeights {
     // (measured: 33 rows x 128 -> 384 in 28 us instead of 35, 8 rows in 4.5 us instead of 20) and
     // is as fast for full sequences. q, k and v, and the MLP's gate and up projections, share one
     // buffer each, so that stacked_view multiplies them in one product. For inference only: the
-    // tensors are replaced, not updated.
+    // tensors are replaced, not updated. Then each product's panel_copy where few_rows_product
+    // will run it (blocks.h: LayerWeights' *_panels, head_panels).
     void store_projections_column_major();
 
 private:
