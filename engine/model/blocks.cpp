@@ -71,9 +71,9 @@ constexpr int64_t kMinRowsPerThread = 64;
 // Products of kMinFewRows to kMaxFewRows rows (a cached step's) run few_rows_product where the
 // weight is stored column-major. x @ W^T in GMAC/s, OpenBLAS / few_rows_product, one core: 33 x
 // 128 -> 384 43 / 54, 33 x 352 -> 128 43 / 54, 33 x 128 -> 1024 40 / 47, 64 x 128 -> 384 49 / 55,
-// 8 x 128 -> 384 52 / 50 (hence kMinFewRows). At 2 threads, microseconds, OpenBLAS (or session
-// 21's split) / few_rows_product split by tiles: 33 x 128 -> 704 59.6 / 32.7, -> 1024 87.6 / 53.6,
-// 33 x 352 -> 128 22.0 / 18.1, 96 x 128 -> 384 80.1 / 48.2.
+// 8 x 128 -> 384 52 / 50 (hence kMinFewRows, where the weights are not in panels). At 2 threads,
+// microseconds, OpenBLAS (or session 21's split) / few_rows_product split by tiles: 33 x 128 ->
+// 704 59.6 / 32.7, -> 1024 87.6 / 53.6, 33 x 352 -> 128 22.0 / 18.1, 96 x 128 -> 384 80.1 / 48.2.
 constexpr int64_t kMinFewRows = 16;
 constexpr int64_t kMaxFewRows = 2 * kMinRowsPerThread;
 // A thread's share of a few-rows product split by columns: at least this many multiply-adds.
@@ -88,9 +88,12 @@ constexpr int64_t kMaxInnerForManyRows = 512;
 // OpenBLAS's (3.3e-4 vs 1.8e-4 at 12288); at 33 x 1024 -> 1024 the two were level.
 constexpr int64_t kMaxInnerForFewRows = 1024;
 
-// The one rule of which products few_rows_product takes, by shape.
-bool few_rows_fit(int64_t rows, int64_t inner) {
-    return rows >= kMinFewRows && inner <= kMaxInnerForFewRows &&
+// The one rule of which products few_rows_product takes, by shape. With the weights in panels
+// it takes any number of rows: 6 layers' products of R rows, GMAC/s, one core, OpenBLAS / W^T in
+// place / panels (scratch harness, 2 MB read between layers): R 1 9.0 / 9.4 / 19.5, R 4 27.7 /
+// 26.5 / 50.0, R 8 33.4 / 31.2 / 44.9, R 12 34.4 / 45.8 / 53.5.
+bool few_rows_fit(int64_t rows, int64_t inner, bool panels) {
+    return rows >= (panels ? 1 : kMinFewRows) && inner <= kMaxInnerForFewRows &&
            (rows < kMaxFewRows || inner <= kMaxInnerForManyRows);
 }
 
@@ -100,9 +103,12 @@ bool row_kernel_weight(const torch::Tensor& w) {
            w.size(1) <= kMaxInnerForFewRows;
 }
 
-bool uses_few_rows_product(const torch::Tensor& x, const torch::Tensor& w, int64_t rows) {
-    return row_kernel_weight(w) && few_rows_fit(rows, w.size(1)) && uses_row_kernels(x) &&
-           x.is_contiguous();
+// panels: w's panel_copy, or undefined.
+bool uses_few_rows_product(const torch::Tensor& x, const torch::Tensor& w, int64_t rows,
+                           const torch::Tensor& panels) {
+    const bool has_panels = panels.defined() && panels.numel() == w.numel();
+    return row_kernel_weight(w) && few_rows_fit(rows, w.size(1), has_panels) &&
+           uses_row_kernels(x) && x.is_contiguous();
 }
 
 // few_rows_product's operands for out (M, N) = x (M, K) @ wt (K, N), all with unit column stride.
@@ -184,7 +190,7 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
     auto shape = x.sizes().vec();  // (..., In) -> (..., Out)
     shape.back() = w.size(0);
     torch::Tensor y;  // (..., Out)
-    if (uses_few_rows_product(x, w, rows))
+    if (uses_few_rows_product(x, w, rows, panels))
         y = few_rows_linear(x.view({rows, in}), w, panels).view(shape);
     else if (splits_by_rows(x, w, rows))
         y = matmul_split_rows(x.view({rows, in}), w.t()).view(shape);
