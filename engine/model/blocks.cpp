@@ -111,20 +111,21 @@ bool uses_few_rows_product(const torch::Tensor& x, const torch::Tensor& w, int64
            uses_row_kernels(x) && x.is_contiguous();
 }
 
-// few_rows_product's operands for out (M, N) = x (M, K) @ wt (K, N), all with unit column stride.
+// few_rows_product's operands for out (M, N) = x (M, K) @ w^T, w (N, K) column-major (w^T's rows
+// are w's columns), read from the tensors' strides (w.t() would be a view built per product).
 FewRowsProduct few_rows_operands(const torch::Tensor& out, const torch::Tensor& x,
-                                 const torch::Tensor& wt, const torch::Tensor& panels) {
+                                 const torch::Tensor& w, const torch::Tensor& panels) {
     FewRowsProduct p;
     p.x = x.data_ptr<float>();
-    p.wt = wt.data_ptr<float>();
+    p.wt = w.data_ptr<float>();
     p.y = out.data_ptr<float>();
     p.rows = x.size(0);
     p.inner = x.size(1);
-    p.columns = wt.size(1);
+    p.columns = w.size(0);
     p.ldx = x.stride(0);
-    p.ldw = wt.stride(0);
+    p.ldw = w.stride(1);
     p.ldy = out.stride(0);
-    if (panels.defined() && panels.numel() == wt.numel()) {
+    if (panels.defined() && panels.numel() == w.numel()) {
         p.wt = panels.data_ptr<float>();
         p.ldw = 0;
         p.panel_columns = kFewRowsTileColumns;
@@ -138,7 +139,7 @@ torch::Tensor few_rows_linear(const torch::Tensor& x2, const torch::Tensor& w,
                               const torch::Tensor& panels) {
     const int64_t M = x2.size(0), K = x2.size(1), N = w.size(0);
     auto out = torch::empty({M, N}, x2.options());  // (M, Out)
-    const auto p = few_rows_operands(out, x2, w.t(), panels);
+    const auto p = few_rows_operands(out, x2, w, panels);
     if (M >= kMaxFewRows) {  // many rows: each thread its share of the rows, every column
         const int64_t threads = at::get_num_threads();
         const int64_t grain = std::max(kMinRowsPerThread, (M + threads - 1) / threads);
@@ -190,12 +191,15 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
     auto shape = x.sizes().vec();  // (..., In) -> (..., Out)
     shape.back() = w.size(0);
     torch::Tensor y;  // (..., Out)
-    if (uses_few_rows_product(x, w, rows, panels))
-        y = few_rows_linear(x.view({rows, in}), w, panels).view(shape);
-    else if (splits_by_rows(x, w, rows))
+    if (uses_few_rows_product(x, w, rows, panels)) {
+        // Views only where x is not already (rows, In): each is a tensor built per product.
+        y = x.dim() == 2 ? few_rows_linear(x, w, panels)
+                         : few_rows_linear(x.view({rows, in}), w, panels).view(shape);
+    } else if (splits_by_rows(x, w, rows)) {
         y = matmul_split_rows(x.view({rows, in}), w.t()).view(shape);
-    else
+    } else {
         y = torch::matmul(x, w.t());
+    }
     return b.defined() ? y + b : y;
 }
 
