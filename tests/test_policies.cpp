@@ -322,8 +322,8 @@ TEST(Policies, D2CacheRolloutOnTheHostEqualsTheTensorOps) {
         const auto device_rows = rows.empty() ? torch::Tensor() : torch::tensor(rows);
         host.push_back(policies::rollout::keep(probs, device_rows, rows));
         tensors.push_back(policies::rollout::keep(probs.to(torch::kFloat64), device_rows, rows));
-        ASSERT_TRUE(host.back().probs.defined());
-        ASSERT_TRUE(tensors.back().mean.defined());
+        ASSERT_TRUE(host.back().by_loops);
+        ASSERT_FALSE(tensors.back().by_loops);
     }
     const auto a = policies::rollout::influence(host, L);
     const auto b = policies::rollout::influence(tensors, L);

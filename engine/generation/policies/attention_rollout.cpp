@@ -5,29 +5,41 @@
 namespace cl::policies::rollout {
 namespace {
 
-// out[j] += c * p[j]: one attention row's share of the rollout (vectorises: no aliasing).
-void add_scaled_row(double c, const float* __restrict p, int64_t L, double* __restrict out) {
+// out[j] += c * p[j] over a row of L (vectorises: no aliasing).
+template <typename T>
+void add_scaled_row(double c, const T* __restrict p, int64_t L, double* __restrict out) {
     for (int64_t j = 0; j < L; ++j) out[j] += c * static_cast<double>(p[j]);
 }
 
-// In float64 loops over the float32 probabilities, one pass over (H, R, L) per layer, where the
-// tensor ops took a mean, a float64 copy and a product per layer (d2cache's costliest per-step
-// calls in a torch profile of its cached steps).
-std::vector<double> influence_on_host(const std::vector<LayerAttention>& layers, int64_t L) {
+// probs (H, R, L) float32 -> (R, L) float64 head mean, one pass, where LibTorch took a float32
+// mean and a float64 copy (with the rollout's product, d2cache's costliest per-step calls in a
+// torch profile of its cached steps).
+torch::Tensor head_mean_by_loops(const torch::Tensor& probs) {
+    const int64_t H = probs.size(0), R = probs.size(1), L = probs.size(2);
+    auto mean = torch::zeros({R, L}, torch::TensorOptions().dtype(torch::kFloat64));  // (R, L)
+    const float* p = probs.data_ptr<float>();
+    double* m = mean.data_ptr<double>();
+    for (int64_t r = 0; r < R; ++r) {
+        for (int64_t h = 0; h < H; ++h) add_scaled_row(1.0, p + (h * R + r) * L, L, m + r * L);
+        for (int64_t j = 0; j < L; ++j) m[r * L + j] /= static_cast<double>(H);
+    }
+    return mean;
+}
+
+// The rollout in float64 loops over the layers' head means.
+std::vector<double> influence_by_loops(const std::vector<LayerAttention>& layers, int64_t L) {
     std::vector<double> v(static_cast<size_t>(L), 1.0), next;  // (L)
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
-        const int64_t H = it->probs.size(0), R = it->probs.size(1);
+        const int64_t R = it->mean.size(0);
         const auto position = [&](int64_t r) {  // of attention row r
             return static_cast<size_t>(
                 it->host_rows.empty() ? r : it->host_rows[static_cast<size_t>(r)]);
         };
         next = v;
         for (int64_t r = 0; r < R; ++r) next[position(r)] = 0.5 * v[position(r)];  // the +I half
-        const float* p = it->probs.data_ptr<float>();
-        for (int64_t h = 0; h < H; ++h)
-            for (int64_t r = 0; r < R; ++r)
-                add_scaled_row(0.5 * v[position(r)] / static_cast<double>(H), p + (h * R + r) * L,
-                               L, next.data());
+        const double* mean = it->mean.data_ptr<double>();
+        for (int64_t r = 0; r < R; ++r)
+            add_scaled_row(0.5 * v[position(r)], mean + r * L, L, next.data());
         v.swap(next);
     }
     return v;
@@ -58,17 +70,17 @@ LayerAttention keep(const torch::Tensor& probs, const torch::Tensor& rows,
     LayerAttention a;
     a.rows = rows;
     a.host_rows = host_rows;
-    if (probs.device().is_cpu() && probs.scalar_type() == torch::kFloat32 && probs.dim() == 3)
-        a.probs = probs.contiguous();  // (H, R, L)
-    else
-        a.mean = probs.mean(0).to(torch::kFloat64);  // (R, L) on the model's device
+    a.by_loops = probs.device().is_cpu() && probs.scalar_type() == torch::kFloat32 &&
+                 probs.dim() == 3 && !probs.requires_grad();
+    a.mean = a.by_loops ? head_mean_by_loops(probs.contiguous())
+                        : probs.mean(0).to(torch::kFloat64);  // (R, L) on the model's device
     return a;
 }
 
 std::vector<double> influence(const std::vector<LayerAttention>& layers, int64_t L) {
-    const bool on_host = std::all_of(layers.begin(), layers.end(),
-                                     [](const LayerAttention& a) { return a.probs.defined(); });
-    return on_host ? influence_on_host(layers, L) : influence_on_device(layers, L);
+    const bool by_loops = std::all_of(layers.begin(), layers.end(),
+                                      [](const LayerAttention& a) { return a.by_loops; });
+    return by_loops ? influence_by_loops(layers, L) : influence_on_device(layers, L);
 }
 
 }  // namespace cl::policies::rollout

@@ -1,8 +1,8 @@
 // d2Cache's attention rollout over one step's layers (its stage 2): influence = 1^T A_N ... A_1
 // with A_l = (attn_l + I) / 2 on the rows layer l computed and the identity on the others, attn_l
-// the head-mean attention (its rows already sum to 1). On the CPU in float32 the layers keep their
-// probabilities and the rollout reads each once in float64 loops; elsewhere (a GPU, bf16) each
-// layer keeps its head mean in float64 on its device and the rollout runs as tensor ops there.
+// the head-mean attention (its rows already sum to 1), kept per layer in float64. On the CPU in
+// float32 the head mean and the rollout are float64 loops over the probabilities (one pass each);
+// elsewhere (a GPU, bf16) tensor ops on the attention's device, one copy of (L) to the host.
 #pragma once
 
 #include <cstdint>
@@ -16,12 +16,11 @@ namespace cl::policies::rollout {
 struct LayerAttention {
     torch::Tensor rows;              // (R) int64 on the device; undefined = every row
     std::vector<int64_t> host_rows;  // (R); empty = every row
-    torch::Tensor probs;             // (H, R, L) float32 on the CPU, or undefined
-    torch::Tensor mean;              // (R, L) float64 on the device, or undefined
+    torch::Tensor mean;              // (R, L) float64 head mean, on the attention's device
+    bool by_loops = false;           // computed by the host loops (CPU float32 probabilities)
 };
 
-// probs (H, R, L) of the layer's computed rows (host_rows, empty = all) -> what the rollout keeps:
-// the probabilities themselves on the CPU in float32, else their head mean in float64.
+// probs (H, R, L) of the layer's computed rows (host_rows, empty = all) -> what the rollout keeps.
 LayerAttention keep(const torch::Tensor& probs, const torch::Tensor& rows,
                     const std::vector<int64_t>& host_rows);
 
