@@ -115,6 +115,7 @@ ModelConfig convert_model_folder(const std::filesystem::path& from, const std::f
 
     auto model = Model::load(from);
     detail::TransformerWeights w = model->net().weights();
+    w.drop_panels();
     w.for_each([](torch::Tensor& t) { t = t.to(torch::kFloat32).clone(); });
     convert_layer_heads(w, src, dst);
 

@@ -46,4 +46,11 @@ void TransformerWeights::store_projections_column_major() {
     head_panels = panel_copy(head);
 }
 
+void TransformerWeights::drop_panels() {
+    for (auto& l : layers)
+        for (auto* t : {&l.qkv_panels, &l.gate_up_panels, &l.attn_out_panels, &l.ff_out_panels})
+            *t = torch::Tensor();
+    head_panels = torch::Tensor();
+}
+
 }  // namespace cl::detail

@@ -33,6 +33,9 @@ struct TransformerWeights {
     // tensors are replaced, not updated. Then each product's panel_copy where few_rows_product
     // will run it (blocks.h: LayerWeights' *_panels, head_panels).
     void store_projections_column_major();
+    // Forgets the panel copies: for a copy of the weights whose tensors will be replaced or
+    // updated (training, conversion), which the copies would no longer match.
+    void drop_panels();
 
 private:
     template <typename Self, typename Fn>

@@ -232,6 +232,7 @@ detail::TransformerWeights initial_weights(const TrainOptions& o, const ModelCon
     if (resuming || warm_start) {
         auto m = Model::load(resuming ? ckpt : o.init_from);
         w = m->net().weights();
+        w.drop_panels();
         // Training runs on row-major tensors, as a fresh start does (inference stores them
         // column-major).
         w.for_each([](torch::Tensor& t) { t = t.clone(torch::MemoryFormat::Contiguous); });
