@@ -103,11 +103,14 @@ bool row_kernel_weight(const torch::Tensor& w) {
            w.size(1) <= kMaxInnerForFewRows;
 }
 
-// panels: w's panel_copy, or undefined.
+// Whether panels (w's panel_copy, or undefined) holds w's weights for the kernel to read.
+bool has_panels(const torch::Tensor& w, const torch::Tensor& panels) {
+    return panels.defined() && panels.numel() == w.numel();
+}
+
 bool uses_few_rows_product(const torch::Tensor& x, const torch::Tensor& w, int64_t rows,
                            const torch::Tensor& panels) {
-    const bool has_panels = panels.defined() && panels.numel() == w.numel();
-    return row_kernel_weight(w) && few_rows_fit(rows, w.size(1), has_panels) &&
+    return row_kernel_weight(w) && few_rows_fit(rows, w.size(1), has_panels(w, panels)) &&
            uses_row_kernels(x) && x.is_contiguous();
 }
 
@@ -125,7 +128,7 @@ FewRowsProduct few_rows_operands(const torch::Tensor& out, const torch::Tensor& 
     p.ldx = x.stride(0);
     p.ldw = w.stride(1);
     p.ldy = out.stride(0);
-    if (panels.defined() && panels.numel() == w.numel()) {
+    if (has_panels(w, panels)) {
         p.wt = panels.data_ptr<float>();
         p.ldw = 0;
         p.panel_columns = kFewRowsTileColumns;
