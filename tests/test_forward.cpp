@@ -442,17 +442,34 @@ TEST(Attention, ChunkedColumnsAndGroupedHeadsEqualTheFloat64Attention) {
         EXPECT_LE(nmse(detail::attend(few, k, v, &probs), few_ref), 1e-12) << t << " threads";
         EXPECT_LE(nmse(probs, naive_probabilities(f64(few), f64(k))), 1e-12) << t << " threads";
     }
+    // Only some query rows' probabilities (Elastic-Cache's window): rows spread over several
+    // chunks and 16-row transpose blocks, the first and the last. The rows of the whole, to the
+    // bit (the same kernel), and the same out; in float64 LibTorch's ops pick the rows.
+    const std::vector<int64_t> some{0, 5, 31, 32, 33, 150, 299};
+    const auto picked = torch::tensor(some);
+    for (int t : {1, 2}) {
+        const ScopedThreads threads(t);
+        torch::Tensor all, part;
+        const auto out_all = detail::attend(q, k, v, &all);
+        const auto out_part = detail::attend(q, k, v, &part, &some);
+        ASSERT_EQ(part.sizes(), (std::vector<int64_t>{H, 7, L}));
+        EXPECT_TRUE(torch::equal(part, all.index_select(1, picked))) << t << " threads";
+        EXPECT_TRUE(torch::equal(out_part, out_all)) << t << " threads";
+    }
+    torch::Tensor part64;
+    (void)detail::attend(f64(q), f64(k), f64(v), &part64, &some);
+    EXPECT_LE(nmse(part64, ref_probs.index_select(1, picked)), 1e-20);
 }
 
-// row_attention's kernel called directly, one kv head: query-row counts around its 16-column
-// padding (1, 21 = 3 heads x 7, 33, 124), one key and key counts off its 16-key transpose blocks,
-// head sizes with a 16- and a scalar column tail (40) and 128 (LLaDA-8B's), an output row wider
-// than the heads' (a stride, untouched padding). Its float32 error may be at most twice that of
-// LibTorch's float32 softmax(q k^T) v on the same input (the column sums' order is its own). When
-// written, mean squared / largest error, ours and LibTorch's: 17 keys 3.6e-14 / 6.6e-7 and
-// 2.1e-14 / 5.4e-7, 1024 keys 4.8e-13 / 2.3e-6 and 3.9e-13 / 2.3e-6, 439 keys (Dh 128) 3.9e-13 /
-// 2.7e-6 and 1.0e-12 / 5.4e-6; with q scaled before the product (as the row blocks do) the
-// 17-key case was 5.9e-14 / 1.4e-6, hence the scale on the score differences.
+// row_attention's kernel called directly, one kv head: query-row counts around its 8-column
+// padding (1, 21 = 3 heads x 7, 22, 33, 124), one key and key counts off its 16-key transpose
+// blocks, head sizes with an 8-column tail (40), an 8-column and a scalar one (44) and 128
+// (LLaDA-8B's), an output row wider than the heads' (a stride, untouched padding). Its float32
+// error may be at most twice that of LibTorch's float32 softmax(q k^T) v on the same input (the
+// column sums' order is its own). When written, mean squared / largest error, ours and LibTorch's:
+// 17 keys 3.6e-14 / 6.6e-7 and 2.1e-14 / 5.4e-7, 1024 keys 4.8e-13 / 2.3e-6 and 3.9e-13 / 2.3e-6,
+// 439 keys (Dh 128) 3.9e-13 / 2.7e-6 and 1.0e-12 / 5.4e-6; with q scaled before the product (as the
+// row blocks do) the 17-key case was 5.9e-14 / 1.4e-6, hence the scale on the score differences.
 TEST(Attention, ColumnKernelEqualsTheFloat64AttentionAtEveryEdge) {
     torch::manual_seed(13);
     torch::InferenceMode guard;
@@ -460,7 +477,7 @@ TEST(Attention, ColumnKernelEqualsTheFloat64AttentionAtEveryEdge) {
         int64_t heads, rows, keys, head_dim;
     };
     for (const Shape sh : {Shape{1, 1, 1, 32}, Shape{3, 7, 17, 40}, Shape{1, 33, 1024, 32},
-                           Shape{2, 20, 600, 16}, Shape{4, 31, 439, 128}}) {
+                           Shape{2, 20, 600, 16}, Shape{1, 22, 594, 44}, Shape{4, 31, 439, 128}}) {
         const int64_t g = sh.heads, R = sh.rows, L = sh.keys, Dh = sh.head_dim;
         const auto q = torch::randn({g, R, Dh}) * 2, k = torch::randn({1, L, Dh}) * 2,
                    v = torch::randn({1, L, Dh});
@@ -618,20 +635,14 @@ TEST(RowKernels, LinearSplitByRowsOrColumnsEqualsTheFloat64Product) {
     }
 }
 
-// few_rows_product's edges: every row count around its 6-row tiles, an inner size that is not a
-// multiple of its 64-value blocks, and a weight inside a wider buffer (q of a stacked q/k/v, row
-// stride 3x its columns); x read both row-major and transposed (ldxk, as the attention reads its
-// probabilities). Called directly: linear leaves fewer than 16 rows to OpenBLAS.
-TEST(RowKernels, FewRowsProductEqualsTheFloat64ProductAtEveryTileEdge) {
-    torch::manual_seed(11);
-    torch::InferenceMode g;
-    // (86, 100) q inside (258, 100) q/k/v stored column-major: q^T (100, 86) with row stride 258;
-    // 86 columns are two 32-column tiles, a 16-column one and 6 left over.
-    const auto stacked = torch::empty_strided({258, 100}, {1, 258}).copy_(torch::randn({258, 100}));
-    const auto q = stacked.narrow(0, 0, 86);
+// q (N, 100): few_rows_product and linear against float64 at 1-21 rows (the test below).
+void few_rows_product_at_every_row_count(const torch::Tensor& q) {
+    const int64_t columns = q.size(0);
     const auto panels = detail::panel_copy(q);  // the same weights in 32-column panels
     ASSERT_TRUE(panels.defined());
     for (int64_t rows = 1; rows <= 21; ++rows) {
+        const std::string at =
+            std::to_string(rows) + " rows, " + std::to_string(columns) + " columns";
         const auto x = torch::randn({rows, 100});
         const auto xt = x.t().contiguous();  // (100, rows)
         const auto ref = torch::matmul(f64(x), f64(q).t());
@@ -639,26 +650,26 @@ TEST(RowKernels, FewRowsProductEqualsTheFloat64ProductAtEveryTileEdge) {
         for (bool transposed : {false, true}) {
             torch::Tensor first;  // W^T read in place; the panel layout must give the same bits
             for (bool panel_layout : {false, true}) {
-                auto y = torch::full({rows, 86}, NAN);
+                auto y = torch::full({rows, columns}, NAN);
                 detail::FewRowsProduct p;
                 p.x = transposed ? xt.data_ptr<float>() : x.data_ptr<float>();
                 p.wt = panel_layout ? panels.data_ptr<float>() : q.data_ptr<float>();
                 p.y = y.data_ptr<float>();
                 p.rows = rows;
                 p.inner = 100;
-                p.columns = 86;
+                p.columns = columns;
                 p.ldx = transposed ? 1 : 100;
                 p.ldxk = transposed ? rows : 1;
                 p.ldw = panel_layout ? 0 : 258;
                 p.panel_columns = panel_layout ? detail::kFewRowsTileColumns : 0;
-                p.ldy = 86;
-                detail::few_rows_product(p, 0, 32);   // a thread's share: the first tile
-                detail::few_rows_product(p, 32, 86);  // the rest, the 16- and 6-column tails too
+                p.ldy = columns;
+                detail::few_rows_product(p, 0, 32);        // a thread's share: the first tile
+                detail::few_rows_product(p, 32, columns);  // the rest, the tails too
                 EXPECT_LE((y - ref).abs().max().item<double>(), 1e-4)
-                    << rows << " rows, transposed " << transposed << ", panels " << panel_layout;
-                if (panel_layout)
-                    EXPECT_TRUE(torch::equal(y, first))
-                        << rows << " rows, transposed " << transposed;
+                    << at << ", transposed " << transposed << ", panels " << panel_layout;
+                if (panel_layout) {
+                    EXPECT_TRUE(torch::equal(y, first)) << at << ", transposed";
+                }
                 if (panel_layout && !transposed) kernel_y = y;
                 first = y;
             }
@@ -668,12 +679,26 @@ TEST(RowKernels, FewRowsProductEqualsTheFloat64ProductAtEveryTileEdge) {
         for (int t : {1, 2}) {
             const ScopedThreads threads(t);
             const auto y = detail::linear(x, q);
-            EXPECT_LE((y - ref).abs().max().item<double>(), 1e-4)
-                << rows << " rows, " << t << " threads";
+            EXPECT_LE((y - ref).abs().max().item<double>(), 1e-4) << at << ", " << t << " threads";
             EXPECT_TRUE(torch::equal(detail::linear(x, q, {}, panels), kernel_y))
-                << rows << " rows, " << t << " threads";
+                << at << ", " << t << " threads";
         }
     }
+}
+
+// few_rows_product's edges: every row count around its 6-row tiles, every kind of column tile, an
+// inner size that is not a multiple of its 64-value blocks, and a weight inside a wider buffer (q
+// of a stacked q/k/v, row stride 3x its columns); x read both row-major and transposed (ldxk, as
+// the attention reads its probabilities). Called directly and through linear.
+TEST(RowKernels, FewRowsProductEqualsTheFloat64ProductAtEveryTileEdge) {
+    torch::manual_seed(11);
+    torch::InferenceMode g;
+    // (N, 100) q inside (258, 100) q/k/v stored column-major: q^T (100, N) with row stride 258.
+    // Past two 32-column tiles 86 columns leave a 16-column tile and 6 taken one at a time, 94 a
+    // 24-column tile (16 + 8) and 6, 72 an 8-column tile.
+    const auto stacked = torch::empty_strided({258, 100}, {1, 258}).copy_(torch::randn({258, 100}));
+    for (const int64_t columns : {86, 94, 72})
+        few_rows_product_at_every_row_count(stacked.narrow(0, 0, columns));
 }
 
 // The MLP's silu(gate) * up over rows side by side (gate, then up), from a row stride wider than

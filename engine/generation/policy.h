@@ -63,8 +63,9 @@ public:
     virtual detail::RowSet select_rows(int layer, const torch::Tensor& probe_k,
                                        const torch::Tensor& probe_v);
     // After the attention of the planned rows (plans with may_escalate): true recomputes the layer
-    // for every row. probs (H, R, L).
-    virtual bool escalate(int layer, const torch::Tensor& probs) { return false; }
+    // for every row. attention: its layer, rows and probabilities (of probs_positions when the
+    // plan named some and nobody asked for every row's).
+    virtual bool escalate(const detail::LayerResult& attention) { return false; }
     // Just after layer l ran (probabilities present when the plan asked for them).
     virtual void observe_layer(const detail::LayerResult& result) {}
 

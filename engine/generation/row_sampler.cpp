@@ -1,16 +1,10 @@
 #include "engine/generation/row_sampler.h"
 
+#include "engine/base/cpu_clones.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-// One copy per instruction set, picked when the library loads (as in engine/model/row_gemm.cpp).
-#if defined(__x86_64__) && defined(__GNUC__)
-#define CL_SAMPLER_CLONES \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define CL_SAMPLER_CLONES
-#endif
 
 namespace cl::detail {
 namespace {
@@ -149,16 +143,16 @@ template <int Unused = 0>
 }
 
 // The clones: each pass over the row in the widest vectors the CPU has.
-CL_SAMPLER_CLONES bool widen_row(const float* x, int64_t V, double* row) {
+CL_CPU_CLONES bool widen_row(const float* x, int64_t V, double* row) {
     return widen(x, V, row);
 }
 
-CL_SAMPLER_CLONES double max_of_row(const double* row, int64_t V) {
+CL_CPU_CLONES double max_of_row(const double* row, int64_t V) {
     return row_max(row, V);
 }
 
-CL_SAMPLER_CLONES void exp_sums_of_row(const double* row, int64_t V, double max, double& sum,
-                                       double& weighted) {
+CL_CPU_CLONES void exp_sums_of_row(const double* row, int64_t V, double max, double& sum,
+                                   double& weighted) {
     exp_sums(row, V, max, sum, weighted);
 }
 

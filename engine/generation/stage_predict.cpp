@@ -103,7 +103,10 @@ public:
         const auto l = static_cast<size_t>(layer);
         if (m_run.layer_events) m_work.layer_marks[l].first = m_run.layer_events->mark(m_stream);
         auto p = m_run.policy->plan_layer(layer);
-        if (m_work.wants.mean[l] || !m_work.wants.heads[l].empty()) p.want_probs = true;
+        if (m_work.wants.mean[l] || !m_work.wants.heads[l].empty()) {
+            p.want_probs = true;  // the attention panel shows every computed row
+            p.probs_positions.clear();
+        }
         if (!p.all_rows) p.rows = add_engine_rows(p.rows);
         if (p.probe)
             m_work.probe_flops[l] =
@@ -113,8 +116,8 @@ public:
     RowSet select_rows(int layer, const torch::Tensor& k, const torch::Tensor& v) override {
         return add_engine_rows(m_run.policy->select_rows(layer, k, v));
     }
-    bool escalate(int layer, const torch::Tensor& probs) override {
-        return m_run.policy->escalate(layer, probs);
+    bool escalate(const LayerResult& attention) override {
+        return m_run.policy->escalate(attention);
     }
     void observe(const LayerResult& r) override {
         const auto l = static_cast<size_t>(r.layer);

@@ -339,6 +339,15 @@ namespace {
 // so that the (L, rows) scores stay in L2 and a few kv heads still make tasks for every thread
 // (chunks of 64, 128, 256 or none were level on one core: 594 rows over 594 keys 2.44-2.49 ms).
 constexpr int64_t kColumnChunkRows = 128;
+// The calling thread's scratch of at least n floats, kept between calls: a vector per task was
+// zeroed each time (320 KB for a 128-row chunk over 594 keys) and, past malloc's mmap threshold,
+// had its pages faulted in again at every layer.
+float* thread_scratch(size_t n) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < n) buffer.resize(n);
+    return buffer.data();
+}
+
 // The CPU attention by row_attention's kernel: each kv head's g * R query rows in chunks against
 // every key, written straight into the (..., R, H*Dh) rows the output projection reads (and into
 // the (..., H, R, L) probabilities where they are asked for). One chunk per task over LibTorch's
@@ -349,17 +358,26 @@ constexpr int64_t kColumnChunkRows = 128;
 // 4.34 / 3.58 ms, 594 1.48 / 1.23 ms; keeping the probabilities, 1 thread, 16 rows 106 / 84 us,
 // 64 320 / 290, 594 2973 / 2738, 1024 9.72 / 8.43 ms, 2 threads 1024 4.81 / 4.20 ms).
 torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                             torch::Tensor* probs_out) {
+                             torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows) {
     const int64_t H = q.size(-3), Hkv = k.size(-3), R = q.size(-2), Dh = q.size(-1), L = k.size(-2);
     const int64_t g = H / Hkv, batches = q.numel() / (H * R * Dh);
     const int64_t rc = std::max<int64_t>(1, std::min(R, kColumnChunkRows / g));  // rows per task
     const int64_t chunks = (R + rc - 1) / rc;
     const auto qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();  // no copies here
     auto out = torch::empty({batches, R, H * Dh}, q.options());                // (B, R, H*Dh)
-    const auto probs = probs_out ? torch::empty({batches, H, R, L}, q.options()) : torch::Tensor();
+    // slot[r]: the row of the kept probabilities that query row r fills, or -1.
+    std::vector<int64_t> slot;
+    if (probs_rows) {
+        slot.assign(static_cast<size_t>(R), -1);
+        for (size_t i = 0; i < probs_rows->size(); ++i)
+            slot[static_cast<size_t>((*probs_rows)[i])] = static_cast<int64_t>(i);
+    }
+    const int64_t P = probs_rows ? static_cast<int64_t>(probs_rows->size()) : R;
+    const auto probs = probs_out ? torch::empty({batches, H, P, L}, q.options()) : torch::Tensor();
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
     at::parallel_for(0, batches * Hkv * chunks, 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> scratch(static_cast<size_t>(column_attention_scratch(g, rc, L, Dh)));
+        float* scratch =
+            thread_scratch(static_cast<size_t>(column_attention_scratch(g, rc, L, Dh)));
         for (int64_t item = begin; item < end; ++item) {
             const int64_t b = item / (Hkv * chunks), n = item / chunks % Hkv;
             const int64_t r0 = item % chunks * rc, rows = std::min(rc, R - r0);
@@ -374,20 +392,24 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
             a.out = out.data_ptr<float>() + (b * R + r0) * H * Dh + n * g * Dh;
             a.out_head_stride = Dh;
             a.out_row_stride = H * Dh;
-            a.probs = probs.defined() ? probs.data_ptr<float>() + ((b * H + n * g) * R + r0) * L
-                                      : nullptr;
-            a.probs_head_stride = R * L;
+            if (probs.defined()) {  // (g, P, L): row r0 + r at r0 + r, or at its slot
+                a.probs =
+                    probs.data_ptr<float>() + ((b * H + n * g) * P + (probs_rows ? 0 : r0)) * L;
+                a.probs_head_stride = P * L;
+                if (probs_rows) a.probs_slot = slot.data() + r0;
+            }
             a.heads = g;
             a.rows = rows;
             a.keys = L;
             a.head_dim = Dh;
             a.scale = scale;
-            column_attention(a, scratch.data());
+            column_attention(a, scratch);
         }
     });
     if (probs_out) {
-        auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., H, R, L)
+        auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., H, P, L)
         shape.back() = L;
+        shape[shape.size() - 2] = P;
         *probs_out = probs.view(shape);
     }
     auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., R, H*Dh)
@@ -408,8 +430,8 @@ bool uses_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::T
 }  // namespace
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                     torch::Tensor* probs_out) {
-    if (uses_columns(q, k, v)) return attend_columns(q, k, v, probs_out);
+                     torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows) {
+    if (uses_columns(q, k, v)) return attend_columns(q, k, v, probs_out, probs_rows);
     const int64_t H = q.size(-3), Hkv = k.size(-3), Dh = q.size(-1);
     auto keys = k, values = v;  // (..., Hkv, L, Dh)
     if (Hkv != H) {
@@ -429,7 +451,10 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
     if (!out.defined()) {
         auto probs =
             torch::softmax(torch::matmul(q, keys.transpose(-2, -1)) * scale, -1);  // (..., H, R, L)
-        if (probs_out) *probs_out = probs;
+        if (probs_out && probs_rows)
+            *probs_out = probs.index_select(-2, torch::tensor(*probs_rows).to(probs.device()));
+        else if (probs_out)
+            *probs_out = probs;
         out = torch::matmul(probs, values).transpose(-3, -2);
     }
     auto shape = out.sizes().vec();

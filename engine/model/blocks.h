@@ -91,9 +91,11 @@ QkvHeads project_qkv(const LayerWeights& w, const torch::Tensor& x, const torch:
 
 // The one attention implementation: softmax(q k^T / sqrt(Dh)) v over every key, kv heads shared
 // by H / Hkv query heads. q (..., H, R, Dh), k and v (..., Hkv, L, Dh) -> (..., R, H*Dh) before the
-// output projection; the probabilities (..., H, R, L) go to *probs_out when it is given.
+// output projection; the probabilities (..., H, R, L) go to *probs_out when it is given, only the
+// P query rows of probs_rows (ascending indices into R) when that is given too: (..., H, P, L).
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                     torch::Tensor* probs_out = nullptr);
+                     torch::Tensor* probs_out = nullptr,
+                     const std::vector<int64_t>* probs_rows = nullptr);
 
 // The gated MLP: ff_out(silu(ff_proj x) * up_proj x). x (..., D) -> (..., D).
 torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x);

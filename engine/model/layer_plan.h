@@ -36,6 +36,11 @@ struct LayerPlan {
     bool write_kv = true;       // write the fresh K/V of computed rows into the cache
     bool write_hidden = false;  // store the layer input of computed rows in cache.hidden
     bool want_probs = false;    // hand the attention probabilities to the observer
+    // With want_probs (or may_escalate): only these positions' rows of the probabilities, in this
+    // order (ascending, each one a computed row); empty = every computed row. Elastic-Cache reads
+    // a window of a dozen rows; writing every row's was 5% of its run (all L rows where a layer
+    // escalates).
+    std::vector<int64_t> probs_positions;
 
     // Feature-cache mode (dLLM-Cache): every row keeps a live residual stream; rows that are not
     // computed add their cached attention and FFN outputs (cache.attn_out / ffn_out) instead.
@@ -57,8 +62,9 @@ struct LayerResult {
     int layer = 0;
     const RowSet* rows = nullptr;  // positions computed (nullptr = all)
     bool escalated = false;        // the layer was recomputed for every row
-    torch::Tensor probs;           // (H, R, L) when asked for, else undefined
-    torch::Tensor k, v;            // (Hkv, R, Dh) the fresh K/V of the computed rows (K after RoPE)
+    torch::Tensor probs;  // (H, R, L) when asked for, else undefined; (H, P, L) with positions:
+    std::vector<int64_t> probs_positions;  // the plan's: the P positions of probs' rows
+    torch::Tensor k, v;  // (Hkv, R, Dh) the fresh K/V of the computed rows (K after RoPE)
     double ms = 0.0;
 };
 
@@ -72,8 +78,9 @@ public:
     // probe_k) and V, both (Hkv, P, Dh).
     virtual RowSet select_rows(int layer, const torch::Tensor& probe_k,
                                const torch::Tensor& probe_v);
-    // Row-subset mode with may_escalate: true recomputes the layer for every row. probs (H, R, L).
-    virtual bool escalate(int layer, const torch::Tensor& probs) { return false; }
+    // Row-subset mode with may_escalate: true recomputes the layer for every row. attention: the
+    // planned rows' probs (with probs_positions), rows and layer, as observe will see them.
+    virtual bool escalate(const LayerResult& attention) { return false; }
     // Reported just after the layer ran.
     virtual void observe(const LayerResult& result) {}
 };

@@ -1,22 +1,15 @@
 #include "engine/model/row_activation.h"
 
+#include "engine/base/cpu_clones.h"
 #include "engine/model/row_exp.h"
-
-// One copy per instruction set, picked when the library loads (as in row_gemm.cpp).
-#if defined(__x86_64__) && defined(__GNUC__)
-#define CL_ACTIVATION_CLONES \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define CL_ACTIVATION_CLONES
-#endif
 
 namespace cl::detail {
 
 namespace {
 
 // restrict: the three rows never overlap, so the loop vectorises without an overlap check.
-CL_ACTIVATION_CLONES void silu_mul_row(const float* __restrict gate, const float* __restrict up,
-                                       float* __restrict out, int64_t n) {
+CL_CPU_CLONES void silu_mul_row(const float* __restrict gate, const float* __restrict up,
+                                float* __restrict out, int64_t n) {
     for (int64_t f = 0; f < n; ++f) {
         const float g = gate[f];
         const float e = row_exp::exp_of_nonpositive(g >= 0.0F ? -g : g);  // exp(-|g|)

@@ -1,5 +1,6 @@
 #include "engine/model/row_attention.h"
 
+#include "engine/base/cpu_clones.h"
 #include "engine/model/row_exp.h"
 #include "engine/model/row_gemm.h"
 #include "engine/model/row_lanes.h"
@@ -7,28 +8,23 @@
 #include <algorithm>
 #include <array>
 
-// One copy of the column loops per instruction set, picked when the library loads (as in
-// row_gemm.cpp).
-#if defined(__x86_64__) && defined(__GNUC__)
-#define CL_COLUMN_CLONES \
-    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define CL_COLUMN_CLONES
-#endif
-
 namespace cl::detail {
 
 namespace {
 
-// The score columns are padded to a multiple of kLanes.
+// The score columns are padded to a multiple of kHalfLanes: 16-float vectors, then an 8-float one
+// where 8 columns are left (a cached step's 22 queries of a head take 24 columns, not 32).
 constexpr int64_t kLanes = row_lanes::kLanes;
+constexpr int64_t kHalfLanes = row_lanes::kHalfLanes;
 constexpr int64_t kPartialSums = 4;  // each column's exps summed in 4 interleaved partial sums
+using row_lanes::HalfLanes;
 using row_lanes::Lanes;
+using row_lanes::lanes_of;
 using row_lanes::load;
 using row_lanes::store;
 
 int64_t padded(int64_t columns) {
-    return (columns + kLanes - 1) / kLanes * kLanes;
+    return (columns + kHalfLanes - 1) / kHalfLanes * kHalfLanes;
 }
 
 // The pieces of the scratch buffer for Rq query rows (padded to Rp columns) and L keys.
@@ -69,47 +65,49 @@ void transpose_queries(const ColumnAttention& a, float* qt, int64_t rp) {
 // The vector code sits in always-inlined templates, as in row_gemm.cpp: Clang refuses a 64-byte
 // vector passed or returned directly in the body of a clone built without AVX-512 (its ABI would
 // differ), and checks a template's calls only where it is instantiated, inlined.
-template <int Unused = 0>
-[[gnu::always_inline]] inline Lanes lane_max(Lanes a, Lanes b) {
+// V: Lanes or HalfLanes, the columns of one vector.
+template <class V>
+[[gnu::always_inline]] inline V lane_max(V a, V b) {
     return a >= b ? a : b;
 }
 
-template <int Unused = 0>
-[[gnu::always_inline]] inline Lanes column_max(const float* st, int64_t keys, int64_t rp) {
-    Lanes m[kPartialSums];
-    for (auto& v : m) v = load(st);
+template <class V>
+[[gnu::always_inline]] inline V column_max(const float* st, int64_t keys, int64_t rp) {
+    V m[kPartialSums];
+    for (auto& v : m) v = load<V>(st);
     int64_t j = 1;
     for (; j + kPartialSums <= keys; j += kPartialSums)
-        for (int64_t u = 0; u < kPartialSums; ++u) m[u] = lane_max(m[u], load(st + (j + u) * rp));
-    for (; j < keys; ++j) m[0] = lane_max(m[0], load(st + j * rp));
+        for (int64_t u = 0; u < kPartialSums; ++u)
+            m[u] = lane_max(m[u], load<V>(st + (j + u) * rp));
+    for (; j < keys; ++j) m[0] = lane_max(m[0], load<V>(st + j * rp));
     return lane_max(lane_max(m[0], m[1]), lane_max(m[2], m[3]));
 }
 
 // exp((x - max) scale) lane by lane: row_exp's exp, which the compiler vectorises over the lanes.
-template <int Unused = 0>
-[[gnu::always_inline]] inline Lanes exp_lanes(Lanes x, Lanes max, float scale) {
-    Lanes e;
-    for (int64_t l = 0; l < kLanes; ++l)
+template <class V>
+[[gnu::always_inline]] inline V exp_lanes(V x, V max, float scale) {
+    V e;
+    for (int l = 0; l < lanes_of<V>; ++l)
         e[l] = row_exp::exp_of_nonpositive((x[l] - max[l]) * scale);
     return e;
 }
 
 // The column vector from c: st's exps in place; returns the sum's four partial sums' total.
-template <int Unused = 0>
-[[gnu::always_inline]] inline Lanes exp_column(float* st, int64_t keys, int64_t rp, Lanes max,
-                                               float scale) {
-    Lanes sum[kPartialSums] = {};
+template <class V>
+[[gnu::always_inline]] inline V exp_column(float* st, int64_t keys, int64_t rp, V max,
+                                           float scale) {
+    V sum[kPartialSums] = {};
     int64_t j = 0;
     for (; j + kPartialSums <= keys; j += kPartialSums)
         for (int64_t u = 0; u < kPartialSums; ++u) {
             float* row = st + (j + u) * rp;
-            const Lanes e = exp_lanes(load(row), max, scale);
+            const V e = exp_lanes(load<V>(row), max, scale);
             store(row, e);
             sum[u] += e;
         }
     for (; j < keys; ++j) {
         float* row = st + j * rp;
-        const Lanes e = exp_lanes(load(row), max, scale);
+        const V e = exp_lanes(load<V>(row), max, scale);
         store(row, e);
         sum[j % kPartialSums] += e;
     }
@@ -117,17 +115,18 @@ template <int Unused = 0>
 }
 
 // The column vector from c: its max, exps and 1 / sum.
-template <int Unused = 0>
+template <class V>
 [[gnu::always_inline]] inline void softmax_columns(const Scratch& s, int64_t c, int64_t keys,
                                                    int64_t rp, float scale) {
-    const Lanes max = column_max(s.st + c, keys, rp);
+    const V max = column_max<V>(s.st + c, keys, rp);
     store(s.max + c, max);
     store(s.inv_sum + c, 1.0F / exp_column(s.st + c, keys, rp, max, scale));
 }
 
-CL_COLUMN_CLONES void column_softmax_stats(const Scratch& s, int64_t keys, int64_t rp,
-                                           float scale) {
-    for (int64_t c = 0; c < rp; c += kLanes) softmax_columns(s, c, keys, rp, scale);
+CL_CPU_CLONES void column_softmax_stats(const Scratch& s, int64_t keys, int64_t rp, float scale) {
+    int64_t c = 0;
+    for (; c + kLanes <= rp; c += kLanes) softmax_columns<Lanes>(s, c, keys, rp, scale);
+    if (c < rp) softmax_columns<HalfLanes>(s, c, keys, rp, scale);  // rp - c == kHalfLanes
 }
 
 // One level of a 16 x 16 transpose held in 16 vectors: rows r and r + S (r without bit S) swap
@@ -149,14 +148,18 @@ template <int S>
     }
 }
 
-// Where query row i (head i / R, row i % R) keeps its probabilities.
+// Where query row i (head i / R, row i % R) keeps its probabilities; nullptr where it keeps none.
 float* probability_row(const ColumnAttention& a, int64_t i) {
-    return a.probs + (i / a.rows) * a.probs_head_stride + (i % a.rows) * a.keys;
+    const int64_t r = a.probs_slot ? a.probs_slot[i % a.rows] : i % a.rows;
+    return r < 0 ? nullptr : a.probs + (i / a.rows) * a.probs_head_stride + r * a.keys;
 }
 
 // probs[i][j] = st[j][i] * inv_sum[i], 16 keys x 16 queries at a time through the transpose above;
 // the last keys (L not a multiple of 16) one at a time.
-// rows[r][j0 .. j0 + 16) = st[j0 .. j0 + 16)[i0 + r] * inv_sum[i0 + r] for the first n of 16 rows.
+// rows[r][j0 .. j0 + 16) = st[j0 .. j0 + 16)[i0 + r] * inv_sum[i0 + r] for the first n of 16 rows
+// (those with a row).
+// Where only 8 columns are left (i0 = Rp - 8) the loads take 8 floats past a row of st: the next
+// row's, or after the last row the first of `max` (Rp >= 8 floats); those lanes are never stored.
 template <int Unused = 0>
 [[gnu::always_inline]] inline void transpose_block(const Scratch& s, int64_t rp, int64_t i0,
                                                    int64_t j0, int64_t n,
@@ -168,21 +171,30 @@ template <int Unused = 0>
     swap_blocks<2>(m);
     swap_blocks<1>(m);
     for (int64_t r = 0; r < n; ++r)
-        store(row[static_cast<size_t>(r)] + j0, m[r] * s.inv_sum[i0 + r]);
+        if (row[static_cast<size_t>(r)] != nullptr)
+            store(row[static_cast<size_t>(r)] + j0, m[r] * s.inv_sum[i0 + r]);
 }
 
-CL_COLUMN_CLONES void write_probabilities(const ColumnAttention& a, const Scratch& s, int64_t rp) {
+CL_CPU_CLONES void write_probabilities(const ColumnAttention& a, const Scratch& s, int64_t rp) {
     const int64_t rq = a.heads * a.rows, whole = a.keys / kLanes * kLanes;
     for (int64_t i0 = 0; i0 < rq; i0 += kLanes) {
         const int64_t n = std::min(kLanes, rq - i0);
         // The 16 queries' rows, found once per block of queries (a division each: per store it
         // took 70% of this loop, perf annotate).
         std::array<float*, kLanes> row{};
-        for (int64_t r = 0; r < n; ++r) row[static_cast<size_t>(r)] = probability_row(a, i0 + r);
+        bool any = false;
+        for (int64_t r = 0; r < n; ++r) {
+            row[static_cast<size_t>(r)] = probability_row(a, i0 + r);
+            any = any || row[static_cast<size_t>(r)] != nullptr;
+        }
+        if (!any) continue;
         for (int64_t j0 = 0; j0 < whole; j0 += kLanes) transpose_block(s, rp, i0, j0, n, row);
-        for (int64_t r = 0; r < n; ++r)
+        for (int64_t r = 0; r < n; ++r) {
+            float* dst = row[static_cast<size_t>(r)];
+            if (dst == nullptr) continue;
             for (int64_t j = whole; j < a.keys; ++j)
-                row[static_cast<size_t>(r)][j] = s.st[j * rp + i0 + r] * s.inv_sum[i0 + r];
+                dst[j] = s.st[j * rp + i0 + r] * s.inv_sum[i0 + r];
+        }
     }
 }
 

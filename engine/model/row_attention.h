@@ -3,7 +3,7 @@
 // packs the keys at every call (sgemm_incopy) for a few dozen rows, and each score row's softmax is
 // a pass of its own. Here the product runs the other way round, scores^T (L, Rq) = K (L, Dh) @
 // q^T (Dh, Rq), through few_rows_product with the keys as its rows (read in place) and the query
-// rows as its 16- or 32-wide column tiles; the softmax then goes down the columns, a vector of
+// rows as its 8- to 32-wide column tiles; the softmax then goes down the columns, a vector of
 // queries at a time with no horizontal reduction, and the probabilities times the values read the
 // scores transposed (FewRowsProduct::ldxk). It also beat session 20's row blocks on full sequences
 // and with the probabilities kept, so blocks.cpp's attend runs it for every CPU float32 attention
@@ -27,14 +27,16 @@ struct ColumnAttention {
     float* out = nullptr;
     int64_t out_head_stride = 0, out_row_stride = 0;
     // Optional, the probabilities: head j's row r at probs + j * probs_head_stride + r * keys
-    // (L floats each).
+    // (L floats each), or, with probs_slot, at slot probs_slot[r] in place of r and not at all
+    // where that is -1 (a caller that reads a few rows' probabilities).
     float* probs = nullptr;
     int64_t probs_head_stride = 0;
-    int64_t heads = 0;     // g query heads per kv head
-    int64_t rows = 0;      // R query rows per head
-    int64_t keys = 0;      // L
-    int64_t head_dim = 0;  // Dh
-    float scale = 1.0F;    // 1/sqrt(Dh), applied to score - column max inside the exp
+    const int64_t* probs_slot = nullptr;  // (R) or nullptr
+    int64_t heads = 0;                    // g query heads per kv head
+    int64_t rows = 0;                     // R query rows per head
+    int64_t keys = 0;                     // L
+    int64_t head_dim = 0;                 // Dh
+    float scale = 1.0F;  // 1/sqrt(Dh), applied to score - column max inside the exp
 };
 
 // exp(x) for x in [-87, 0], the softmax's exp (row_exp.h; below -87 it returns about 1.6e-38

@@ -1,22 +1,16 @@
 #include "engine/model/row_gemm.h"
 
+#include "engine/base/cpu_clones.h"
 #include "engine/model/row_lanes.h"
 
 #include <algorithm>
-
-// One copy per instruction set, picked when the library loads (GCC and Clang on x86-64; the plain
-// copy elsewhere; without it the build targets baseline x86-64, SSE2): the 16-float vector type
-// below is one AVX-512 register, two AVX2 ones, four SSE2 ones.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define CL_GEMM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define CL_GEMM_CLONES
-#endif
 
 namespace cl::detail {
 
 namespace {
 
+using row_lanes::HalfLanes;
+using row_lanes::kHalfLanes;
 using row_lanes::kLanes;
 using row_lanes::Lanes;
 using row_lanes::load;
@@ -25,8 +19,6 @@ constexpr int kTileRows = 6;     // 6 x 2 accumulators + 2 of wt + 1 of x: 15 of
 constexpr int64_t kBlockK = 64;  // the sums restart every kBlockK values of k (precision)
 static_assert(kFewRowsTileColumns == 2 * kLanes);
 
-// y[0:MR, 0:16 NV] (=, or += after the first block of k) x[0:MR, k0:k1] @ wt[k0:k1, 0:16 NV].
-// UnitK: x's values of one row are adjacent (ldxk == 1), known at compile time.
 // Where row k of the columns from c lies: wt + k * ldw. In a panel layout the columns' panel.
 struct Strip {
     const float* wt;
@@ -39,20 +31,33 @@ struct Strip {
     return {p.wt + first * p.inner + (c - first), std::min(p.panel_columns, p.columns - first)};
 }
 
-template <int MR, int NV, bool UnitK>
+// The y columns of a tile: NV 16-float vectors, then NH 8-float ones (NV + NH <= 2; the 8-float
+// one only in a tile of 8 or 24 columns). One x value broadcast serves every vector of its row,
+// and the broadcasts, not the FMAs, bound a tile of a single vector: on a 594 x 32 @ 32 x 24
+// product (a head's scores for 22 query rows) a 16 + 8 pass took no longer than 16 + 16.
+// y[0:MR, tile] (=, or += after the first block of k) x[0:MR, k0:k1] @ wt[k0:k1, tile].
+// UnitK: x's values of one row are adjacent (ldxk == 1), known at compile time.
+template <int MR, int NV, int NH, bool UnitK>
 [[gnu::always_inline]] inline void tile_block(const FewRowsProduct& p, const float* x, Strip wt,
                                               float* y, int64_t k0, int64_t k1) {
+    static_assert(NV + NH <= 2 && NH <= 1);
     const int64_t ldxk = UnitK ? 1 : p.ldxk;
-    Lanes acc[MR][NV] = {};
+    constexpr int64_t half_at = NV * kLanes;  // the 8-float vector's first column
+    Lanes acc[MR][NV > 0 ? NV : 1] = {};
+    HalfLanes half[MR] = {};
     for (int64_t k = k0; k < k1; ++k) {
-        Lanes w[NV];
+        const float* wk = wt.wt + k * wt.ldw;
+        Lanes w[NV > 0 ? NV : 1];
 #pragma GCC unroll 2
-        for (int v = 0; v < NV; ++v) w[v] = load(wt.wt + k * wt.ldw + v * kLanes);
+        for (int v = 0; v < NV; ++v) w[v] = load(wk + v * kLanes);
+        HalfLanes wh{};
+        if constexpr (NH > 0) wh = load<HalfLanes>(wk + half_at);
 #pragma GCC unroll 8
         for (int m = 0; m < MR; ++m) {
             const float xm = x[m * p.ldx + k * ldxk];
 #pragma GCC unroll 2
             for (int v = 0; v < NV; ++v) acc[m][v] += xm * w[v];
+            if constexpr (NH > 0) half[m] += xm * wh;
         }
     }
 #pragma GCC unroll 8
@@ -63,45 +68,49 @@ template <int MR, int NV, bool UnitK>
             if (k0 > 0) acc[m][v] += load(row + v * kLanes);
             store(row + v * kLanes, acc[m][v]);
         }
+        if constexpr (NH > 0) {
+            if (k0 > 0) half[m] += load<HalfLanes>(row + half_at);
+            store(row + half_at, half[m]);
+        }
     }
 }
 
-template <int MR, int NV, bool UnitK>
+template <int MR, int NV, int NH, bool UnitK>
 [[gnu::always_inline]] inline void tile(const FewRowsProduct& p, int64_t m0, int64_t c0) {
     const float* x = p.x + m0 * p.ldx;
     float* y = p.y + m0 * p.ldy + c0;
     const Strip wt = strip_at(p, c0);
     for (int64_t k0 = 0; k0 < p.inner; k0 += kBlockK)
-        tile_block<MR, NV, UnitK>(p, x, wt, y, k0, std::min(p.inner, k0 + kBlockK));
+        tile_block<MR, NV, NH, UnitK>(p, x, wt, y, k0, std::min(p.inner, k0 + kBlockK));
 }
 
-// Every row of the 16 NV columns from c: tiles of kTileRows rows, then the remainder.
-template <int NV, bool UnitK>
+// Every row of the tile's columns from c: tiles of kTileRows rows, then the remainder.
+template <int NV, int NH, bool UnitK>
 [[gnu::always_inline]] inline void column_tile(const FewRowsProduct& p, int64_t c) {
     int64_t m = 0;
-    for (; m + kTileRows <= p.rows; m += kTileRows) tile<kTileRows, NV, UnitK>(p, m, c);
+    for (; m + kTileRows <= p.rows; m += kTileRows) tile<kTileRows, NV, NH, UnitK>(p, m, c);
     switch (p.rows - m) {
         case 5:
-            tile<5, NV, UnitK>(p, m, c);
+            tile<5, NV, NH, UnitK>(p, m, c);
             break;
         case 4:
-            tile<4, NV, UnitK>(p, m, c);
+            tile<4, NV, NH, UnitK>(p, m, c);
             break;
         case 3:
-            tile<3, NV, UnitK>(p, m, c);
+            tile<3, NV, NH, UnitK>(p, m, c);
             break;
         case 2:
-            tile<2, NV, UnitK>(p, m, c);
+            tile<2, NV, NH, UnitK>(p, m, c);
             break;
         case 1:
-            tile<1, NV, UnitK>(p, m, c);
+            tile<1, NV, NH, UnitK>(p, m, c);
             break;
         default:
             break;
     }
 }
 
-// Columns past the last 16-column tile, one at a time, summed the same way.
+// Columns past the last 8-column tile, one at a time, summed the same way.
 void tail_columns(const FewRowsProduct& p, int64_t c0, int64_t c1) {
     for (int64_t m = 0; m < p.rows; ++m)
         for (int64_t c = c0; c < c1; ++c) {
@@ -121,10 +130,17 @@ template <bool UnitK>
 [[gnu::always_inline]] inline void product_columns(const FewRowsProduct& p, int64_t c0,
                                                    int64_t c1) {
     int64_t c = c0;
-    for (; c + kFewRowsTileColumns <= c1; c += kFewRowsTileColumns) column_tile<2, UnitK>(p, c);
-    if (c + kLanes <= c1) {
-        column_tile<1, UnitK>(p, c);
+    for (; c + kFewRowsTileColumns <= c1; c += kFewRowsTileColumns) column_tile<2, 0, UnitK>(p, c);
+    const int64_t left = c1 - c;
+    if (left >= kLanes + kHalfLanes) {
+        column_tile<1, 1, UnitK>(p, c);
+        c += kLanes + kHalfLanes;
+    } else if (left >= kLanes) {
+        column_tile<1, 0, UnitK>(p, c);
         c += kLanes;
+    } else if (left >= kHalfLanes) {
+        column_tile<0, 1, UnitK>(p, c);
+        c += kHalfLanes;
     }
     if (c < c1) tail_columns(p, c, c1);
 }
@@ -139,7 +155,7 @@ void pack_panels(const float* wt, int64_t K, int64_t N, int64_t ldw, float* out)
     }
 }
 
-CL_GEMM_CLONES void few_rows_product(const FewRowsProduct& p, int64_t c0, int64_t c1) {
+CL_CPU_CLONES void few_rows_product(const FewRowsProduct& p, int64_t c0, int64_t c1) {
     if (p.ldxk == 1)
         product_columns<true>(p, c0, c1);
     else

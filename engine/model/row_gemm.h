@@ -33,7 +33,7 @@ struct FewRowsProduct {
 };
 
 // Columns per register tile: a thread's share of a split product is a whole number of them.
-// Columns past the last whole tile go 16 at a time, then one at a time.
+// Columns past the last whole tile go 16, then 8 at a time, then one at a time.
 inline constexpr int64_t kFewRowsTileColumns = 32;
 
 // wt (K, N) with row stride ldw -> out (K * N floats) in the panel layout of panel_columns =

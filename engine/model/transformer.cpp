@@ -126,9 +126,32 @@ struct Transformer::PlanState {
     bool prev_all = true;
 };
 
+namespace {
+
+// positions (ascending, each a computed row) -> their indices among the computed rows (nullptr:
+// every row, a position is its own index).
+std::vector<int64_t> query_rows_of(const std::vector<int64_t>& positions, const RowSet* rows) {
+    if (!rows) return positions;
+    std::vector<int64_t> out;
+    out.reserve(positions.size());
+    auto from = rows->host.begin();
+    for (int64_t p : positions) {
+        from = std::lower_bound(from, rows->host.end(), p);
+        if (from == rows->host.end() || *from != p)
+            throw std::logic_error("forward_plan: probabilities asked for position " +
+                                   std::to_string(p) + ", which the layer does not compute");
+        out.push_back(from - rows->host.begin());
+    }
+    return out;
+}
+
+}  // namespace
+
 torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& x, const RowSet* rows,
                                           const PlanState& s, LayerCache& lc, bool write_kv,
-                                          torch::Tensor* probs_out, QkvHeads* fresh_out) const {
+                                          torch::Tensor* probs_out,
+                                          const std::vector<int64_t>& probs_positions,
+                                          QkvHeads* fresh_out) const {
     const auto& w = m_weights.layers[static_cast<size_t>(layer)];
     const bool all = rows == nullptr;
     auto cos = all ? s.cos : s.cos.index_select(0, rows->device);  // (R, Dh)
@@ -152,8 +175,10 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& x, con
         k_all = with_rows(lc.k, *rows, qkv.k);
         v_all = with_rows(lc.v, *rows, qkv.v);
     }
-    return detail::linear(attend(qkv.q, k_all, v_all, probs_out), w.attn_out, {},
-                          w.attn_out_panels);  // (R, D)
+    const bool some = probs_out && !probs_positions.empty();
+    const auto probs_rows = some ? query_rows_of(probs_positions, rows) : std::vector<int64_t>{};
+    return detail::linear(attend(qkv.q, k_all, v_all, probs_out, some ? &probs_rows : nullptr),
+                          w.attn_out, {}, w.attn_out_panels);  // (R, D)
 }
 
 LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks& hooks,
@@ -203,7 +228,9 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
         auto x = norm(s.h.index_select(0, rows.device), w.attn_norm);  // (R, D)
         QkvHeads fresh;
         auto attn = attention_rows(l, x, all ? nullptr : &rows, s, lc, plan.write_kv,
-                                   plan.want_probs ? &r.probs : nullptr, &fresh);  // (R, D)
+                                   plan.want_probs ? &r.probs : nullptr, plan.probs_positions,
+                                   &fresh);  // (R, D)
+        if (plan.want_probs) r.probs_positions = plan.probs_positions;
         r.k = fresh.k;
         r.v = fresh.v;
         add_to_residual(merge(lc.attn_out, attn));
@@ -260,8 +287,12 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     // cache ends the same either way (deferring the write cost Elastic-Cache a copy of the whole
     // K and V cache per layer and step: index_copy + copy_, a tenth of its run).
     auto attn = attention_rows(l, norm(s.h, w.attn_norm), rows, s, lc, plan.write_kv,
-                               (plan.want_probs || may_escalate) ? &r.probs : nullptr, &fresh);
-    if (may_escalate && hooks.escalate(l, r.probs)) {
+                               (plan.want_probs || may_escalate) ? &r.probs : nullptr,
+                               plan.probs_positions, &fresh);
+    if (r.probs.defined()) r.probs_positions = plan.probs_positions;
+    r.layer = l;
+    r.rows = rows;
+    if (may_escalate && hooks.escalate(r)) {
         // Recompute the layer for every row: fresh rows keep their inputs, others come from the
         // hidden cache.
         r.escalated = true;
@@ -274,7 +305,7 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
         plan.all_rows = true;
         rows = nullptr;
         attn = attention_rows(l, norm(s.h, w.attn_norm), nullptr, s, lc, plan.write_kv, &r.probs,
-                              &fresh);
+                              plan.probs_positions, &fresh);
     }
     r.k = fresh.k;
     r.v = fresh.v;

@@ -52,9 +52,12 @@ private:
     void gather_inputs(int l, const LayerPlan& plan, const LayerCache& lc, PlanState& s) const;
     // Attention block for the rows with normalised inputs x (R, D): fresh Q/K/V for the rows, K/V
     // of every other row from `lc` (written back when write_kv). Returns (R, D).
+    // probs_out: the probabilities of the rows at probs_positions (every row's if empty).
     torch::Tensor attention_rows(int layer, const torch::Tensor& x, const RowSet* rows,
                                  const PlanState& s, LayerCache& lc, bool write_kv,
-                                 torch::Tensor* probs_out, QkvHeads* fresh_out = nullptr) const;
+                                 torch::Tensor* probs_out,
+                                 const std::vector<int64_t>& probs_positions,
+                                 QkvHeads* fresh_out) const;
     torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w) const;
 
     ModelConfig m_config;

@@ -49,7 +49,6 @@ public:
     void on_run_start(detail::Transformer& net, int64_t seq_len) override {
         m_cache = net.make_cache(seq_len, /*with_hidden=*/true);
         m_device = net.device();
-        m_seq_len = seq_len;
         m_prev.assign(m_cache.size(), {});
         m_tracked.assign(m_cache.size(), {});
     }
@@ -58,19 +57,18 @@ public:
         m_full = ctx.step == 0;
         m_fired_at = m_full ? 0 : -1;
         m_queries.clear();
-        m_window.clear();
+        // The window: the query rows of a cached step; in a full step the rows whose attention the
+        // next step compares against (the first w masks of the block).
+        const bool from_block = m_full || m_p.block_caching;
+        m_window = first_masks(ctx, from_block ? ctx.block_start : ctx.prompt_len);
+        m_is_query.assign(static_cast<size_t>(ctx.seq_len), 0);
         if (m_full) {
             push(ctx, "first-step", 0, NAN, NAN, true, "full forward");
             return;
         }
-        const auto w = static_cast<size_t>(m_p.window);
-        const int64_t from = m_p.block_caching ? ctx.block_start : ctx.prompt_len;
-        for (int64_t i = from; i < ctx.seq_len && m_window.size() < w; ++i)
-            if ((*ctx.masked)[static_cast<size_t>(i)]) m_window.push_back(i);
-        std::vector<uint8_t> in(static_cast<size_t>(ctx.seq_len), 0);
         auto add = [&](int64_t i) {
-            if (!in[static_cast<size_t>(i)]) {
-                in[static_cast<size_t>(i)] = 1;
+            if (!m_is_query[static_cast<size_t>(i)]) {
+                m_is_query[static_cast<size_t>(i)] = 1;
                 m_queries.push_back(i);
             }
         };
@@ -79,10 +77,6 @@ public:
             for (int64_t i : t) add(i);
         for (int32_t d : *ctx.decoded_last_step) add(d);
         std::sort(m_queries.begin(), m_queries.end());
-        // m_query_row[position] = the row of a layer's probabilities holding that query, or -1.
-        m_query_row.assign(static_cast<size_t>(ctx.seq_len), -1);
-        for (size_t i = 0; i < m_queries.size(); ++i)
-            m_query_row[static_cast<size_t>(m_queries[i])] = static_cast<int32_t>(i);
         m_rows = detail::RowSet::from_host(m_queries, m_device);
     }
     detail::LayerPlan plan_layer(int layer) override {
@@ -90,34 +84,33 @@ public:
         p.write_kv = true;
         p.write_hidden = true;
         p.want_probs = true;
+        p.probs_positions = m_window;  // every row's probabilities: the window's are read
         if (m_full || m_fired_at >= 0 || m_queries.empty()) return p;  // every row
         p.all_rows = false;
         p.rows = m_rows;
         p.may_escalate = true;
+        // The drift test also reads last step's window rows that are still queries (decoded at
+        // the previous step).
+        for (int64_t q : m_prev[static_cast<size_t>(layer)].rows)
+            if (m_is_query[static_cast<size_t>(q)]) p.probs_positions.push_back(q);
+        std::sort(p.probs_positions.begin(), p.probs_positions.end());
+        p.probs_positions.erase(std::unique(p.probs_positions.begin(), p.probs_positions.end()),
+                                p.probs_positions.end());
         return p;
     }
     // The drift test at this layer, on the attention of the query rows: firing recomputes this
     // layer and every deeper one for every row.
-    bool escalate(int layer, const torch::Tensor& probs) override {
-        return drift_test(layer, probs);
-    }
+    bool escalate(const detail::LayerResult& attention) override { return drift_test(attention); }
     void observe_layer(const detail::LayerResult& r) override {
         // Track the decoded keys the window attends to most, and remember its attention for next
         // step. Plain loops over the (H, R, L) probabilities on the CPU (a dozen small LibTorch ops
         // per layer cost more than the few query rows this policy computes), kernels on a GPU.
         if (!r.probs.defined()) return;  // plan_layer always asks for them; nothing to track
-        const bool all_rows = r.rows == nullptr;  // full or escalated: row = position
-        std::vector<int64_t> window = m_window;
-        if (window.empty())  // full steps: the window the next step will use
-            for (int64_t i = m_ctx.block_start;
-                 i < m_seq_len && window.size() < static_cast<size_t>(m_p.window); ++i)
-                if ((*m_ctx.masked)[static_cast<size_t>(i)]) window.push_back(i);
         auto& prev = m_prev[static_cast<size_t>(r.layer)];
         prev.rows.clear();
         std::vector<int32_t> locals;
-        for (int64_t q : window) {
-            const int32_t local =
-                all_rows ? static_cast<int32_t>(q) : m_query_row[static_cast<size_t>(q)];
+        for (int64_t q : m_window) {
+            const int32_t local = probs_row(r, q);
             if (local < 0) continue;
             prev.rows.push_back(q);
             locals.push_back(local);
@@ -137,7 +130,27 @@ private:
         std::vector<int64_t> rows;  // window query positions
         torch::Tensor attn;         // (W, L) float64 head-mean attention of those rows
     };
-    bool drift_test(int layer, const torch::Tensor& probs) {
+    // The first w masked positions from `from`.
+    std::vector<int64_t> first_masks(const StepContext& ctx, int64_t from) const {
+        std::vector<int64_t> rows;
+        const auto w = static_cast<size_t>(m_p.window);
+        for (int64_t i = from; i < ctx.seq_len && rows.size() < w; ++i)
+            if ((*ctx.masked)[static_cast<size_t>(i)]) rows.push_back(i);
+        return rows;
+    }
+    // The row of r's probabilities that holds position q, or -1.
+    static int32_t probs_row(const detail::LayerResult& r, int64_t q) {
+        const std::vector<int64_t>* rows = &r.probs_positions;
+        if (rows->empty()) {
+            if (r.rows == nullptr) return static_cast<int32_t>(q);  // every row: row = position
+            rows = &r.rows->host;
+        }
+        const auto it = std::lower_bound(rows->begin(), rows->end(), q);
+        return it != rows->end() && *it == q ? static_cast<int32_t>(it - rows->begin()) : -1;
+    }
+    bool drift_test(const detail::LayerResult& attention) {
+        const int layer = attention.layer;
+        const auto& probs = attention.probs;
         const auto& prev = m_prev[static_cast<size_t>(layer)];
         const auto& tracked = m_tracked[static_cast<size_t>(layer)];
         const double gamma = m_p.gamma;
@@ -147,7 +160,7 @@ private:
         // tests run on the query rows only).
         std::vector<int32_t> rows_now;
         rows_now.reserve(prev.rows.size());
-        for (int64_t q : prev.rows) rows_now.push_back(m_query_row[static_cast<size_t>(q)]);
+        for (int64_t q : prev.rows) rows_now.push_back(probs_row(attention, q));
         const auto sums = elastic::drift_sums(probs, rows_now, prev.attn, tracked);
         if (!sums.shared) return fire(layer, NAN, gamma);
         const double cos = sums.cosine();
@@ -176,12 +189,11 @@ private:
 
     std::vector<detail::LayerCache> m_cache;
     torch::Device m_device{torch::kCPU};
-    int64_t m_seq_len = 0;
     StepContext m_ctx;
     bool m_full = true;
     int m_fired_at = -1;
     std::vector<int64_t> m_window, m_queries;
-    std::vector<int32_t> m_query_row;  // (L) query position -> row in a layer's probabilities
+    std::vector<uint8_t> m_is_query;  // (L) 1 at the step's query positions
     detail::RowSet m_rows;
     std::vector<PrevAttention> m_prev;
     std::vector<std::vector<int64_t>> m_tracked;
