@@ -124,6 +124,10 @@ struct Transformer::PlanState {
     const RowSet* prev = nullptr;  // rows of h; nullptr before layer 0
     RowSet prev_rows;              // storage for prev when it is not `all`
     bool prev_all = true;
+    // cos, sin (R, Dh) of the positions of rope_rows: a cached step's layers mostly compute the
+    // same rows, so they are gathered once per step, not twice per layer.
+    std::vector<int64_t> rope_rows;
+    torch::Tensor rows_cos, rows_sin;
 };
 
 namespace {
@@ -148,14 +152,19 @@ std::vector<int64_t> query_rows_of(const std::vector<int64_t>& positions, const 
 }  // namespace
 
 torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& x, const RowSet* rows,
-                                          const PlanState& s, LayerCache& lc, bool write_kv,
+                                          PlanState& s, LayerCache& lc, bool write_kv,
                                           torch::Tensor* probs_out,
                                           const std::vector<int64_t>& probs_positions,
                                           QkvHeads* fresh_out) const {
     const auto& w = m_weights.layers[static_cast<size_t>(layer)];
     const bool all = rows == nullptr;
-    auto cos = all ? s.cos : s.cos.index_select(0, rows->device);  // (R, Dh)
-    auto sin = all ? s.sin : s.sin.index_select(0, rows->device);
+    if (!all && (!s.rows_cos.defined() || s.rope_rows != rows->host)) {
+        s.rope_rows = rows->host;
+        s.rows_cos = s.cos.index_select(0, rows->device);  // (R, Dh)
+        s.rows_sin = s.sin.index_select(0, rows->device);
+    }
+    const auto& cos = all ? s.cos : s.rows_cos;  // (R, Dh)
+    const auto& sin = all ? s.sin : s.rows_sin;
     auto qkv = project_qkv(w, x, cos, sin, m_config.n_heads, m_config.n_kv_heads);
     if (fresh_out) *fresh_out = qkv;
     torch::Tensor k_all, v_all;  // (Hkv, L, Dh)

@@ -54,7 +54,7 @@ private:
     // of every other row from `lc` (written back when write_kv). Returns (R, D).
     // probs_out: the probabilities of the rows at probs_positions (every row's if empty).
     torch::Tensor attention_rows(int layer, const torch::Tensor& x, const RowSet* rows,
-                                 const PlanState& s, LayerCache& lc, bool write_kv,
+                                 PlanState& s, LayerCache& lc, bool write_kv,
                                  torch::Tensor* probs_out,
                                  const std::vector<int64_t>& probs_positions,
                                  QkvHeads* fresh_out) const;
