@@ -106,6 +106,12 @@ TEST(KernelReference, CertaintyDensityIsOneAmongKnownTokensAndZeroAmongMasks) {
     EXPECT_EQ(block[39], -1.0);  // outside the range: untouched
     EXPECT_EQ(block[50], -1.0);
     EXPECT_DOUBLE_EQ(block[45], d[45]);
+    // A kernel far wider than the sequence weighs every position about 1 (40 known of 100), and
+    // its table of weights stops at the longest distance there is.
+    std::vector<double> wide(100, -1.0);
+    certainty_density_cpu(masked.data(), 100, {.begin = 0, .end = 100, .sigma = 1e12}, wide.data());
+    EXPECT_NEAR(wide[0], 0.4, 1e-9);
+    EXPECT_NEAR(wide[99], 0.4, 1e-9);
 }
 
 TEST(KernelReference, MostAttendedKeysSkipExcludedKeysAndComeInKeyOrder) {
