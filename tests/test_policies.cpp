@@ -337,6 +337,30 @@ TEST(Policies, ElasticDriftFromItsWindowRowsEqualsTheOneFromEveryRow) {
     EXPECT_EQ(tokens[0], tokens[1]);
 }
 
+// Rows the engine adds to a policy's (here --fresh-prefix's first 6 prompt rows, recomputed at
+// every step) come before Elastic's queries: its drift test must find its window by position, not
+// by its own count of queries (which read the prefix rows' attention until session 25). Layer 0
+// sees only embeddings, so its attention, and the first cached step's layer-0 drift value, cannot
+// depend on which prompt rows were recomputed.
+TEST(Policies, ElasticFindsItsWindowAmongTheEngineRows) {
+    double first_drift[2] = {NAN, NAN};
+    for (const int64_t prefix : {0, 6}) {
+        GenerationRequest r;
+        r.prompt_text = "Remember: abc=123, xyz=987. What is abc?";
+        r.config = test::policy_test_config();
+        r.config.fresh_prefix = prefix;
+        r.policy = "elastic";
+        r.params = {{"gamma", 0.5}, {"window", 4}};
+        trace::TraceStore store;
+        Generator g(model(), r, &store);
+        g.run();
+        for (const auto& e : store.steps(0).at(1)->triggers)
+            if (e.kind == "drift" && e.layer == 0) first_drift[prefix > 0] = e.value;
+    }
+    ASSERT_FALSE(std::isnan(first_drift[0]));
+    EXPECT_EQ(first_drift[0], first_drift[1]);
+}
+
 TEST(Policies, D2CacheSelectsFewRowsAndDecodesOnlyRecomputedOnes) {
     const PolicyRun r = run("d2cache", {{"k", 4}, {"p", 0.1}});
     for (size_t t = 1; t < r.steps.size(); ++t) {
