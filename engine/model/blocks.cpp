@@ -451,10 +451,10 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
     if (!out.defined()) {
         auto probs =
             torch::softmax(torch::matmul(q, keys.transpose(-2, -1)) * scale, -1);  // (..., H, R, L)
-        if (probs_out && probs_rows)
-            *probs_out = probs.index_select(-2, torch::tensor(*probs_rows).to(probs.device()));
-        else if (probs_out)
-            *probs_out = probs;
+        if (probs_out)  // (..., H, R or P, L)
+            *probs_out = probs_rows
+                             ? probs.index_select(-2, torch::tensor(*probs_rows).to(probs.device()))
+                             : probs;
         out = torch::matmul(probs, values).transpose(-3, -2);
     }
     auto shape = out.sizes().vec();
