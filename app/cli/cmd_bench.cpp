@@ -12,6 +12,7 @@
 #include "app/cli/comparison.h"
 #include "app/cli/progress.h"
 #include "app/cli/task_scoring.h"
+#include "engine/base/cpu_clones.h"
 #include "engine/base/errors.h"
 #include "engine/base/stats.h"
 #include "engine/generation/policy_registry.h"
@@ -193,10 +194,10 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
     for (const auto& mode : modes) {
         std::printf(
             "\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s), LibTorch %s "
-            "(BLAS: %s)\n",
+            "(BLAS: %s), row kernels %s\n",
             mode.c_str(), (long long)base_cfg.gen_length, (long long)base_cfg.block_length,
             (long long)base_cfg.steps, o.prompts, o.repeats, mo.threads, libtorch_version(),
-            blas_threading());
+            blas_threading(), cpu::vector_isa());
         std::printf("%-12s %9s %9s %8s %10s %10s %8s %9s\n", "policy", "tok/s", "speedup", "FLOP-x",
                     "efficiency", "recompute", "agree", "ms/run");
         mode_rows(o, mode, names, time_mode(ctx, mode, prompt_tokens), results);
@@ -211,6 +212,7 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
                           {"threads", mo.threads},
                           {"libtorch", libtorch_version()},
                           {"blas_threading", blas_threading()},
+                          {"row_kernels", cpu::vector_isa()},
                           {"sampler", base_cfg.to_map()},
                           {"prompt_tokens", prompt_tokens},
                           {"results", results},

@@ -7,24 +7,24 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 namespace cl::detail {
 
 namespace {
 
-// The score columns are padded to a multiple of kHalfLanes: 16-float vectors, then an 8-float one
-// where 8 columns are left (a cached step's 22 queries of a head take 24 columns, not 32).
-constexpr int64_t kLanes = row_lanes::kLanes;
-constexpr int64_t kHalfLanes = row_lanes::kHalfLanes;
+// The score columns are padded to a multiple of 8: on AVX-512 16-float vectors, then an 8-float
+// one where 8 columns are left (a cached step's 22 queries of a head take 24 columns, not 32);
+// 8 is a whole number of AVX2's and SSE2's vectors.
+constexpr int64_t kColumnPadding = 8;
 constexpr int64_t kPartialSums = 4;  // each column's exps summed in 4 interleaved partial sums
-using row_lanes::HalfLanes;
-using row_lanes::Lanes;
+using row_lanes::Floats;
 using row_lanes::lanes_of;
 using row_lanes::load;
 using row_lanes::store;
 
 int64_t padded(int64_t columns) {
-    return (columns + kHalfLanes - 1) / kHalfLanes * kHalfLanes;
+    return (columns + kColumnPadding - 1) / kColumnPadding * kColumnPadding;
 }
 
 // The pieces of the scratch buffer for Rq query rows (padded to Rp columns) and L keys.
@@ -65,7 +65,7 @@ void transpose_queries(const ColumnAttention& a, float* qt, int64_t rp) {
 // The vector code sits in always-inlined templates, as in row_gemm.cpp: Clang refuses a 64-byte
 // vector passed or returned directly in the body of a clone built without AVX-512 (its ABI would
 // differ), and checks a template's calls only where it is instantiated, inlined.
-// V: Lanes or HalfLanes, the columns of one vector.
+// V: Floats<N> or Floats<N / 2>, the columns of one vector.
 template <class V>
 [[gnu::always_inline]] inline V lane_max(V a, V b) {
     return a >= b ? a : b;
@@ -123,29 +123,39 @@ template <class V>
     store(s.inv_sum + c, 1.0F / exp_column(s.st + c, keys, rp, max, scale));
 }
 
-CL_CPU_CLONES void column_softmax_stats(const Scratch& s, int64_t keys, int64_t rp, float scale) {
-    int64_t c = 0;
-    for (; c + kLanes <= rp; c += kLanes) softmax_columns<Lanes>(s, c, keys, rp, scale);
-    if (c < rp) softmax_columns<HalfLanes>(s, c, keys, rp, scale);  // rp - c == kHalfLanes
+struct SoftmaxStatsKernel {
+    template <int N>
+    [[gnu::always_inline]] static void run(const Scratch& s, int64_t keys, int64_t rp,
+                                           float scale) {
+        int64_t c = 0;
+        for (; c + N <= rp; c += N) softmax_columns<Floats<N>>(s, c, keys, rp, scale);
+        // rp is a multiple of 8, so what is left is a whole number of half vectors (one at most).
+        for (; c < rp; c += N / 2) softmax_columns<Floats<N / 2>>(s, c, keys, rp, scale);
+    }
+};
+
+void column_softmax_stats(const Scratch& s, int64_t keys, int64_t rp, float scale) {
+    cpu::run_at_vector_width<SoftmaxStatsKernel>(s, keys, rp, scale);
 }
 
-// One level of a 16 x 16 transpose held in 16 vectors: rows r and r + S (r without bit S) swap
+// One level of an N x N transpose held in N vectors: rows r and r + S (r without bit S) swap
 // their off-diagonal S x S blocks, which exchanges bit S of the row and the column index. After
-// the levels 8, 4, 2 and 1 row i holds column i.
-template <int S>
-[[gnu::always_inline]] inline void swap_blocks(Lanes (&m)[kLanes]) {
-    constexpr auto lo = [](int c) { return (c & S) == 0 ? c : kLanes + c - S; };
-    constexpr auto hi = [](int c) { return (c & S) == 0 ? c + S : kLanes + c; };
-    for (int r = 0; r < kLanes; ++r) {
+// the levels N / 2, ..., 2, 1 row i holds column i. C: 0 .. N - 1, the lanes.
+template <int S, int N, int... C>
+[[gnu::always_inline]] inline void swap_blocks(Floats<N> (&m)[N],
+                                               std::integer_sequence<int, C...> /*lanes*/) {
+    for (int r = 0; r < N; ++r) {
         if ((r & S) != 0) continue;
-        const Lanes a = m[r], b = m[r + S];
-        m[r] =
-            __builtin_shufflevector(a, b, lo(0), lo(1), lo(2), lo(3), lo(4), lo(5), lo(6), lo(7),
-                                    lo(8), lo(9), lo(10), lo(11), lo(12), lo(13), lo(14), lo(15));
-        m[r + S] =
-            __builtin_shufflevector(a, b, hi(0), hi(1), hi(2), hi(3), hi(4), hi(5), hi(6), hi(7),
-                                    hi(8), hi(9), hi(10), hi(11), hi(12), hi(13), hi(14), hi(15));
+        const Floats<N> a = m[r], b = m[r + S];
+        m[r] = __builtin_shufflevector(a, b, ((C & S) == 0 ? C : N + C - S)...);
+        m[r + S] = __builtin_shufflevector(a, b, ((C & S) == 0 ? C + S : N + C)...);
     }
+}
+
+template <int S, int N>
+[[gnu::always_inline]] inline void transpose_levels(Floats<N> (&m)[N]) {
+    swap_blocks<S, N>(m, std::make_integer_sequence<int, N>{});
+    if constexpr (S > 1) transpose_levels<S / 2, N>(m);
 }
 
 // Where query row i (head i / R, row i % R) keeps its probabilities; nullptr where it keeps none.
@@ -154,48 +164,53 @@ float* probability_row(const ColumnAttention& a, int64_t i) {
     return r < 0 ? nullptr : a.probs + (i / a.rows) * a.probs_head_stride + r * a.keys;
 }
 
-// probs[i][j] = st[j][i] * inv_sum[i], 16 keys x 16 queries at a time through the transpose above;
-// the last keys (L not a multiple of 16) one at a time.
-// rows[r][j0 .. j0 + 16) = st[j0 .. j0 + 16)[i0 + r] * inv_sum[i0 + r] for the first n of 16 rows
+// probs[i][j] = st[j][i] * inv_sum[i], N keys x N queries at a time through the transpose above;
+// the last keys (L not a multiple of N) one at a time.
+// rows[r][j0 .. j0 + N) = st[j0 .. j0 + N)[i0 + r] * inv_sum[i0 + r] for the first n of N rows
 // (those with a row).
-// Where only 8 columns are left (i0 = Rp - 8) the loads take 8 floats past a row of st: the next
-// row's, or after the last row the first of `max` (Rp >= 8 floats); those lanes are never stored.
-template <int Unused = 0>
+// On AVX-512, where only 8 columns are left (i0 = Rp - 8) the loads take 8 floats past a row of
+// st: the next row's, or after the last row the first of `max` (Rp >= 8 floats); those lanes are
+// never stored. A multiple of 8 columns is a whole number of narrower vectors.
+template <int N>
 [[gnu::always_inline]] inline void transpose_block(const Scratch& s, int64_t rp, int64_t i0,
                                                    int64_t j0, int64_t n,
-                                                   const std::array<float*, kLanes>& row) {
-    Lanes m[kLanes];
-    for (int64_t r = 0; r < kLanes; ++r) m[r] = load(s.st + (j0 + r) * rp + i0);
-    swap_blocks<8>(m);
-    swap_blocks<4>(m);
-    swap_blocks<2>(m);
-    swap_blocks<1>(m);
+                                                   const std::array<float*, N>& row) {
+    Floats<N> m[N];
+    for (int64_t r = 0; r < N; ++r) m[r] = load<Floats<N>>(s.st + (j0 + r) * rp + i0);
+    transpose_levels<N / 2, N>(m);
     for (int64_t r = 0; r < n; ++r)
         if (row[static_cast<size_t>(r)] != nullptr)
             store(row[static_cast<size_t>(r)] + j0, m[r] * s.inv_sum[i0 + r]);
 }
 
-CL_CPU_CLONES void write_probabilities(const ColumnAttention& a, const Scratch& s, int64_t rp) {
-    const int64_t rq = a.heads * a.rows, whole = a.keys / kLanes * kLanes;
-    for (int64_t i0 = 0; i0 < rq; i0 += kLanes) {
-        const int64_t n = std::min(kLanes, rq - i0);
-        // The 16 queries' rows, found once per block of queries (a division each: per store it
-        // took 70% of this loop, perf annotate).
-        std::array<float*, kLanes> row{};
-        bool any = false;
-        for (int64_t r = 0; r < n; ++r) {
-            row[static_cast<size_t>(r)] = probability_row(a, i0 + r);
-            any = any || row[static_cast<size_t>(r)] != nullptr;
-        }
-        if (!any) continue;
-        for (int64_t j0 = 0; j0 < whole; j0 += kLanes) transpose_block(s, rp, i0, j0, n, row);
-        for (int64_t r = 0; r < n; ++r) {
-            float* dst = row[static_cast<size_t>(r)];
-            if (dst == nullptr) continue;
-            for (int64_t j = whole; j < a.keys; ++j)
-                dst[j] = s.st[j * rp + i0 + r] * s.inv_sum[i0 + r];
+struct ProbabilitiesKernel {
+    template <int N>
+    [[gnu::always_inline]] static void run(const ColumnAttention& a, const Scratch& s, int64_t rp) {
+        const int64_t rq = a.heads * a.rows, whole = a.keys / N * N;
+        for (int64_t i0 = 0; i0 < rq; i0 += N) {
+            const int64_t n = std::min<int64_t>(N, rq - i0);
+            // The N queries' rows, found once per block of queries (a division each: per store
+            // it took 70% of this loop, perf annotate).
+            std::array<float*, N> row{};
+            bool any = false;
+            for (int64_t r = 0; r < n; ++r) {
+                row[static_cast<size_t>(r)] = probability_row(a, i0 + r);
+                any = any || row[static_cast<size_t>(r)] != nullptr;
+            }
+            if (!any) continue;
+            for (int64_t j0 = 0; j0 < whole; j0 += N) transpose_block<N>(s, rp, i0, j0, n, row);
+            for (int64_t r = 0; r < n; ++r) {
+                float* dst = row[static_cast<size_t>(r)];
+                if (dst == nullptr) continue;
+                for (int64_t j = whole; j < a.keys; ++j)
+                    dst[j] = s.st[j * rp + i0 + r] * s.inv_sum[i0 + r];
+            }
         }
     }
+};
+
+void write_probabilities(const ColumnAttention& a, const Scratch& s, int64_t rp) {
+    cpu::run_at_vector_width<ProbabilitiesKernel>(a, s, rp);
 }
 
 // out rows of head j = exp-scores^T (R, L) @ v (L, Dh), then each row times its 1 / sum.

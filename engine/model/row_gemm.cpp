@@ -9,15 +9,14 @@ namespace cl::detail {
 
 namespace {
 
-using row_lanes::HalfLanes;
-using row_lanes::kHalfLanes;
-using row_lanes::kLanes;
-using row_lanes::Lanes;
+using row_lanes::Floats;
 using row_lanes::load;
 using row_lanes::store;
-constexpr int kTileRows = 6;     // 6 x 2 accumulators + 2 of wt + 1 of x: 15 of AVX-512's 32
+// 6 x 2 vectors of sums + 2 of wt + 1 of x: 15 registers, which fits SSE2's and AVX2's 16 (vectors
+// of 4 and 8 floats) and AVX-512's 32 (16 floats).
+constexpr int kTileRows = 6;
 constexpr int64_t kBlockK = 64;  // the sums restart every kBlockK values of k (precision)
-static_assert(kFewRowsTileColumns == 2 * kLanes);
+static_assert(kFewRowsTileColumns == 2 * 16);  // a tile of two AVX-512 vectors per row
 
 // Where row k of the columns from c lies: wt + k * ldw. In a panel layout the columns' panel.
 struct Strip {
@@ -31,27 +30,29 @@ struct Strip {
     return {p.wt + first * p.inner + (c - first), std::min(p.panel_columns, p.columns - first)};
 }
 
-// The y columns of a tile: NV 16-float vectors, then NH 8-float ones (NV + NH <= 2; the 8-float
-// one only in a tile of 8 or 24 columns). One x value broadcast serves every vector of its row,
-// and the broadcasts, not the FMAs, bound a tile of a single vector: on a 594 x 32 @ 32 x 24
-// product (a head's scores for 22 query rows) a 16 + 8 pass took no longer than 16 + 16.
+// The y columns of a tile: NV vectors of N floats, then NH of N / 2 (NV + NH <= 2; the half one
+// only in a tile of 1.5 or 0.5 vectors). One x value broadcast serves every vector of its row, and
+// the broadcasts, not the FMAs, bound a tile of a single vector: on a 594 x 32 @ 32 x 24 product
+// (a head's scores for 22 query rows, AVX-512) a 16 + 8 pass took no longer than 16 + 16.
 // y[0:MR, tile] (=, or += after the first block of k) x[0:MR, k0:k1] @ wt[k0:k1, tile].
 // UnitK: x's values of one row are adjacent (ldxk == 1), known at compile time.
-template <int MR, int NV, int NH, bool UnitK>
+template <int N, int MR, int NV, int NH, bool UnitK>
 [[gnu::always_inline]] inline void tile_block(const FewRowsProduct& p, const float* x, Strip wt,
                                               float* y, int64_t k0, int64_t k1) {
     static_assert(NV + NH <= 2 && NH <= 1);
+    using V = Floats<N>;
+    using Half = Floats<N / 2>;
     const int64_t ldxk = UnitK ? 1 : p.ldxk;
-    constexpr int64_t half_at = NV * kLanes;  // the 8-float vector's first column
-    Lanes acc[MR][NV > 0 ? NV : 1] = {};
-    HalfLanes half[MR] = {};
+    constexpr int64_t half_at = NV * N;  // the half vector's first column
+    V acc[MR][NV > 0 ? NV : 1] = {};
+    Half half[MR] = {};
     for (int64_t k = k0; k < k1; ++k) {
         const float* wk = wt.wt + k * wt.ldw;
-        Lanes w[NV > 0 ? NV : 1];
+        V w[NV > 0 ? NV : 1];
 #pragma GCC unroll 2
-        for (int v = 0; v < NV; ++v) w[v] = load(wk + v * kLanes);
-        HalfLanes wh{};
-        if constexpr (NH > 0) wh = load<HalfLanes>(wk + half_at);
+        for (int v = 0; v < NV; ++v) w[v] = load<V>(wk + v * N);
+        Half wh{};
+        if constexpr (NH > 0) wh = load<Half>(wk + half_at);
 #pragma GCC unroll 8
         for (int m = 0; m < MR; ++m) {
             const float xm = x[m * p.ldx + k * ldxk];
@@ -65,52 +66,52 @@ template <int MR, int NV, int NH, bool UnitK>
         float* row = y + m * p.ldy;
 #pragma GCC unroll 2
         for (int v = 0; v < NV; ++v) {
-            if (k0 > 0) acc[m][v] += load(row + v * kLanes);
-            store(row + v * kLanes, acc[m][v]);
+            if (k0 > 0) acc[m][v] += load<V>(row + v * N);
+            store(row + v * N, acc[m][v]);
         }
         if constexpr (NH > 0) {
-            if (k0 > 0) half[m] += load<HalfLanes>(row + half_at);
+            if (k0 > 0) half[m] += load<Half>(row + half_at);
             store(row + half_at, half[m]);
         }
     }
 }
 
-template <int MR, int NV, int NH, bool UnitK>
+template <int N, int MR, int NV, int NH, bool UnitK>
 [[gnu::always_inline]] inline void tile(const FewRowsProduct& p, int64_t m0, int64_t c0) {
     const float* x = p.x + m0 * p.ldx;
     float* y = p.y + m0 * p.ldy + c0;
     const Strip wt = strip_at(p, c0);
     for (int64_t k0 = 0; k0 < p.inner; k0 += kBlockK)
-        tile_block<MR, NV, NH, UnitK>(p, x, wt, y, k0, std::min(p.inner, k0 + kBlockK));
+        tile_block<N, MR, NV, NH, UnitK>(p, x, wt, y, k0, std::min(p.inner, k0 + kBlockK));
 }
 
 // Every row of the tile's columns from c: tiles of kTileRows rows, then the remainder.
-template <int NV, int NH, bool UnitK>
+template <int N, int NV, int NH, bool UnitK>
 [[gnu::always_inline]] inline void column_tile(const FewRowsProduct& p, int64_t c) {
     int64_t m = 0;
-    for (; m + kTileRows <= p.rows; m += kTileRows) tile<kTileRows, NV, NH, UnitK>(p, m, c);
+    for (; m + kTileRows <= p.rows; m += kTileRows) tile<N, kTileRows, NV, NH, UnitK>(p, m, c);
     switch (p.rows - m) {
         case 5:
-            tile<5, NV, NH, UnitK>(p, m, c);
+            tile<N, 5, NV, NH, UnitK>(p, m, c);
             break;
         case 4:
-            tile<4, NV, NH, UnitK>(p, m, c);
+            tile<N, 4, NV, NH, UnitK>(p, m, c);
             break;
         case 3:
-            tile<3, NV, NH, UnitK>(p, m, c);
+            tile<N, 3, NV, NH, UnitK>(p, m, c);
             break;
         case 2:
-            tile<2, NV, NH, UnitK>(p, m, c);
+            tile<N, 2, NV, NH, UnitK>(p, m, c);
             break;
         case 1:
-            tile<1, NV, NH, UnitK>(p, m, c);
+            tile<N, 1, NV, NH, UnitK>(p, m, c);
             break;
         default:
             break;
     }
 }
 
-// Columns past the last 8-column tile, one at a time, summed the same way.
+// Columns past the last half-vector tile, one at a time, summed the same way.
 void tail_columns(const FewRowsProduct& p, int64_t c0, int64_t c1) {
     for (int64_t m = 0; m < p.rows; ++m)
         for (int64_t c = c0; c < c1; ++c) {
@@ -126,24 +127,36 @@ void tail_columns(const FewRowsProduct& p, int64_t c0, int64_t c1) {
         }
 }
 
-template <bool UnitK>
+// Tiles of two vectors, then one and a half, one or a half, then single columns. A tile never
+// crosses a panel: panels are 32 columns, a multiple of every tile width.
+template <int N, bool UnitK>
 [[gnu::always_inline]] inline void product_columns(const FewRowsProduct& p, int64_t c0,
                                                    int64_t c1) {
     int64_t c = c0;
-    for (; c + kFewRowsTileColumns <= c1; c += kFewRowsTileColumns) column_tile<2, 0, UnitK>(p, c);
+    for (; c + 2 * N <= c1; c += 2 * N) column_tile<N, 2, 0, UnitK>(p, c);
     const int64_t left = c1 - c;
-    if (left >= kLanes + kHalfLanes) {
-        column_tile<1, 1, UnitK>(p, c);
-        c += kLanes + kHalfLanes;
-    } else if (left >= kLanes) {
-        column_tile<1, 0, UnitK>(p, c);
-        c += kLanes;
-    } else if (left >= kHalfLanes) {
-        column_tile<0, 1, UnitK>(p, c);
-        c += kHalfLanes;
+    if (left >= N + N / 2) {
+        column_tile<N, 1, 1, UnitK>(p, c);
+        c += N + N / 2;
+    } else if (left >= N) {
+        column_tile<N, 1, 0, UnitK>(p, c);
+        c += N;
+    } else if (left >= N / 2) {
+        column_tile<N, 0, 1, UnitK>(p, c);
+        c += N / 2;
     }
     if (c < c1) tail_columns(p, c, c1);
 }
+
+struct ProductKernel {
+    template <int N>
+    [[gnu::always_inline]] static void run(const FewRowsProduct& p, int64_t c0, int64_t c1) {
+        if (p.ldxk == 1)
+            product_columns<N, true>(p, c0, c1);
+        else
+            product_columns<N, false>(p, c0, c1);
+    }
+};
 
 }  // namespace
 
@@ -155,11 +168,8 @@ void pack_panels(const float* wt, int64_t K, int64_t N, int64_t ldw, float* out)
     }
 }
 
-CL_CPU_CLONES void few_rows_product(const FewRowsProduct& p, int64_t c0, int64_t c1) {
-    if (p.ldxk == 1)
-        product_columns<true>(p, c0, c1);
-    else
-        product_columns<false>(p, c0, c1);
+void few_rows_product(const FewRowsProduct& p, int64_t c0, int64_t c1) {
+    cpu::run_at_vector_width<ProductKernel>(p, c0, c1);
 }
 
 }  // namespace cl::detail

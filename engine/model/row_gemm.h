@@ -3,8 +3,9 @@
 // contiguous). OpenBLAS packs wt into its panel layout at every call, amortised over only the
 // step's few dozen rows, and ran these at 41-43 GMAC/s on one core of this machine (33 rows;
 // 47 on large products); wt's rows are already what a register tile reads, so this kernel reads
-// them in place: 6 rows x 32 columns of accumulators, 53-55 GMAC/s on the same shapes. The sums
-// restart every 64 values of k and are then added to y, which cut the largest error against
+// them in place: 6 rows x 2 vectors of accumulators (32 columns on AVX-512, 16 on AVX2, 8 on
+// SSE2: cpu_clones.h), 53-55 GMAC/s on the same shapes (AVX-512). The sums restart every 64
+// values of k and are then added to y, which cut the largest error against
 // float64 to a quarter (33 x 352 -> 128: 6.0e-5 with one running sum, 1.6e-5 so; OpenBLAS 3.3e-5).
 // On this model's shapes (inner size 128 or 352) it also beats OpenBLAS on a full step's hundreds
 // of rows (419 x 128 -> 384: 50 / 54 GMAC/s), so linear runs it there as well up to an inner size
@@ -32,8 +33,9 @@ struct FewRowsProduct {
     int64_t panel_columns = 0;
 };
 
-// Columns per register tile: a thread's share of a split product is a whole number of them.
-// Columns past the last whole tile go 16, then 8 at a time, then one at a time.
+// Columns per weight panel and per thread's share of a split product: a whole number of register
+// tiles (2 vectors wide: 32, 16 or 8 columns) on every instruction set. The columns past the last
+// whole tile go 1.5, 1 or 0.5 vectors at a time, then one at a time.
 inline constexpr int64_t kFewRowsTileColumns = 32;
 
 // wt (K, N) with row stride ldw -> out (K * N floats) in the panel layout of panel_columns =
