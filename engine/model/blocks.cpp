@@ -336,9 +336,13 @@ QkvHeads project_qkv(const LayerWeights& w, const torch::Tensor& x, const torch:
 namespace {
 
 // Query rows per task of attend_columns: a kv head's g * R rows in chunks of at most this many,
-// so that the (L, rows) scores stay in L2 and a few kv heads still make tasks for every thread
-// (chunks of 64, 128, 256 or none were level on one core: 594 rows over 594 keys 2.44-2.49 ms).
-constexpr int64_t kColumnChunkRows = 128;
+// so that the (L, rows) scores stay in L2 and a few kv heads still make tasks for every thread.
+// On an Intel core with AVX-512 (1 MB L2) chunks of 64, 128, 256 or none were level: 594 rows
+// over 594 keys 2.44-2.49 ms. On an AMD EPYC with AVX2 (512 KB L2 per core) 128-row chunks' scores
+// (L x 128 floats: 512 KB at 1024 keys) left it: full forward, one core, medians of 9, two passes,
+// 128 / 64 rows: 439 tokens 36.4 / 32.0 and 37.1 / 29.4 ms, 1024 tokens 135 / 112 and 141 / 108;
+// 256 tokens level. Chunks of 32 and 48 were no better than 64 at 439 and 1024.
+constexpr int64_t kColumnChunkRows = 64;
 // The calling thread's scratch of at least n floats, kept between calls: a vector per task was
 // zeroed each time (320 KB for a 128-row chunk over 594 keys) and, past malloc's mmap threshold,
 // had its pages faulted in again at every layer.
