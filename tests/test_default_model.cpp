@@ -48,14 +48,16 @@ TEST(DefaultModel, TheEmbeddedDreamModelIsTrained) {
     EXPECT_EQ(model->config().logits_shift, 1);
     EXPECT_LT(model->config().n_kv_heads, model->config().n_heads);
     const auto out = test::temp_dir("dream-eval") / "eval.json";
-    const auto r = test::cli("eval --model " + dir.string() +
-                             " --tasks arith,reverse --items 10 --policies none"
-                             " --threads 1 --json " +
-                             out.string());
+    // 10 items a task (4 in the sanitizer builds, where the instrumented CLI runs 15x slower);
+    // at least 70% of them right.
+    const int items = test::kSanitizedBuild ? 4 : 10;
+    const auto r =
+        test::cli("eval --model " + dir.string() + " --tasks arith,reverse --items " +
+                  std::to_string(items) + " --policies none --threads 1 --json " + out.string());
     ASSERT_EQ(r.code, 0) << r.out;
     const auto rows = nlohmann::json::parse(test::read_file(out));
     ASSERT_EQ(rows.size(), 2u);
-    for (const auto& row : rows) EXPECT_GE(row["correct"].get<int>(), 7) << row.dump();
+    for (const auto& row : rows) EXPECT_GE(row["correct"].get<int>() * 10, items * 7) << row.dump();
 }
 
 // `--fresh-prefix system` keeps the chat template's system turn fresh: 20 rows on the embedded

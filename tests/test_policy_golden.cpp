@@ -91,16 +91,22 @@ TEST(PolicyGolden, EveryPolicyReproducesTheRecordedTokens) {
     ASSERT_EQ(golden["model_hash"].get<std::string>(), model->content_hash())
         << "the default model changed: re-record " << path;
     ASSERT_EQ(golden["cases"].size(), cases.size()) << "cases were added or removed: re-record";
-    int mismatches = 0, greedy_mismatches = 0;
-    for (const auto& c : cases) {
+    int mismatches = 0, greedy_mismatches = 0, checked = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const auto& c = cases[i];
         ASSERT_TRUE(golden["cases"].contains(c.key)) << c.key;
+        // Sanitizer builds: a quarter of the cases, every policy and mode at both temperatures
+        // (the cases run through the temperatures fastest, then the prompts; 23 prompts a mode, so
+        // each mode gets another five or six of them).
+        if (test::kSanitizedBuild && (i / 2) % 4 != 0) continue;
+        ++checked;
         const auto expected = golden["cases"][c.key].get<std::vector<int32_t>>();
         const auto got = generate_response(model, c.request);
         if (got == expected) continue;
         greedy_mismatches += c.request.config.temperature == 0;
         if (++mismatches <= 10) ADD_FAILURE() << c.key << ": tokens differ";
     }
-    EXPECT_EQ(mismatches, 0) << "of " << cases.size() << " cases, " << greedy_mismatches
+    EXPECT_EQ(mismatches, 0) << "of " << checked << " cases checked, " << greedy_mismatches
                              << " at temperature 0";
 }
 
