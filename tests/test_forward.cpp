@@ -661,6 +661,35 @@ TEST(RowKernels, LinearSplitByRowsOrColumnsEqualsTheFloat64Product) {
     }
 }
 
+// add_linear: residual + x @ W^T into the residual itself on the CPU kernels' path and through
+// OpenBLAS's, a new tensor with gradients through it where autograd needs the old residual.
+TEST(RowKernels, AddLinearAddsIntoTheResidualUnlessGradientsNeedIt) {
+    torch::manual_seed(12);
+    const auto w = torch::empty_strided({96, 40}, {1, 96}).copy_(torch::randn({96, 40}));
+    const auto panels = detail::panel_copy(w);
+    for (int64_t rows : {5, 40, 300}) {
+        const auto x = torch::randn({rows, 40}), residual = torch::randn({rows, 96});
+        const auto ref = f64(residual) + torch::matmul(f64(x), f64(w).t());
+        for (const auto& p : {panels, torch::Tensor()}) {
+            torch::InferenceMode g;
+            auto h = residual.clone();
+            const auto out = detail::add_linear(h, x, w, p);
+            EXPECT_TRUE(out.is_same(h)) << rows << " rows: not in place";
+            EXPECT_LE((out - ref).abs().max().item<double>(), 1e-4) << rows << " rows";
+        }
+        auto wg = w.detach().clone().requires_grad_(true);
+        auto h = residual.clone();
+        const auto out = detail::add_linear(h, x, wg);
+        EXPECT_FALSE(out.is_same(h));
+        EXPECT_TRUE(torch::equal(h, residual)) << "the residual autograd holds was changed";
+        EXPECT_LE((out - ref).abs().max().item<double>(), 1e-4);
+        out.sum().backward();
+        ASSERT_TRUE(wg.grad().defined());
+        EXPECT_LE((f64(wg.grad()) - f64(x).sum(0).expand({96, 40})).abs().max().item<double>(),
+                  1e-3);
+    }
+}
+
 // q (N, 100): few_rows_product and linear against float64 at 1-21 rows (the test below).
 void few_rows_product_at_every_row_count(const torch::Tensor& q) {
     const int64_t columns = q.size(0);
@@ -698,6 +727,16 @@ void few_rows_product_at_every_row_count(const torch::Tensor& q) {
                 }
                 if (panel_layout && !transposed) kernel_y = y;
                 first = y;
+                // accumulate: y0 + x @ W, every block of sums added into y0.
+                const auto y0 = torch::randn({rows, columns});
+                auto sum = y0.clone();
+                p.y = sum.data_ptr<float>();
+                p.accumulate = true;
+                detail::few_rows_product(p, 0, 32);
+                detail::few_rows_product(p, 32, columns);
+                EXPECT_LE((sum - (f64(y0) + ref)).abs().max().item<double>(), 1e-4)
+                    << at << ", accumulated, transposed " << transposed << ", panels "
+                    << panel_layout;
             }
         }
         // And through linear: without panels OpenBLAS below 16 rows, with them the kernel for

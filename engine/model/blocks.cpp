@@ -136,13 +136,13 @@ FewRowsProduct few_rows_operands(const torch::Tensor& out, const torch::Tensor& 
     return p;
 }
 
-// x2 (M, In) @ w^T with w (Out, In) column-major, so w^T (In, Out) has unit column stride: tiles
-// of 32 output columns split over LibTorch's threads.
-torch::Tensor few_rows_linear(const torch::Tensor& x2, const torch::Tensor& w,
-                              const torch::Tensor& panels) {
+// out (M, Out) = (or += where accumulate) x2 (M, In) @ w^T with w (Out, In) column-major, so w^T
+// (In, Out) has unit column stride: tiles of 32 output columns split over LibTorch's threads.
+void few_rows_into(const torch::Tensor& out, const torch::Tensor& x2, const torch::Tensor& w,
+                   const torch::Tensor& panels, bool accumulate) {
     const int64_t M = x2.size(0), K = x2.size(1), N = w.size(0);
-    auto out = torch::empty({M, N}, x2.options());  // (M, Out)
-    const auto p = few_rows_operands(out, x2, w, panels);
+    auto p = few_rows_operands(out, x2, w, panels);
+    p.accumulate = accumulate;
     if (M >= kMaxFewRows) {  // many rows: each thread its share of the rows, every column
         const int64_t threads = at::get_num_threads();
         const int64_t grain = std::max(kMinRowsPerThread, (M + threads - 1) / threads);
@@ -153,7 +153,7 @@ torch::Tensor few_rows_linear(const torch::Tensor& x2, const torch::Tensor& w,
             share.rows = end - begin;
             few_rows_product(share, 0, N);
         });
-        return out;
+        return;
     }
     const int64_t tiles = (N + kFewRowsTileColumns - 1) / kFewRowsTileColumns;
     const int64_t tile_macs = std::max<int64_t>(1, M * K * kFewRowsTileColumns);
@@ -161,6 +161,12 @@ torch::Tensor few_rows_linear(const torch::Tensor& x2, const torch::Tensor& w,
     at::parallel_for(0, tiles, grain, [&](int64_t begin, int64_t end) {
         few_rows_product(p, begin * kFewRowsTileColumns, std::min(N, end * kFewRowsTileColumns));
     });
+}
+
+torch::Tensor few_rows_linear(const torch::Tensor& x2, const torch::Tensor& w,
+                              const torch::Tensor& panels) {
+    auto out = torch::empty({x2.size(0), w.size(0)}, x2.options());  // (M, Out)
+    few_rows_into(out, x2, w, panels, /*accumulate=*/false);
     return out;
 }
 
@@ -204,6 +210,20 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
         y = torch::matmul(x, w.t());
     }
     return b.defined() ? y + b : y;
+}
+
+torch::Tensor add_linear(torch::Tensor residual, const torch::Tensor& x, const torch::Tensor& w,
+                         const torch::Tensor& panels) {
+    if (residual.requires_grad() || x.requires_grad() || w.requires_grad())
+        return residual + linear(x, w, {}, panels);
+    const int64_t in = x.size(-1), rows = x.numel() / std::max<int64_t>(in, 1);
+    if (uses_few_rows_product(x, w, rows, panels) && uses_row_kernels(residual) &&
+        residual.is_contiguous() && residual.numel() == rows * w.size(0)) {
+        few_rows_into(residual.view({rows, w.size(0)}), x.view({rows, in}), w, panels,
+                      /*accumulate=*/true);
+        return residual;
+    }
+    return residual.add_(linear(x, w, {}, panels));
 }
 
 torch::Tensor panel_copy(const torch::Tensor& w) {
@@ -467,7 +487,13 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
     return out.reshape(shape);  // (..., R, H*Dh)
 }
 
-torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x) {
+torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x,
+                        const torch::Tensor& residual) {
+    // The down projection, added to the residual where there is one.
+    const auto down = [&](const torch::Tensor& hidden, const torch::Tensor& panels) {
+        return residual.defined() ? add_linear(residual, hidden, w.ff_out, panels)
+                                  : detail::linear(hidden, w.ff_out, {}, panels);
+    };
     torch::Tensor gate, up;  // (..., F)
     if (const auto stacked = stacked_view({&w.ff_proj, &w.up_proj}); stacked.defined()) {
         auto y = detail::linear(x, stacked, {}, w.gate_up_panels);  // (..., 2F): one product
@@ -482,7 +508,7 @@ torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x) {
             at::parallel_for(0, rows, rows_per_task(2 * F), [&](int64_t begin, int64_t end) {
                 silu_mul_rows(in + begin * 2 * F, 2 * F, end - begin, F, out + begin * F);
             });
-            return detail::linear(h, w.ff_out, {}, w.ff_out_panels);
+            return down(h, w.ff_out_panels);
         }
         gate = torch::silu(y.narrow(-1, 0, F));
         up = y.narrow(-1, F, F);
@@ -490,7 +516,7 @@ torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x) {
         gate = torch::silu(detail::linear(x, w.ff_proj));
         up = detail::linear(x, w.up_proj);
     }
-    return detail::linear(gate * up, w.ff_out);  // (..., D)
+    return down(gate * up, {});  // (..., D)
 }
 
 }  // namespace cl::detail

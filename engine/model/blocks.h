@@ -43,6 +43,13 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b = {},
                      const torch::Tensor& panels = {});
 
+// residual (..., Out) + x (..., In) @ w^T: the residual stream's add fused into the product. In
+// residual itself where no gradient needs its old value (the row kernels then add each block of
+// the product's sums straight into it: no (..., Out) temporary, no pass over both to add them);
+// a new tensor otherwise.
+torch::Tensor add_linear(torch::Tensor residual, const torch::Tensor& x, const torch::Tensor& w,
+                         const torch::Tensor& panels = {});
+
 // w (Out, In) column-major, stored for the CPU row kernels -> its weights in few_rows_product's
 // panel layout (row_gemm.h: each 32 output columns' (In, 32) block contiguous), (Out * In)
 // float32; undefined where linear never runs few_rows_product on w. A cached step reads its
@@ -97,7 +104,9 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
                      torch::Tensor* probs_out = nullptr,
                      const std::vector<int64_t>* probs_rows = nullptr);
 
-// The gated MLP: ff_out(silu(ff_proj x) * up_proj x). x (..., D) -> (..., D).
-torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x);
+// The gated MLP: ff_out(silu(ff_proj x) * up_proj x). x (..., D) -> (..., D); with a residual
+// (..., D), residual + that, by add_linear (in place where it may be).
+torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x,
+                        const torch::Tensor& residual = {});
 
 }  // namespace cl::detail

@@ -31,6 +31,9 @@ struct FewRowsProduct {
     // after another, each (K, width) contiguous (width < panel_columns for the last only), so that
     // a register tile's weights are one sequential stream (pack_panels).
     int64_t panel_columns = 0;
+    // y += x @ wt, each 64-value block of k's sums added to y in turn (a residual add fused into
+    // the product), instead of y = x @ wt.
+    bool accumulate = false;
 };
 
 // Columns per weight panel and per thread's share of a split product: a whole number of register

@@ -95,9 +95,9 @@ torch::Tensor Transformer::forward_full(const torch::Tensor& ids) const {
     auto [cos, sin] = m_rope.prefix(L);                                            // (L, Dh)
     for (const auto& w : m_weights.layers) {
         auto qkv = project_qkv(w, norm(h, w.attn_norm), cos, sin, c.n_heads, c.n_kv_heads);
-        h = h + detail::linear(attend(qkv.q, qkv.k, qkv.v), w.attn_out, {},
-                               w.attn_out_panels);  // (B, L, D)
-        h = h + gated_mlp(w, norm(h, w.ff_norm));
+        h = add_linear(h, attend(qkv.q, qkv.k, qkv.v), w.attn_out,
+                       w.attn_out_panels);        // (B, L, D)
+        h = gated_mlp(w, norm(h, w.ff_norm), h);  // h + the MLP's output
     }
     return head(norm(h, m_weights.ln_f));  // (B, L, V)
 }
@@ -186,8 +186,7 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& x, con
     }
     const bool some = probs_out && !probs_positions.empty();
     const auto probs_rows = some ? query_rows_of(probs_positions, rows) : std::vector<int64_t>{};
-    return detail::linear(attend(qkv.q, k_all, v_all, probs_out, some ? &probs_rows : nullptr),
-                          w.attn_out, {}, w.attn_out_panels);  // (R, D)
+    return attend(qkv.q, k_all, v_all, probs_out, some ? &probs_rows : nullptr);  // (R, H*Dh)
 }
 
 LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks& hooks,
@@ -236,9 +235,10 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
         };
         auto x = norm(s.h.index_select(0, rows.device), w.attn_norm);  // (R, D)
         QkvHeads fresh;
-        auto attn = attention_rows(l, x, all ? nullptr : &rows, s, lc, plan.write_kv,
-                                   plan.want_probs ? &r.probs : nullptr, plan.probs_positions,
-                                   &fresh);  // (R, D)
+        auto attn = linear(
+            attention_rows(l, x, all ? nullptr : &rows, s, lc, plan.write_kv,
+                           plan.want_probs ? &r.probs : nullptr, plan.probs_positions, &fresh),
+            w.attn_out, {}, w.attn_out_panels);  // (R, D)
         if (plan.want_probs) r.probs_positions = plan.probs_positions;
         r.k = fresh.k;
         r.v = fresh.v;
@@ -318,8 +318,10 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     }
     r.k = fresh.k;
     r.v = fresh.v;
-    s.h = s.h + attn;
-    s.h = s.h + gated_mlp(w, norm(s.h, w.ff_norm));
+    // s.h is this forward's own tensor (gather_inputs' gather or the previous layer's sums), so
+    // the residual adds may go into it.
+    s.h = add_linear(s.h, attn, w.attn_out, w.attn_out_panels);
+    s.h = gated_mlp(w, norm(s.h, w.ff_norm), s.h);
     if (plan.all_rows) {
         s.prev = &s.all;
     } else {
