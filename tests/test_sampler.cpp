@@ -7,6 +7,7 @@
 #include "engine/base/errors.h"
 #include "engine/generation/generator.h"
 #include "engine/generation/policy_registry.h"
+#include "engine/generation/row_sampler.h"
 #include "engine/generation/sampler.h"
 #include "engine/trace/trace_store.h"
 #include "test_util.h"
@@ -295,14 +296,18 @@ TEST(Sampler, TraceWorkerRecordsTheSameMapsAsInlineQuantisation) {
 }
 
 // Logits (M, V) for the row path's test: normal * 3, with the largest logit of every third row
-// copied to a higher id (argmax ties), -inf at a few ids, and a NaN in row `nan_row` (-1 = none).
-torch::Tensor sampler_logits(int64_t M, int64_t V, int64_t nan_row, uint64_t seed) {
+// copied to a higher id (argmax ties), the largest of every fifth row at `excluded_id` (-1 = none),
+// -inf at a few ids, and a NaN in row `nan_row` (-1 = none).
+torch::Tensor sampler_logits(int64_t M, int64_t V, int64_t nan_row, int64_t excluded_id,
+                             uint64_t seed) {
     torch::manual_seed(seed);
     auto lg = torch::randn({M, V}) * 3.0;  // (M, V) float32
     for (int64_t i = 0; i < M; i += 3) {
         const int64_t top = lg[i].argmax().item<int64_t>();
         if (top + 1 < V) lg[i][V - 1] = lg[i][top].item<float>();
     }
+    if (excluded_id >= 0)
+        for (int64_t i = 1; i < M; i += 5) lg[i][excluded_id] = lg[i].max().item<float>() + 1.0F;
     if (V > 4) lg.select(1, V / 2).index_fill_(0, torch::arange(0, M, 4), -INFINITY);
     if (nan_row >= 0) lg[nan_row][0] = NAN;
     return lg;
@@ -310,8 +315,9 @@ torch::Tensor sampler_logits(int64_t M, int64_t V, int64_t nan_row, uint64_t see
 
 // Where the row path runs (CPU, argmax, no filters) it gives the tensor ops' predictions: the
 // same tokens, top-k ids and argmax ties (lower id), probabilities, margins and entropies to
-// float64 rounding; with eos and a suppressed id excluded, -inf logits, any V (vector tails) and
-// one or several row tasks. A NaN row sends the call to the tensor path, which defines it.
+// float64 rounding; with eos and a suppressed id excluded (eos holding some rows' largest logit),
+// -inf logits, any V (vector tails) and one or several row tasks. A NaN row sends the call to the
+// tensor path, which defines it.
 TEST(Sampler, RowPathEqualsTheTensorOps) {
     for (Remasking mode : {Remasking::LowConfidence, Remasking::TopkMargin, Remasking::Entropy}) {
         for (auto [M, V, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 7, 5},
@@ -334,7 +340,8 @@ TEST(Sampler, RowPathEqualsTheTensorOps) {
             std::vector<int64_t> positions(static_cast<size_t>(M));
             std::iota(positions.begin(), positions.end(), 0);
             for (int64_t nan_row : {int64_t{-1}, M / 2}) {
-                const auto lg = sampler_logits(M, V, nan_row, static_cast<uint64_t>(M * V));
+                const auto lg =
+                    sampler_logits(M, V, nan_row, in.eos_id, static_cast<uint64_t>(M * V));
                 const auto rows = detail::sample(lg, positions, in);
                 const auto ref = detail::sample_with_tensors(lg, positions, in);
                 const std::string where = "M " + std::to_string(M) + " V " + std::to_string(V) +
@@ -363,6 +370,30 @@ TEST(Sampler, RowPathEqualsTheTensorOps) {
                 }
             }
         }
+    }
+}
+
+// The summary's maximum is the largest logit the softmax takes: an excluded id holding the row's
+// largest logit does not count (the softmax's shift, so its precision), whichever pass finds it.
+TEST(Sampler, RowSummaryMaximumSkipsExcludedIds) {
+    for (int64_t V : {int64_t{3}, int64_t{8}, int64_t{37}, int64_t{1024}}) {
+        std::vector<float> x(static_cast<size_t>(V));
+        for (int64_t i = 0; i < V; ++i) x[static_cast<size_t>(i)] = std::sin(0.7F * float(i));
+        const auto a = static_cast<int32_t>(V / 2), b = static_cast<int32_t>(V - 1);
+        x[static_cast<size_t>(a)] = 50.0F;
+        x[static_cast<size_t>(b)] = 40.0F;
+        double expected = -INFINITY;
+        for (int64_t i = 0; i < V; ++i)
+            if (i != a && i != b) expected = std::max(expected, double(x[size_t(i)]));
+        std::vector<double> row(static_cast<size_t>(V));
+        std::vector<int32_t> ids(1);
+        const auto s = detail::summarize_row(x.data(), V, a, b, 1, row.data(), ids.data());
+        ASSERT_TRUE(s.finite) << "V " << V;
+        EXPECT_EQ(s.max, expected) << "V " << V;
+        EXPECT_EQ(row[static_cast<size_t>(ids[0])], expected) << "V " << V;
+        const auto only_b = detail::summarize_row(x.data(), V, -1, b, 1, row.data(), ids.data());
+        EXPECT_EQ(only_b.max, 50.0) << "V " << V;
+        EXPECT_EQ(ids[0], a) << "V " << V;
     }
 }
 

@@ -9,14 +9,16 @@
 namespace cl::detail {
 namespace {
 
-// Eight float64 lanes: one AVX-512 register, two AVX2 ones, four SSE2 ones. The vectors stay
-// inside always-inlined templates of this unit (Clang refuses them as arguments of a clone built
-// without AVX-512; -Wno-psabi for GCC).
-constexpr int kLanes = 8;
+// Float64 vectors of four lanes: one AVX2 register, two SSE2 ones, half an AVX-512 one. Wider
+// generic vectors are split badly (GCC 12 turned eight-lane comparisons on AVX2 into a scalar
+// compare and a stack spill per lane: 13 ns a logit). The sums keep eight partial sums as two of
+// them, so every instruction set adds in the same order and gives the same bits. The vectors stay
+// inside always-inlined templates of this unit (-Wno-psabi for GCC).
+constexpr int kLanes = 4;
+constexpr int kStride = 2 * kLanes;  // logits per loop iteration: two independent vectors
 using Doubles = double __attribute__((vector_size(kLanes * sizeof(double))));
 using Int64s = int64_t __attribute__((vector_size(kLanes * sizeof(int64_t))));
 using Floats = float __attribute__((vector_size(kLanes * sizeof(float))));
-using Int32s = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 // exp(-708) = 3.3e-308 is still normal; below it the kernel gives 0 (a denormal in libm).
@@ -25,10 +27,12 @@ constexpr double kLog2e = 1.4426950408889634;
 // ln 2 = kLn2Hi + kLn2Lo with n * kLn2Hi exact for |n| < 2^30 (Cephes' Cody-Waite split).
 constexpr double kLn2Hi = 6.93145751953125e-1;
 constexpr double kLn2Lo = 1.42860682030941723212e-6;
+constexpr double kRoundingShift = 0x1.8p52;
+constexpr int64_t kRoundingShiftBits = 0x4338000000000000;  // the bits of 0x1.8p52
 
 template <int Unused = 0>
 [[gnu::always_inline]] inline Doubles broadcast(double v) {
-    return Doubles{v, v, v, v, v, v, v, v};
+    return Doubles{v, v, v, v};
 }
 
 // Lane-wise mask ? a : b (the mask from a comparison: all ones or zero per lane).
@@ -46,81 +50,111 @@ template <int Unused = 0>
 }
 
 template <int Unused = 0>
-[[gnu::always_inline]] inline double lane_sum(Doubles v) {  // a fixed order: deterministic
-    return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+[[gnu::always_inline]] inline bool any_lane(Int64s mask) {
+    return ((mask[0] | mask[1]) | (mask[2] | mask[3])) != 0;
+}
+
+// The eight partial sums lo[0..3], hi[0..3] in a fixed order: deterministic.
+template <int Unused = 0>
+[[gnu::always_inline]] inline double lane_sum(Doubles lo, Doubles hi) {
+    return ((lo[0] + hi[0]) + (lo[2] + hi[2])) + ((lo[1] + hi[1]) + (lo[3] + hi[3]));
 }
 
 // exp(x) for kMinArg <= x <= 0: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its Taylor series to
-// r^13 (truncation < 4e-18 relative), 2^n built in the exponent bits.
+// r^13 (truncation < 4e-18 relative), 2^n built in the exponent bits. The polynomial in Estrin's
+// scheme (pairs, then powers r^2, r^4, r^8): a chain of 5 multiply-adds where Horner's has 14,
+// which kept a row at 3.5 ns a logit waiting on latency (AMD Zen 3).
 template <int Unused = 0>
 [[gnu::always_inline]] inline Doubles exp_in_range(Doubles x) {
-    // n = round(x / ln2): for a non-positive argument truncating (y - 1/2) rounds to nearest.
-    const Int32s n_int = __builtin_convertvector(x * kLog2e - 0.5, Int32s);
-    const Doubles n = __builtin_convertvector(n_int, Doubles);
+    // n = round(x / ln2) by adding 1.5 * 2^52, where the unit is the last bit: n is then also in
+    // the sum's low bits as an integer, with no conversion instruction (four on AVX2).
+    const Doubles shifted = x * kLog2e + kRoundingShift;
+    const Doubles n = shifted - kRoundingShift;
     const Doubles r = (x - n * kLn2Hi) - n * kLn2Lo;
-    constexpr double kInverseFactorials[] = {1.0 / 6227020800.0,
-                                             1.0 / 479001600.0,
-                                             1.0 / 39916800.0,
-                                             1.0 / 3628800.0,
-                                             1.0 / 362880.0,
-                                             1.0 / 40320.0,
-                                             1.0 / 5040.0,
-                                             1.0 / 720.0,
-                                             1.0 / 120.0,
-                                             1.0 / 24.0,
-                                             1.0 / 6.0,
-                                             1.0 / 2.0,
+    constexpr double kInverseFactorials[] = {1.0,
                                              1.0,
-                                             1.0};  // 1/13! .. 1/0!
-    Doubles p = broadcast(kInverseFactorials[0]);
-    for (int i = 1; i < 14; ++i) p = p * r + kInverseFactorials[i];
-    const Int64s exponent = (__builtin_convertvector(n_int, Int64s) + 1023) << 52;
+                                             1.0 / 2.0,
+                                             1.0 / 6.0,
+                                             1.0 / 24.0,
+                                             1.0 / 120.0,
+                                             1.0 / 720.0,
+                                             1.0 / 5040.0,
+                                             1.0 / 40320.0,
+                                             1.0 / 362880.0,
+                                             1.0 / 3628800.0,
+                                             1.0 / 39916800.0,
+                                             1.0 / 479001600.0,
+                                             1.0 / 6227020800.0};  // 1/0! .. 1/13!
+    const auto pair = [&](int i) {                                 // c_i + c_(i+1) r
+        return r * kInverseFactorials[i + 1] + kInverseFactorials[i];
+    };
+    const Doubles r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+    const Doubles low = (pair(0) + pair(2) * r2) + (pair(4) + pair(6) * r2) * r4;  // to r^7
+    const Doubles high = (pair(8) + pair(10) * r2) + pair(12) * r4;                // r^8 to r^13
+    const Doubles p = low + high * r8;
+    const Int64s n_int = __builtin_bit_cast(Int64s, shifted) - kRoundingShiftBits;
+    const Int64s exponent = (n_int + 1023) << 52;
     return p * __builtin_bit_cast(Doubles, exponent);
 }
 
-// The softmax terms of eight logits d = logit - max <= 0 (-inf allowed): e = exp(d) and e * d,
-// both 0 where d is -inf.
+// The softmax terms of four logits d = logit - max <= 0 (-inf allowed): e = exp(d) and e * d,
+// both 0 below kMinArg (so where d is -inf).
 template <int Unused = 0>
 [[gnu::always_inline]] inline void add_terms(Doubles d, Doubles& sum, Doubles& weighted) {
     const Int64s in_range = d >= kMinArg;
     const Doubles clamped = select(in_range, d, broadcast(kMinArg));
-    const Doubles e = select(in_range, exp_in_range(clamped), broadcast(0.0));
+    const Doubles e =
+        __builtin_bit_cast(Doubles, in_range & __builtin_bit_cast(Int64s, exp_in_range(clamped)));
     sum += e;
-    weighted += e * select(in_range, d, broadcast(0.0));
+    weighted += e * clamped;  // e is 0 where clamped is not d
 }
 
-// row = x in float64; false when a logit is NaN or infinite.
+// Four floats widened into row; bad gets the lanes that are NaN or infinite, max the larger.
 template <int Unused = 0>
-[[gnu::always_inline]] inline bool widen(const float* x, int64_t V, double* row) {
-    Int64s bad{};
+[[gnu::always_inline]] inline void widen_four(const float* x, double* row, Int64s& bad,
+                                              Doubles& max) {
+    Floats f;
+    __builtin_memcpy(&f, x, sizeof f);
+    const Doubles d = __builtin_convertvector(f, Doubles);
+    __builtin_memcpy(row, &d, sizeof d);
+    const Doubles z = d * 0.0;  // NaN exactly where d is NaN or infinite
+    bad |= z != z;
+    max = select(d > max, d, max);
+}
+
+// row = x in float64 and its maximum (-inf where V = 0); false when a logit is NaN or infinite
+// (the maximum is then meaningless).
+template <int Unused = 0>
+[[gnu::always_inline]] inline bool widen(const float* x, int64_t V, double* row, double& max) {
+    Int64s bad_lo{}, bad_hi{};
+    Doubles max_lo = broadcast(kNegInf), max_hi = max_lo;
     int64_t i = 0;
-    for (; i + kLanes <= V; i += kLanes) {
-        Floats f;
-        __builtin_memcpy(&f, x + i, sizeof f);
-        const Doubles d = __builtin_convertvector(f, Doubles);
-        __builtin_memcpy(row + i, &d, sizeof d);
-        const Doubles z = d * 0.0;  // NaN exactly where d is NaN or infinite
-        bad |= z != z;
+    for (; i + kStride <= V; i += kStride) {
+        widen_four(x + i, row + i, bad_lo, max_lo);
+        widen_four(x + i + kLanes, row + i + kLanes, bad_hi, max_hi);
     }
-    bool any_bad = false;
-    for (int l = 0; l < kLanes; ++l) any_bad = any_bad || bad[l] != 0;
+    bool any_bad = any_lane(bad_lo | bad_hi);
+    max = kNegInf;
+    for (int l = 0; l < kLanes; ++l) max = std::max({max, max_lo[l], max_hi[l]});
     for (; i < V; ++i) {
         row[i] = static_cast<double>(x[i]);
         any_bad = any_bad || !std::isfinite(row[i]);
+        max = std::max(max, row[i]);
     }
     return !any_bad;
 }
 
 template <int Unused = 0>
 [[gnu::always_inline]] inline double row_max(const double* row, int64_t V) {
-    Doubles m = broadcast(kNegInf);
+    Doubles m_lo = broadcast(kNegInf), m_hi = m_lo;
     int64_t i = 0;
-    for (; i + kLanes <= V; i += kLanes) {
-        const Doubles v = load(row + i);
-        m = select(v > m, v, m);
+    for (; i + kStride <= V; i += kStride) {
+        const Doubles lo = load(row + i), hi = load(row + i + kLanes);
+        m_lo = select(lo > m_lo, lo, m_lo);
+        m_hi = select(hi > m_hi, hi, m_hi);
     }
     double best = kNegInf;
-    for (int l = 0; l < kLanes; ++l) best = std::max(best, m[l]);
+    for (int l = 0; l < kLanes; ++l) best = std::max({best, m_lo[l], m_hi[l]});
     for (; i < V; ++i) best = std::max(best, row[i]);
     return best;
 }
@@ -129,22 +163,37 @@ template <int Unused = 0>
 template <int Unused = 0>
 [[gnu::always_inline]] inline void exp_sums(const double* row, int64_t V, double max, double& sum,
                                             double& weighted) {
-    Doubles s{}, w{};
+    Doubles s_lo{}, s_hi{}, w_lo{}, w_hi{};
     const Doubles m = broadcast(max);
     int64_t i = 0;
-    for (; i + kLanes <= V; i += kLanes) add_terms(load(row + i) - m, s, w);
-    if (i < V) {
-        Doubles tail = broadcast(kNegInf);
-        for (int64_t j = i; j < V; ++j) tail[j - i] = row[j];
-        add_terms(tail - m, s, w);
+    for (; i + kStride <= V; i += kStride) {
+        add_terms(load(row + i) - m, s_lo, w_lo);
+        add_terms(load(row + i + kLanes) - m, s_hi, w_hi);
     }
-    sum = lane_sum(s);
-    weighted = lane_sum(w);
+    if (i < V) {
+        double tail[kStride];
+        for (int64_t j = 0; j < kStride; ++j) tail[j] = i + j < V ? row[i + j] : kNegInf;
+        add_terms(load(tail) - m, s_lo, w_lo);
+        add_terms(load(tail + kLanes) - m, s_hi, w_hi);
+    }
+    sum = lane_sum(s_lo, s_hi);
+    weighted = lane_sum(w_lo, w_hi);
+}
+
+// Bit j set where p[j] > threshold, for the eight values at p.
+template <int Unused = 0>
+[[gnu::always_inline]] inline unsigned lanes_above(const double* p, double threshold) {
+    const Doubles t = broadcast(threshold);
+    const Int64s lo = load(p) > t, hi = load(p + kLanes) > t;
+    unsigned bits = 0;
+    for (int l = 0; l < kLanes; ++l)
+        bits |= static_cast<unsigned>(lo[l] & 1) << l | static_cast<unsigned>(hi[l] & 1) << (l + 4);
+    return bits;
 }
 
 // The clones: each pass over the row in the widest vectors the CPU has.
-CL_CPU_CLONES bool widen_row(const float* x, int64_t V, double* row) {
-    return widen(x, V, row);
+CL_CPU_CLONES bool widen_row(const float* x, int64_t V, double* row, double& max) {
+    return widen(x, V, row, max);
 }
 
 CL_CPU_CLONES double max_of_row(const double* row, int64_t V) {
@@ -156,20 +205,30 @@ CL_CPU_CLONES void exp_sums_of_row(const double* row, int64_t V, double max, dou
     exp_sums(row, V, max, sum, weighted);
 }
 
-// The ids of the k largest of row, largest first, equal values by lower id: an insertion into
-// the k kept so far, which a scan mostly skips (one comparison per logit).
-void top_ids_of(const double* row, int64_t V, int64_t k, int32_t* ids) {
-    int64_t kept = 0;
-    for (int64_t i = 0; i < V; ++i) {
-        if (kept == k && !(row[i] > row[ids[k - 1]])) continue;
-        int64_t at = std::min(kept, k - 1);
-        while (at > 0 && row[i] > row[ids[at - 1]]) {
-            ids[at] = ids[at - 1];
-            --at;
-        }
-        ids[at] = static_cast<int32_t>(i);
-        kept = std::min(kept + 1, k);
+// Inserts row[i] into the k ids kept so far (largest first) if it belongs there.
+[[gnu::always_inline]] inline void insert_id(const double* row, int64_t i, int64_t k, int64_t& kept,
+                                             int32_t* ids) {
+    if (kept == k && !(row[i] > row[ids[k - 1]])) return;
+    int64_t at = std::min(kept, k - 1);
+    while (at > 0 && row[i] > row[ids[at - 1]]) {
+        ids[at] = ids[at - 1];
+        --at;
     }
+    ids[at] = static_cast<int32_t>(i);
+    kept = std::min(kept + 1, k);
+}
+
+// The ids of the k largest of row, largest first, equal values by lower id: an insertion into
+// the k kept so far. Once k are kept, eight logits at a time are compared with the k-th in one
+// vector comparison, and only those above it are inserted (in id order, each checked again
+// against the k-th it may have raised).
+CL_CPU_CLONES void top_ids_of(const double* row, int64_t V, int64_t k, int32_t* ids) {
+    int64_t kept = 0, i = 0;
+    for (; i < V && kept < k; ++i) insert_id(row, i, k, kept, ids);
+    for (; i + kStride <= V; i += kStride)
+        for (unsigned bits = lanes_above(row + i, row[ids[k - 1]]); bits != 0; bits &= bits - 1)
+            insert_id(row, i + __builtin_ctz(bits), k, kept, ids);
+    for (; i < V; ++i) insert_id(row, i, k, kept, ids);
 }
 
 }  // namespace
@@ -177,13 +236,19 @@ void top_ids_of(const double* row, int64_t V, int64_t k, int32_t* ids) {
 RowSummary summarize_row(const float* x, int64_t V, int32_t excluded_a, int32_t excluded_b,
                          int64_t k, double* row, int32_t* top_ids) {
     RowSummary s;
-    const bool all_finite = widen_row(x, V, row);
+    double widened_max = kNegInf;
+    const bool all_finite = widen_row(x, V, row, widened_max);
+    bool max_excluded = false;
     for (int32_t id : {excluded_a, excluded_b})
-        if (id >= 0 && id < V) row[id] = kNegInf;
+        if (id >= 0 && id < V) {
+            max_excluded = max_excluded || row[id] == widened_max;
+            row[id] = kNegInf;
+        }
     if (!all_finite)  // -inf is a logit the softmax takes (probability 0); NaN and +inf are not
         for (int64_t i = 0; i < V; ++i)
             if (std::isnan(row[i]) || row[i] == -kNegInf) return s;
-    s.max = max_of_row(row, V);
+    // The widening pass's maximum holds unless an excluded id had it (or a logit was -inf-only).
+    s.max = all_finite && !max_excluded ? widened_max : max_of_row(row, V);
     if (!std::isfinite(s.max)) return s;  // every logit excluded
     double weighted = 0.0;
     exp_sums_of_row(row, V, s.max, s.sum, weighted);
