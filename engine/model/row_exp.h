@@ -15,15 +15,19 @@ constexpr float kMinArg = -87.0F;  // 2^-125.5: still a normal float
 
 // exp(x) for x <= 0: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by Cephes' degree-6 polynomial,
 // 2^n built in the exponent bits. Branch-free, so a loop over it vectorises. A NaN or a value
-// below kMinArg is taken as kMinArg (the int conversion of a NaN would be undefined).
+// below kMinArg is taken as kMinArg.
+// n = round(x / ln2) by adding 1.5 * 2^23, where the unit is the last bit, so that n is also in
+// the sum's low bits as an integer: no conversion instructions. GCC vectorised the earlier
+// truncating int conversion into a rounding, a conversion and more blends; the attention of 144
+// query rows over 439 keys (4 heads of 32, one AVX2 core) takes 6-10% less time this way.
 // Always inlined: GCC does not inline a plain function into the target clones otherwise.
 [[gnu::always_inline]] inline float exp_of_nonpositive(float x) {
-    x = x >= kMinArg ? x : kMinArg;
-    x = x <= 0.0F ? x : 0.0F;
-    // n = round(x / ln2): for a non-positive argument truncating (y - 1/2) rounds to nearest, and a
-    // truncating conversion vectorises where floor() would be a call.
-    const auto n_int = static_cast<int32_t>(x * kLog2e - 0.5F);
-    const auto n = static_cast<float>(n_int);
+    constexpr float kRoundingShift = 0x1.8p23F;
+    constexpr uint32_t kRoundingShiftBits = 0x4B400000U;  // the bits of 0x1.8p23
+    x = x > kMinArg ? x : kMinArg;
+    x = x < 0.0F ? x : 0.0F;
+    const float shifted = x * kLog2e + kRoundingShift;
+    const float n = shifted - kRoundingShift;
     const float r = (x - n * kLn2Hi) - n * kLn2Lo;
     float p = 1.9875691500e-4F;
     p = p * r + 1.3981999507e-3F;
@@ -32,7 +36,9 @@ constexpr float kMinArg = -87.0F;  // 2^-125.5: still a normal float
     p = p * r + 1.6666665459e-1F;
     p = p * r + 5.0000001201e-1F;
     p = p * r * r + r + 1.0F;
-    const auto exponent = static_cast<uint32_t>(n_int + 127) << 23U;
+    // n + 127 in the exponent field (n >= -126 here); unsigned, so the wrap-around is defined.
+    const uint32_t exponent = (__builtin_bit_cast(uint32_t, shifted) - kRoundingShiftBits + 127U)
+                              << 23U;
     // A builtin, not std::bit_cast: that is a function the clones would call.
     return p * __builtin_bit_cast(float, exponent);
 }
