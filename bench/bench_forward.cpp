@@ -1,7 +1,8 @@
 // bench_forward: median full-forward latency per denoising step against sequence length, with 1
 // and 2 threads, for a model folder, on the CPU or a CUDA device, in fp32 or bf16; beside it the
 // FLOP floor: the forward's FLOPs at the rate this machine measures for one large matrix product
-// in the same type (the best a forward made of matrix products could do). Prints a table and
+// in the same type (the best a forward made of matrix products could do); on the CPU also the
+// sampler's row pass against its tensor ops over a step's rows of logits. Prints tables and
 // writes JSON. Not a test: numbers only.
 //   cachelens-bench-forward [--model DIR] [--lengths 128,256,512,1024] [--repeats 7]
 //                           [--device cpu|cuda[:N]] [--dtype auto|fp32|bf16] [--json FILE]
@@ -12,10 +13,12 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "engine/base/cpu_clones.h"
 #include "engine/base/stats.h"
 #include "engine/cuda/device_memory.h"
+#include "engine/generation/sampler.h"
 #include "engine/model/model.h"
 #include "engine/model/transformer.h"
 
@@ -66,6 +69,42 @@ std::vector<int64_t> parse_lengths(const std::string& csv) {
     std::stringstream ss(csv);
     for (std::string x; std::getline(ss, x, ',');) lengths.push_back(std::stoll(x));
     return lengths;
+}
+
+// The sampler over M rows of V float32 logits (argmax, low confidence, top-5: the row path) and
+// the tensor ops it replaced, at each thread count: a fast-dual step's 32 rows, a dllm-cache
+// step's 224.
+void bench_sampler(const Options& o, int64_t V, nlohmann::json& out) {
+    std::printf(
+        "sampler over V = %lld logits a row (float64 softmax, top-5)\n%8s %8s %12s %12s %10s\n",
+        (long long)V, "threads", "rows", "row_us", "tensor_us", "ns/logit");
+    const cl::GenerationConfig cfg;
+    cl::detail::SamplerInputs in;
+    in.cfg = &cfg;
+    out["sampler"] = nlohmann::json::array();
+    for (int t : o.threads) {
+        cl::set_thread_count(t);
+        for (int64_t M : {int64_t{32}, int64_t{224}}) {
+            const auto logits = torch::randn({M, V}) * 3.0;  // (M, V) float32
+            std::vector<int64_t> positions(static_cast<size_t>(M));
+            std::iota(positions.begin(), positions.end(), 0);
+            const auto cpu = torch::Device(torch::kCPU);
+            const double row = cl::stats::median(
+                time_ms(cpu, o.repeats, [&] { (void)cl::detail::sample(logits, positions, in); }));
+            const double tensor = cl::stats::median(time_ms(cpu, o.repeats, [&] {
+                (void)cl::detail::sample_with_tensors(logits, positions, in);
+            }));
+            const double ns = row * 1e6 / static_cast<double>(M * V);
+            std::printf("%8d %8lld %12.1f %12.1f %10.2f\n", t, (long long)M, row * 1e3,
+                        tensor * 1e3, ns);
+            out["sampler"].push_back({{"threads", t},
+                                      {"rows", M},
+                                      {"vocab", V},
+                                      {"row_path_us", row * 1e3},
+                                      {"tensor_ops_us", tensor * 1e3},
+                                      {"ns_per_logit", ns}});
+        }
+    }
 }
 
 void run(const Options& o) {
@@ -121,6 +160,7 @@ void run(const Options& o) {
                                      {"times_floor", median / floor}});
         }
     }
+    if (!device.is_cuda()) bench_sampler(o, model->config().vocab_size, out);
     if (!o.json_file.empty()) std::ofstream(o.json_file) << out.dump(2) << '\n';
 }
 
