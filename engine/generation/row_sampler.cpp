@@ -12,8 +12,9 @@ namespace {
 // Float64 vectors of four lanes: one AVX2 register, two SSE2 ones, half an AVX-512 one. Wider
 // generic vectors are split badly (GCC 12 turned eight-lane comparisons on AVX2 into a scalar
 // compare and a stack spill per lane: 13 ns a logit). The sums keep eight partial sums as two of
-// them, so every instruction set adds in the same order and gives the same bits. The vectors stay
-// inside always-inlined templates of this unit (-Wno-psabi for GCC).
+// them, so every instruction set adds in the same order (AVX2 and AVX-512 give the same bits; the
+// SSE2 baseline has no fused multiply-add). The vectors stay inside always-inlined templates of
+// this unit (-Wno-psabi for GCC).
 constexpr int kLanes = 4;
 constexpr int kStride = 2 * kLanes;  // logits per loop iteration: two independent vectors
 using Doubles = double __attribute__((vector_size(kLanes * sizeof(double))));
@@ -186,8 +187,10 @@ template <int Unused = 0>
     const Doubles t = broadcast(threshold);
     const Int64s lo = load(p) > t, hi = load(p + kLanes) > t;
     unsigned bits = 0;
-    for (int l = 0; l < kLanes; ++l)
-        bits |= static_cast<unsigned>(lo[l] & 1) << l | static_cast<unsigned>(hi[l] & 1) << (l + 4);
+    for (int l = 0; l < kLanes; ++l) {
+        bits |= static_cast<unsigned>(lo[l] & 1) << l;
+        bits |= static_cast<unsigned>(hi[l] & 1) << (l + kLanes);
+    }
     return bits;
 }
 
