@@ -356,8 +356,9 @@ TEST(Sampler, RowPathEqualsTheTensorOps) {
                     EXPECT_NEAR(rows.topk_probs[j], ref.topk_probs[j], 1e-15) << where;
                     // Equal logits may come in either order from LibTorch's top-k.
                     const auto row = lg[static_cast<int64_t>(j / static_cast<size_t>(ref.top_k))];
-                    if ((row == row[ref.topk_ids[j]]).sum().item<int64_t>() == 1)
+                    if ((row == row[ref.topk_ids[j]]).sum().item<int64_t>() == 1) {
                         EXPECT_EQ(rows.topk_ids[j], ref.topk_ids[j]) << where;
+                    }
                 }
                 for (size_t i = 0; i < static_cast<size_t>(M); ++i) {
                     if (nan_row >= 0 && i == static_cast<size_t>(nan_row)) continue;
@@ -365,8 +366,12 @@ TEST(Sampler, RowPathEqualsTheTensorOps) {
                         << where << " row " << i;
                     EXPECT_NEAR(rows.entropy[i], ref.entropy[i], 1e-13) << where << " row " << i;
                     EXPECT_NEAR(rows.current_prob[i], ref.current_prob[i], 1e-15) << where;
-                    if (V > 2) EXPECT_NE(rows.token[i], in.eos_id);
-                    if (V > 5) EXPECT_NE(rows.token[i], in.suppress_id);
+                    if (V > 2) {
+                        EXPECT_NE(rows.token[i], in.eos_id);
+                    }
+                    if (V > 5) {
+                        EXPECT_NE(rows.token[i], in.suppress_id);
+                    }
                 }
             }
         }
