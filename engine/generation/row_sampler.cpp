@@ -250,8 +250,8 @@ RowSummary summarize_row(const float* x, int64_t V, int32_t excluded_a, int32_t 
     if (!all_finite)  // -inf is a logit the softmax takes (probability 0); NaN and +inf are not
         for (int64_t i = 0; i < V; ++i)
             if (std::isnan(row[i]) || row[i] == -kNegInf) return s;
-    // The widening pass's maximum holds unless an excluded id had it (or a logit was -inf-only).
-    s.max = all_finite && !max_excluded ? widened_max : max_of_row(row, V);
+    // The widening pass's maximum (-inf logits never raise it) holds unless an excluded id had it.
+    s.max = max_excluded ? max_of_row(row, V) : widened_max;
     if (!std::isfinite(s.max)) return s;  // every logit excluded
     double weighted = 0.0;
     exp_sums_of_row(row, V, s.max, s.sum, weighted);
