@@ -693,7 +693,7 @@ TEST(RowKernels, AddLinearAddsIntoTheResidualUnlessGradientsNeedIt) {
 // q (N, 100): few_rows_product and linear against float64 at 1-21 rows (the test below).
 void few_rows_product_at_every_row_count(const torch::Tensor& q) {
     const int64_t columns = q.size(0);
-    const auto panels = detail::panel_copy(q);  // the same weights in 32-column panels
+    const auto panels = detail::panel_copy(q);  // the same weights in panels
     ASSERT_TRUE(panels.defined());
     for (int64_t rows = 1; rows <= 21; ++rows) {
         const std::string at =
@@ -716,7 +716,7 @@ void few_rows_product_at_every_row_count(const torch::Tensor& q) {
                 p.ldx = transposed ? 1 : 100;
                 p.ldxk = transposed ? rows : 1;
                 p.ldw = panel_layout ? 0 : 258;
-                p.panel_columns = panel_layout ? detail::kFewRowsTileColumns : 0;
+                p.panel_columns = panel_layout ? detail::few_rows_panel_columns() : 0;
                 p.ldy = columns;
                 detail::few_rows_product(p, 0, 32);        // a thread's share: the first tile
                 detail::few_rows_product(p, 32, columns);  // the rest, the tails too

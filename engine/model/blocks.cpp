@@ -131,7 +131,7 @@ FewRowsProduct few_rows_operands(const torch::Tensor& out, const torch::Tensor& 
     if (has_panels(w, panels)) {
         p.wt = panels.data_ptr<float>();
         p.ldw = 0;
-        p.panel_columns = kFewRowsTileColumns;
+        p.panel_columns = few_rows_panel_columns();
     }
     return p;
 }

@@ -51,7 +51,8 @@ torch::Tensor add_linear(torch::Tensor residual, const torch::Tensor& x, const t
                          const torch::Tensor& panels = {});
 
 // w (Out, In) column-major, stored for the CPU row kernels -> its weights in few_rows_product's
-// panel layout (row_gemm.h: each 32 output columns' (In, 32) block contiguous), (Out * In)
+// panel layout (row_gemm.h: each few_rows_panel_columns() output columns' (In, width) block
+// contiguous), (Out * In)
 // float32; undefined where linear never runs few_rows_product on w. A cached step reads its
 // weights from L3 or memory (other rows' K/V and activations push them out of L2 between
 // layers); W^T read as 32-column strips is a strided stream there, a panel a sequential one

@@ -149,7 +149,8 @@ void tail_columns(const FewRowsProduct& p, int64_t c0, int64_t c1) {
 }
 
 // Tiles of two vectors, then one and a half, one or a half, then single columns. A tile never
-// crosses a panel: panels are 32 columns, a multiple of every tile width.
+// crosses a panel: a panel is as wide as the widest kernel's tile, a multiple of every narrower
+// tile's width, and a product's share starts at a multiple of kFewRowsTileColumns.
 template <int N, bool UnitK>
 [[gnu::always_inline]] inline void product_columns(const FewRowsProduct& p, int64_t c0,
                                                    int64_t c1) {
@@ -181,9 +182,14 @@ struct ProductKernel {
 
 }  // namespace
 
+int64_t few_rows_panel_columns() {
+    return 2 * cpu::widest_vector_floats();
+}
+
 void pack_panels(const float* wt, int64_t K, int64_t N, int64_t ldw, float* out) {
-    for (int64_t first = 0; first < N; first += kFewRowsTileColumns) {
-        const int64_t width = std::min(kFewRowsTileColumns, N - first);
+    const int64_t columns = few_rows_panel_columns();
+    for (int64_t first = 0; first < N; first += columns) {
+        const int64_t width = std::min(columns, N - first);
         float* panel = out + first * K;  // (K, width)
         for (int64_t k = 0; k < K; ++k) std::copy_n(wt + k * ldw + first, width, panel + k * width);
     }

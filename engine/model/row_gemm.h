@@ -27,22 +27,30 @@ struct FewRowsProduct {
     // 1 for rows of activations; the attention's probabilities are read transposed from the
     // (keys, queries) scores that row_attention computes (ldx 1, ldxk the scores' row stride).
     int64_t ldxk = 1;
-    // 0: wt as above. Else wt holds panels of panel_columns (= kFewRowsTileColumns) columns one
-    // after another, each (K, width) contiguous (width < panel_columns for the last only), so that
-    // a register tile's weights are one sequential stream (pack_panels).
+    // 0: wt as above. Else wt holds panels of panel_columns (= few_rows_panel_columns()) columns
+    // one after another, each (K, width) contiguous (width < panel_columns for the last only), so
+    // that a register tile's weights are one sequential stream (pack_panels).
     int64_t panel_columns = 0;
     // y += x @ wt, each 64-value block of k's sums added to y in turn (a residual add fused into
     // the product), instead of y = x @ wt.
     bool accumulate = false;
 };
 
-// Columns per weight panel and per thread's share of a split product: a whole number of register
+// Columns per thread's share of a split product: a whole number of weight panels and of register
 // tiles (2 vectors wide: 32, 16 or 8 columns) on every instruction set. The columns past the last
 // whole tile go 1.5, 1 or 0.5 vectors at a time, then one at a time.
 inline constexpr int64_t kFewRowsTileColumns = 32;
 
+// Columns per weight panel: one register tile of the widest kernel this CPU runs (32 on AVX-512,
+// 16 on AVX2, 8 on SSE2), so that a tile's weights are one contiguous (K, width) block; a narrower
+// kernel (limit_vector_floats) reads whole tiles inside a panel. On AVX2, 32-column panels had
+// each 16-column tile read half of every 128-byte row of its panel: 16-column ones ran elastic
+// 3%, d2cache and fast-prefix 2%, none 0.6% faster (two generators stepped in turn, one core of
+// an AVX2 EPYC, medians of 3 runs).
+int64_t few_rows_panel_columns();
+
 // wt (K, N) with row stride ldw -> out (K * N floats) in the panel layout of panel_columns =
-// kFewRowsTileColumns.
+// few_rows_panel_columns().
 void pack_panels(const float* wt, int64_t K, int64_t N, int64_t ldw, float* out);
 
 // y[:, c0:c1] of the product (c0 a multiple of kFewRowsTileColumns; c1 <= N).
