@@ -36,11 +36,21 @@ void wait_for(const torch::Device& device) {
     if (device.is_cuda()) cl::cuda::synchronize();
 }
 
-// Median wall time of fn() over `repeats` runs after one warm-up, in ms.
+// Warm-up before a point's timed runs: at least this long, at least one run. A thread count's
+// first runs stay slow for several milliseconds (OpenMP starting its workers, the kernel spreading
+// them over the cores): after one warm-up run the first point measured at 2 threads took a median
+// 4.4-6.0 ms where the same 64-token forward took 2.0 ms once measured again (AVX2 EPYC).
+constexpr double kWarmUpMs = 100.0;
+
+// Wall times of fn() over `repeats` runs after the warm-up, in ms, ascending.
 template <typename Fn>
 std::vector<double> time_ms(const torch::Device& device, int repeats, Fn fn) {
-    fn();
-    wait_for(device);
+    const auto start = std::chrono::steady_clock::now();
+    do {
+        fn();
+        wait_for(device);
+    } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                 .count() < kWarmUpMs);
     std::vector<double> ms;
     for (int r = 0; r < repeats; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
