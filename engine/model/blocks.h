@@ -52,12 +52,11 @@ torch::Tensor add_linear(torch::Tensor residual, const torch::Tensor& x, const t
 
 // w (Out, In) column-major, stored for the CPU row kernels -> its weights in few_rows_product's
 // panel layout (row_gemm.h: each few_rows_panel_columns() output columns' (In, width) block
-// contiguous), (Out * In)
-// float32; undefined where linear never runs few_rows_product on w. A cached step reads its
-// weights from L3 or memory (other rows' K/V and activations push them out of L2 between
-// layers); W^T read as 32-column strips is a strided stream there, a panel a sequential one
-// (scratch harness, 6 layers' products of 32 rows with 8 MB read between layers: 28.7 -> 41.8
-// GMAC/s; with nothing read between: 43.6 -> 49.8).
+// contiguous), (Out * In) float32; undefined where linear never runs few_rows_product on w. A
+// cached step reads its weights from L3 or memory (other rows' K/V and activations push them out
+// of L2 between layers); W^T read as 32-column strips is a strided stream there, a panel a
+// sequential one (scratch harness, 6 layers' products of 32 rows with 8 MB read between layers:
+// 28.7 -> 41.8 GMAC/s; with nothing read between: 43.6 -> 49.8).
 torch::Tensor panel_copy(const torch::Tensor& w);
 
 // Rotary tables of positions 0..max-1, computed once per model in float64 (as LLaDA's
