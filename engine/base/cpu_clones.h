@@ -41,17 +41,16 @@ inline int detected_vector_floats() {
 }
 }  // namespace detail
 
-// Floats per vector of the widest instruction set this CPU has and the kernels use, whatever
-// limit_vector_floats caps: layouts packed once at load (row_gemm's weight panels) follow it, so
-// that every narrower kernel a test picks still reads them.
+// Floats per vector of the widest instruction set this CPU has and the kernels use: 16 (AVX-512:
+// F, BW, DQ, VL), 8 (AVX2 with FMA) or 4 (the SSE2 baseline, and every other architecture), never
+// capped: layouts packed once at load (row_gemm's weight panels) follow it, so that every
+// narrower kernel a test picks still reads them.
 inline int widest_vector_floats() {
     static const int detected = detail::detected_vector_floats();
     return detected;
 }
 
-// Floats per vector of the widest instruction set this CPU has and the kernels use: 16 (AVX-512:
-// F, BW, DQ, VL), 8 (AVX2 with FMA) or 4 (the SSE2 baseline, and every other architecture),
-// capped by limit_vector_floats.
+// The floats per vector the kernels run at: widest_vector_floats() capped by limit_vector_floats.
 inline int vector_floats() {
     const int detected = widest_vector_floats();
     const int cap = detail::vector_floats_cap.load(std::memory_order_relaxed);
