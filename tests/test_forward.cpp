@@ -16,6 +16,7 @@
 #include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
 #include "plan_test_util.h"
+#include "scoped_threads.h"
 #include "test_util.h"
 
 namespace cl {
@@ -74,20 +75,7 @@ torch::Tensor f64(const torch::Tensor& t) {
     return t.to(torch::kFloat64);
 }
 
-// LibTorch's pool at n threads for a scope, the count before restored after (also when an ASSERT
-// leaves the test early), so that one test's threads never reach the next.
-class ScopedThreads {
-public:
-    explicit ScopedThreads(int n) : m_before(torch::get_num_threads()) {
-        torch::set_num_threads(n);
-    }
-    ~ScopedThreads() { torch::set_num_threads(m_before); }
-    ScopedThreads(const ScopedThreads&) = delete;
-    ScopedThreads& operator=(const ScopedThreads&) = delete;
-
-private:
-    int m_before;
-};
+using test::ScopedThreads;
 
 // The row kernels' vector widths this CPU runs (16 floats on AVX-512, 8 on AVX2, 4 on SSE2: every
 // one up to its own), each in turn as the cap while fn runs; the cap is lifted after (also when an

@@ -363,15 +363,6 @@ namespace {
 // 128 / 64 rows: 439 tokens 36.4 / 32.0 and 37.1 / 29.4 ms, 1024 tokens 135 / 112 and 141 / 108;
 // 256 tokens level. Chunks of 32 and 48 were no better than 64 at 439 and 1024.
 constexpr int64_t kColumnChunkRows = 64;
-// The calling thread's scratch of at least n floats, kept between calls: a vector per task was
-// zeroed each time (320 KB for a 128-row chunk over 594 keys) and, past malloc's mmap threshold,
-// had its pages faulted in again at every layer.
-float* thread_scratch(size_t n) {
-    thread_local std::vector<float> buffer;
-    if (buffer.size() < n) buffer.resize(n);
-    return buffer.data();
-}
-
 // The CPU attention by row_attention's kernel: each kv head's g * R query rows in chunks against
 // every key, written straight into the (..., R, H*Dh) rows the output projection reads (and into
 // the (..., H, R, L) probabilities where they are asked for). One chunk per task over LibTorch's
@@ -452,6 +443,14 @@ bool uses_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::T
 }
 
 }  // namespace
+
+// A vector per task was zeroed each time (320 KB for a 128-row chunk over 594 keys) and, past
+// malloc's mmap threshold, had its pages faulted in again at every layer.
+float* thread_scratch(size_t n) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < n) buffer.resize(n);
+    return buffer.data();
+}
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows) {

@@ -96,6 +96,11 @@ struct QkvHeads {
 QkvHeads project_qkv(const LayerWeights& w, const torch::Tensor& x, const torch::Tensor& cos,
                      const torch::Tensor& sin, int64_t heads, int64_t kv_heads);
 
+// The calling thread's scratch of at least n floats, kept between calls (the attention's scores,
+// the fused few-rows layer's rows). Valid until the thread's next call: no caller holds it across
+// a call that takes it too.
+float* thread_scratch(size_t n);
+
 // The one attention implementation: softmax(q k^T / sqrt(Dh)) v over every key, kv heads shared
 // by H / Hkv query heads. q (..., H, R, Dh), k and v (..., Hkv, L, Dh) -> (..., R, H*Dh) before the
 // output projection; the probabilities (..., H, R, L) go to *probs_out when it is given, only the

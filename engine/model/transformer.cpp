@@ -1,5 +1,7 @@
 #include "engine/model/transformer.h"
 
+#include "engine/model/few_rows_layer.h"
+
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -151,7 +153,7 @@ std::vector<int64_t> query_rows_of(const std::vector<int64_t>& positions, const 
 
 }  // namespace
 
-torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& x, const RowSet* rows,
+torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, const RowSet* rows,
                                           PlanState& s, LayerCache& lc, bool write_kv,
                                           torch::Tensor* probs_out,
                                           const std::vector<int64_t>& probs_positions,
@@ -165,10 +167,18 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& x, con
     }
     const auto& cos = all ? s.cos : s.rows_cos;  // (R, Dh)
     const auto& sin = all ? s.sin : s.rows_sin;
-    auto qkv = project_qkv(w, x, cos, sin, m_config.n_heads, m_config.n_kv_heads);
+    // A cached step's few rows on the CPU: norm to the cache writes in one pass per thread.
+    const bool fused = !all && fits_few_rows_layer(w, h, write_kv ? &lc : nullptr);
+    auto qkv = fused ? few_rows_qkv(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
+                                    m_config.rms_norm_eps, write_kv ? &lc : nullptr, rows->host)
+                     : project_qkv(w, norm(h, w.attn_norm), cos, sin, m_config.n_heads,
+                                   m_config.n_kv_heads);
     if (fresh_out) *fresh_out = qkv;
     torch::Tensor k_all, v_all;  // (Hkv, L, Dh)
-    if (all) {
+    if (fused && write_kv) {     // few_rows_qkv wrote the fresh rows into the cache
+        k_all = lc.k;
+        v_all = lc.v;
+    } else if (all) {
         k_all = qkv.k;
         v_all = qkv.v;
         if (write_kv) {
@@ -233,12 +243,12 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
             }
             return all ? fresh : with_rows(cached, rows, fresh);
         };
-        auto x = norm(s.h.index_select(0, rows.device), w.attn_norm);  // (R, D)
         QkvHeads fresh;
-        auto attn = linear(
-            attention_rows(l, x, all ? nullptr : &rows, s, lc, plan.write_kv,
-                           plan.want_probs ? &r.probs : nullptr, plan.probs_positions, &fresh),
-            w.attn_out, {}, w.attn_out_panels);  // (R, D)
+        auto attn =
+            linear(attention_rows(l, s.h.index_select(0, rows.device), all ? nullptr : &rows, s, lc,
+                                  plan.write_kv, plan.want_probs ? &r.probs : nullptr,
+                                  plan.probs_positions, &fresh),
+                   w.attn_out, {}, w.attn_out_panels);  // (R, D)
         if (plan.want_probs) r.probs_positions = plan.probs_positions;
         r.k = fresh.k;
         r.v = fresh.v;
@@ -295,7 +305,7 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     // layer recomputes every row from the hidden cache and then writes every row's K/V, so the
     // cache ends the same either way (deferring the write cost Elastic-Cache a copy of the whole
     // K and V cache per layer and step: index_copy + copy_, a tenth of its run).
-    auto attn = attention_rows(l, norm(s.h, w.attn_norm), rows, s, lc, plan.write_kv,
+    auto attn = attention_rows(l, s.h, rows, s, lc, plan.write_kv,
                                (plan.want_probs || may_escalate) ? &r.probs : nullptr,
                                plan.probs_positions, &fresh);
     if (r.probs.defined()) r.probs_positions = plan.probs_positions;
@@ -313,15 +323,19 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
         if (plan.write_hidden) lc.hidden.copy_(s.h);
         plan.all_rows = true;
         rows = nullptr;
-        attn = attention_rows(l, norm(s.h, w.attn_norm), nullptr, s, lc, plan.write_kv, &r.probs,
-                              plan.probs_positions, &fresh);
+        attn = attention_rows(l, s.h, nullptr, s, lc, plan.write_kv, &r.probs, plan.probs_positions,
+                              &fresh);
     }
     r.k = fresh.k;
     r.v = fresh.v;
     // s.h is this forward's own tensor (gather_inputs' gather or the previous layer's sums), so
     // the residual adds may go into it.
-    s.h = add_linear(s.h, attn, w.attn_out, w.attn_out_panels);
-    s.h = gated_mlp(w, norm(s.h, w.ff_norm), s.h);
+    if (rows && fits_few_rows_layer(w, s.h, nullptr)) {  // each thread its rows, in place
+        few_rows_output_and_mlp(w, s.h, attn, m_config.rms_norm_eps);
+    } else {
+        s.h = add_linear(s.h, attn, w.attn_out, w.attn_out_panels);
+        s.h = gated_mlp(w, norm(s.h, w.ff_norm), s.h);
+    }
     if (plan.all_rows) {
         s.prev = &s.all;
     } else {

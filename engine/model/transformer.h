@@ -50,11 +50,11 @@ private:
     LayerResult row_layer(int l, LayerPlan plan, LayerHooks& hooks, LayerCache& lc,
                           PlanState& s) const;
     void gather_inputs(int l, const LayerPlan& plan, const LayerCache& lc, PlanState& s) const;
-    // Attention block for the rows with normalised inputs x (R, D): fresh Q/K/V for the rows, K/V
-    // of every other row from `lc` (written back when write_kv). Returns the heads' outputs
-    // (R, H*Dh) before the output projection, which the caller adds to the residual or keeps.
+    // Attention block for the rows with inputs h (R, D), normalised here: fresh Q/K/V for the rows,
+    // K/V of every other row from `lc` (written back when write_kv). Returns the heads' outputs (R,
+    // H*Dh) before the output projection, which the caller adds to the residual or keeps.
     // probs_out: the probabilities of the rows at probs_positions (every row's if empty).
-    torch::Tensor attention_rows(int layer, const torch::Tensor& x, const RowSet* rows,
+    torch::Tensor attention_rows(int layer, const torch::Tensor& h, const RowSet* rows,
                                  PlanState& s, LayerCache& lc, bool write_kv,
                                  torch::Tensor* probs_out,
                                  const std::vector<int64_t>& probs_positions,

@@ -1,0 +1,173 @@
+#include "engine/model/few_rows_layer.h"
+
+#include "engine/model/row_activation.h"
+#include "engine/model/row_gemm.h"
+#include "engine/model/row_norm_rope.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace cl::detail {
+
+namespace {
+
+// Fewest rows worth a thread of their own: one register tile of the product kernel's rows.
+constexpr int64_t kMinRowsPerShare = 6;
+// The fused path's upper end: the op-by-op path splits products of more rows by rows anyway.
+constexpr int64_t kMaxFusedRows = 128;
+
+bool cpu_float(const torch::Tensor& t) {
+    return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&
+           !t.requires_grad() && t.is_contiguous();
+}
+
+// w's weights, stored column-major for the row kernels, in panels (panel_copy).
+bool in_panels(const torch::Tensor& w, const torch::Tensor& panels) {
+    return w.defined() && cpu_float(panels) && panels.numel() == w.numel();
+}
+
+// y (rows, N) = (or += with accumulate) x (rows, K) @ the weight whose panels these are.
+void rows_product(const float* x, int64_t rows, int64_t K, const torch::Tensor& panels, int64_t N,
+                  float* y, bool accumulate) {
+    FewRowsProduct p;
+    p.x = x;
+    p.ldx = K;
+    p.wt = panels.data_ptr<float>();
+    p.panel_columns = few_rows_panel_columns();
+    p.y = y;
+    p.ldy = N;
+    p.rows = rows;
+    p.inner = K;
+    p.columns = N;
+    p.accumulate = accumulate;
+    few_rows_product(p, 0, N);
+}
+
+// Each thread its share of rows [0, R): body(begin, end).
+template <class F>
+void for_row_shares(int64_t R, const F& body) {
+    at::parallel_for(0, R, kMinRowsPerShare, body);
+}
+
+// Where the fresh rows' q, k, v go: (heads, R, Dh) blocks, R the step's rows.
+struct QkvOut {
+    float* q;  // (H, R, Dh)
+    float* k;  // (Hkv, R, Dh)
+    float* v;  // (Hkv, R, Dh)
+    int64_t R;
+};
+
+// qkv rows [b, b + n) (n, (H + 2 Hkv) Dh) -> their rows of q and k rotated, and of v.
+void scatter_heads(const float* qkv, int64_t b, int64_t n, int64_t H, int64_t Hkv, int64_t Dh,
+                   const float* cos, const float* sin, const QkvOut& out) {
+    const int64_t width = (H + 2 * Hkv) * Dh;
+    const auto rotate = [&](int64_t column, float* dst) {  // one head's (n, Dh) block
+        RopeRows in;
+        in.x = qkv + column;
+        in.row_stride = width;
+        in.cos = cos + b * Dh;
+        in.sin = sin + b * Dh;
+        in.rows = n;
+        in.heads = 1;
+        in.head_dim = Dh;
+        rope_rows(in, dst);
+    };
+    for (int64_t h = 0; h < H; ++h) rotate(h * Dh, out.q + (h * out.R + b) * Dh);
+    for (int64_t h = 0; h < Hkv; ++h) rotate((H + h) * Dh, out.k + (h * out.R + b) * Dh);
+    for (int64_t h = 0; h < Hkv; ++h)
+        for (int64_t r = 0; r < n; ++r)
+            std::copy_n(qkv + r * width + (H + Hkv + h) * Dh, Dh, out.v + (h * out.R + b + r) * Dh);
+}
+
+// cache (Hkv, L, Dh) rows at positions[b, b + n) = fresh (Hkv, R, Dh) rows [b, b + n).
+void write_cache_rows(const float* fresh, float* cache, int64_t Hkv, int64_t R, int64_t L,
+                      int64_t Dh, const int64_t* positions, int64_t b, int64_t n) {
+    for (int64_t h = 0; h < Hkv; ++h)
+        for (int64_t r = b; r < b + n; ++r)
+            std::copy_n(fresh + (h * R + r) * Dh, Dh, cache + (h * L + positions[r]) * Dh);
+}
+
+void check_positions(const std::vector<int64_t>& positions, int64_t R, int64_t L) {
+    if (static_cast<int64_t>(positions.size()) != R)
+        throw std::logic_error("few_rows_qkv: " + std::to_string(positions.size()) +
+                               " positions for " + std::to_string(R) + " rows");
+    for (int64_t p : positions)
+        if (p < 0 || p >= L)
+            throw std::out_of_range("few_rows_qkv: position " + std::to_string(p) +
+                                    " outside the " + std::to_string(L) + " rows");
+}
+
+// The biases' (H + 2 Hkv) Dh values in q, k, v order, or empty.
+std::vector<float> stacked_bias(const LayerWeights& w) {
+    if (!w.q_bias.defined()) return {};
+    const auto b = torch::cat({w.q_bias, w.k_bias, w.v_bias}).to(torch::kFloat32).contiguous();
+    return {b.data_ptr<float>(), b.data_ptr<float>() + b.numel()};
+}
+
+}  // namespace
+
+bool fits_few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
+                         const LayerCache* kv_cache) {
+    if (kv_cache && !(cpu_float(kv_cache->k) && cpu_float(kv_cache->v))) return false;
+    return cpu_float(h) && h.dim() == 2 && h.size(0) >= 1 && h.size(0) < kMaxFusedRows &&
+           in_panels(w.attn_out, w.attn_out_panels) && in_panels(w.ff_out, w.ff_out_panels) &&
+           cpu_float(w.qkv_panels) && cpu_float(w.gate_up_panels) && cpu_float(w.attn_norm) &&
+           cpu_float(w.ff_norm) &&
+           w.qkv_panels.numel() == (w.q_proj.size(0) + 2 * w.k_proj.size(0)) * h.size(1) &&
+           w.gate_up_panels.numel() == 2 * w.ff_proj.numel();
+}
+
+QkvHeads few_rows_qkv(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& cos,
+                      const torch::Tensor& sin, int64_t heads, int64_t kv_heads, double eps,
+                      LayerCache* kv_cache, const std::vector<int64_t>& positions) {
+    const int64_t R = h.size(0), D = h.size(1), Dh = w.q_proj.size(0) / heads;
+    const int64_t width = (heads + 2 * kv_heads) * Dh;
+    const auto opts = h.options();
+    QkvHeads out{torch::empty({heads, R, Dh}, opts), torch::empty({kv_heads, R, Dh}, opts),
+                 torch::empty({kv_heads, R, Dh}, opts)};
+    const QkvOut to{out.q.data_ptr<float>(), out.k.data_ptr<float>(), out.v.data_ptr<float>(), R};
+    const int64_t L = kv_cache ? kv_cache->k.size(1) : 0;
+    if (kv_cache) check_positions(positions, R, L);
+    const auto bias = stacked_bias(w);
+    const auto cos_c = cos.contiguous(), sin_c = sin.contiguous();  // (R, Dh)
+    for_row_shares(R, [&](int64_t b, int64_t e) {
+        const int64_t n = e - b;
+        float* xn = thread_scratch(static_cast<size_t>(n * (D + width)));  // (n, D)
+        float* qkv = xn + n * D;                                           // (n, width)
+        rms_norm_rows(h.data_ptr<float>() + b * D, w.attn_norm.data_ptr<float>(), xn, n, D,
+                      static_cast<float>(eps));
+        rows_product(xn, n, D, w.qkv_panels, width, qkv, /*accumulate=*/false);
+        if (!bias.empty())
+            for (int64_t r = 0; r < n; ++r)
+                for (int64_t c = 0; c < width; ++c) qkv[r * width + c] += bias[c];
+        scatter_heads(qkv, b, n, heads, kv_heads, Dh, cos_c.data_ptr<float>(),
+                      sin_c.data_ptr<float>(), to);
+        if (!kv_cache) return;
+        write_cache_rows(to.k, kv_cache->k.data_ptr<float>(), kv_heads, R, L, Dh, positions.data(),
+                         b, n);
+        write_cache_rows(to.v, kv_cache->v.data_ptr<float>(), kv_heads, R, L, Dh, positions.data(),
+                         b, n);
+    });
+    return out;
+}
+
+void few_rows_output_and_mlp(const LayerWeights& w, const torch::Tensor& h,
+                             const torch::Tensor& attn, double eps) {
+    const int64_t R = h.size(0), D = h.size(1), A = attn.size(1), F = w.ff_proj.size(0);
+    const auto a = attn.contiguous();  // (R, H*Dh)
+    for_row_shares(R, [&](int64_t b, int64_t e) {
+        const int64_t n = e - b;
+        float* rows = h.data_ptr<float>() + b * D;                         // (n, D)
+        float* xn = thread_scratch(static_cast<size_t>(n * (D + 3 * F)));  // (n, D)
+        float* gate_up = xn + n * D;                                       // (n, 2F)
+        float* hidden = gate_up + n * 2 * F;                               // (n, F)
+        rows_product(a.data_ptr<float>() + b * A, n, A, w.attn_out_panels, D, rows, true);
+        rms_norm_rows(rows, w.ff_norm.data_ptr<float>(), xn, n, D, static_cast<float>(eps));
+        rows_product(xn, n, D, w.gate_up_panels, 2 * F, gate_up, /*accumulate=*/false);
+        silu_mul_rows(gate_up, 2 * F, n, F, hidden);
+        rows_product(hidden, n, F, w.ff_out_panels, D, rows, /*accumulate=*/true);
+    });
+}
+
+}  // namespace cl::detail

@@ -1,0 +1,38 @@
+// A cached step's layer for its few rows on the CPU, the ops between two exchanges of rows fused:
+// each thread runs its own share of the rows through norm, products, bias, RoPE and the K/V
+// cache writes (before the attention), or through the output projection and the whole MLP (after
+// it), in one parallel region. Op by op, each op was a region of its own split by columns, and
+// every op's inputs crossed to the other core and its outputs back (an empty region costs about
+// 1 us on a 2-core EPYC, one whose worker reads 12 KB the main thread just wrote 5-12 us).
+// The sums are the op-by-op path's: the same kernels on the same rows (few_rows_product's order
+// of summation does not depend on the rows or columns a call takes), so the results are equal
+// bit for bit (FewRowsLayer tests).
+//
+// Shapes: R computed rows, D d_model, H heads, Hkv kv heads, Dh head dim, F mlp hidden, L keys.
+#pragma once
+
+#include "engine/model/blocks.h"
+#include "engine/model/layer_plan.h"
+
+#include <vector>
+
+namespace cl::detail {
+
+// Whether the fused path takes a layer of these weights for the rows h (R, D): float32 on the
+// CPU without gradients, every product's weights in panels, few enough rows; and kv_cache (where
+// the fresh K/V are to go) contiguous float32 on the CPU.
+bool fits_few_rows_layer(const LayerWeights& w, const torch::Tensor& h, const LayerCache* kv_cache);
+
+// The rows' q (H, R, Dh) and k (Hkv, R, Dh) after RoPE and v (Hkv, R, Dh), of norm(h) with
+// attn_norm. cos, sin (R, Dh) of the rows' positions. With kv_cache, the fresh k and v also go
+// into its k and v (Hkv, L, Dh) at `positions` (R, each in [0, L)).
+QkvHeads few_rows_qkv(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& cos,
+                      const torch::Tensor& sin, int64_t heads, int64_t kv_heads, double eps,
+                      LayerCache* kv_cache, const std::vector<int64_t>& positions);
+
+// h (R, D) += attn (R, H*Dh) @ attn_out^T, then h += the gated MLP of norm(h) with ff_norm: in
+// place, the rows' residual stream after the layer.
+void few_rows_output_and_mlp(const LayerWeights& w, const torch::Tensor& h,
+                             const torch::Tensor& attn, double eps);
+
+}  // namespace cl::detail
