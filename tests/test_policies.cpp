@@ -10,6 +10,7 @@
 #include "engine/model/transformer.h"
 #include "engine/trace/trace_store.h"
 #include "policy_run.h"
+#include "scoped_threads.h"
 #include "test_util.h"
 
 namespace cl {
@@ -402,6 +403,20 @@ TEST(Policies, D2CacheRolloutOnTheHostEqualsTheTensorOps) {
     }
     EXPECT_NEAR(total, static_cast<double>(L), 1e-5);  // float32 rows sum to 1 within ~1e-7
     EXPECT_NE(a[0], a[1]) << "the layers' attention must reach the influence";
+}
+
+// The head mean d2Cache keeps, its rows split over 2 threads (300 rows of 4 x 100: 81 a task), is
+// the one thread's bit for bit and the float64 mean's to rounding.
+TEST(Policies, D2CacheHeadMeanIsTheSameAtEveryThreadCount) {
+    torch::manual_seed(6);
+    const auto probs = torch::softmax(torch::randn({4, 300, 100}), 2);  // (H, R, L) float32
+    std::vector<torch::Tensor> means;
+    for (const int threads : {1, 2}) {
+        const test::ScopedThreads scope(threads);
+        means.push_back(policies::rollout::keep(probs, {}, {}).mean);
+    }
+    EXPECT_TRUE(torch::equal(means[0], means[1]));
+    EXPECT_LE((means[1] - probs.to(torch::kFloat64).mean(0)).abs().max().item<double>(), 1e-15);
 }
 
 TEST(Policies, FlopCountAgreesWithRecordedRows) {
