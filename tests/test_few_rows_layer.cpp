@@ -85,6 +85,35 @@ void expect_same_output_and_mlp(const Layer& l, int64_t R, const std::string& at
         << at << ": max difference " << (got - want).abs().max().item<double>();
 }
 
+// The feature-cache layer (dLLM-Cache): fresh outputs into the cached features, every row's
+// residual advanced by its features.
+void expect_same_features(const Layer& l, int64_t R, const std::string& at) {
+    const int64_t D = l.w.attn_norm.size(0);
+    const auto residual = torch::randn({kKeys, D});
+    const auto attn = torch::randn({R, l.w.attn_out.size(1)});  // (R, H*Dh)
+    const auto positions = some_positions(R);
+    detail::LayerCache fused;
+    fused.attn_out = torch::randn({kKeys, D});
+    fused.ffn_out = torch::randn({kKeys, D});
+    detail::LayerCache op_by_op{{}, {}, {}, fused.attn_out.clone(), fused.ffn_out.clone()};
+    auto got = residual.clone();
+    ASSERT_TRUE(detail::fits_few_rows_features(l.w, got, R, fused)) << at;
+    detail::few_rows_features(l.w, got, attn, positions, fused, l.eps);
+    const auto index = torch::tensor(positions);
+    auto want = residual.clone();
+    op_by_op.attn_out.index_copy_(0, index,
+                                  detail::linear(attn, l.w.attn_out, {}, l.w.attn_out_panels));
+    want.add_(op_by_op.attn_out);
+    op_by_op.ffn_out.index_copy_(
+        0, index,
+        detail::gated_mlp(l.w, detail::rms_norm(want.index_select(0, index), l.w.ff_norm, l.eps)));
+    want.add_(op_by_op.ffn_out);
+    EXPECT_TRUE(torch::equal(fused.attn_out, op_by_op.attn_out)) << at << ": attention outputs";
+    EXPECT_TRUE(torch::equal(fused.ffn_out, op_by_op.ffn_out)) << at << ": FFN outputs";
+    EXPECT_TRUE(torch::equal(got, want))
+        << at << ": residual, max difference " << (got - want).abs().max().item<double>();
+}
+
 TEST(FewRowsLayer, EqualsTheOpByOpPathBitForBit) {
     torch::manual_seed(21);
     torch::InferenceMode g;
@@ -98,6 +127,7 @@ TEST(FewRowsLayer, EqualsTheOpByOpPathBitForBit) {
                                        " threads" + (with_bias ? ", biases" : "");
                 expect_same_qkv(l, R, at);
                 expect_same_output_and_mlp(l, R, at);
+                expect_same_features(l, R, at);
             }
         }
     }
@@ -121,6 +151,15 @@ TEST(FewRowsLayer, TakesOnlyWhatItsKernelsCan) {
                                      torch::randn({2, kKeys, 16})};
     EXPECT_FALSE(detail::fits_few_rows_layer(l.w, torch::randn({22, D}), &strided))
         << "a K cache the rows cannot be copied into as (Hkv, L, Dh)";
+    detail::LayerCache features;
+    features.attn_out = torch::randn({kKeys, D});
+    features.ffn_out = torch::randn({kKeys, D});
+    EXPECT_TRUE(detail::fits_few_rows_features(l.w, torch::randn({kKeys, D}), 22, features));
+    EXPECT_FALSE(detail::fits_few_rows_features(l.w, torch::randn({kKeys, D}), 128, features));
+    EXPECT_FALSE(detail::fits_few_rows_features(l.w, torch::randn({kKeys - 1, D}), 22, features))
+        << "features of other rows than the residual's";
+    features.ffn_out = torch::Tensor();
+    EXPECT_FALSE(detail::fits_few_rows_features(l.w, torch::randn({kKeys, D}), 22, features));
 }
 
 TEST(FewRowsLayer, APositionOutsideTheCacheThrowsBeforeAnythingIsWritten) {
@@ -136,6 +175,15 @@ TEST(FewRowsLayer, APositionOutsideTheCacheThrowsBeforeAnythingIsWritten) {
                  std::out_of_range);
     EXPECT_EQ(cache.k.abs().sum().item<double>(), 0.0) << "a row was written";
     EXPECT_EQ(cache.v.abs().sum().item<double>(), 0.0);
+    detail::LayerCache features;
+    features.attn_out = torch::zeros({kKeys, D});
+    features.ffn_out = torch::zeros({kKeys, D});
+    auto h = torch::zeros({kKeys, D});
+    EXPECT_THROW(detail::few_rows_features(l.w, h, torch::randn({2, l.w.attn_out.size(1)}), {-1, 3},
+                                           features, l.eps),
+                 std::out_of_range);
+    EXPECT_EQ(features.attn_out.abs().sum().item<double>(), 0.0) << "a row was written";
+    EXPECT_EQ(h.abs().sum().item<double>(), 0.0) << "the residual was changed";
 }
 
 }  // namespace

@@ -16,6 +16,8 @@ namespace {
 constexpr int64_t kMinRowsPerShare = 6;
 // The fused path's upper end: the op-by-op path splits products of more rows by rows anyway.
 constexpr int64_t kMaxFusedRows = 128;
+// Rows of the feature layer's residual add per task: about 32K floats at D = 128.
+constexpr int64_t kRowsPerAddTask = 256;
 
 bool cpu_float(const torch::Tensor& t) {
     return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&
@@ -88,14 +90,43 @@ void write_cache_rows(const float* fresh, float* cache, int64_t Hkv, int64_t R, 
             std::copy_n(fresh + (h * R + r) * Dh, Dh, cache + (h * L + positions[r]) * Dh);
 }
 
-void check_positions(const std::vector<int64_t>& positions, int64_t R, int64_t L) {
+void check_positions(const char* caller, const std::vector<int64_t>& positions, int64_t R,
+                     int64_t L) {
     if (static_cast<int64_t>(positions.size()) != R)
-        throw std::logic_error("few_rows_qkv: " + std::to_string(positions.size()) +
+        throw std::logic_error(std::string(caller) + ": " + std::to_string(positions.size()) +
                                " positions for " + std::to_string(R) + " rows");
     for (int64_t p : positions)
         if (p < 0 || p >= L)
-            throw std::out_of_range("few_rows_qkv: position " + std::to_string(p) +
+            throw std::out_of_range(std::string(caller) + ": position " + std::to_string(p) +
                                     " outside the " + std::to_string(L) + " rows");
+}
+
+// Floats of mlp_rows's scratch for n rows.
+int64_t mlp_scratch(int64_t n, int64_t D, int64_t F) {
+    return n * (D + 3 * F);
+}
+
+// y (n, D) = (or += with accumulate) the gated MLP of norm(x) with ff_norm, x (n, D); x and y may
+// be the same rows.
+void mlp_rows(const LayerWeights& w, const float* x, int64_t n, float eps, float* scratch, float* y,
+              bool accumulate) {
+    const int64_t D = w.ff_norm.size(0), F = w.ff_proj.size(0);
+    float* xn = scratch;                  // (n, D)
+    float* gate_up = xn + n * D;          // (n, 2F)
+    float* hidden = gate_up + n * 2 * F;  // (n, F)
+    rms_norm_rows(x, w.ff_norm.data_ptr<float>(), xn, n, D, eps);
+    rows_product(xn, n, D, w.gate_up_panels, 2 * F, gate_up, /*accumulate=*/false);
+    silu_mul_rows(gate_up, 2 * F, n, F, hidden);
+    rows_product(hidden, n, F, w.ff_out_panels, D, y, accumulate);
+}
+
+// The products' weights: every one in panels, float32 on the CPU, for rows of D values.
+bool weights_fit(const LayerWeights& w, int64_t D) {
+    return in_panels(w.attn_out, w.attn_out_panels) && in_panels(w.ff_out, w.ff_out_panels) &&
+           cpu_float(w.qkv_panels) && cpu_float(w.gate_up_panels) && cpu_float(w.attn_norm) &&
+           cpu_float(w.ff_norm) &&
+           w.qkv_panels.numel() == (w.q_proj.size(0) + 2 * w.k_proj.size(0)) * D &&
+           w.gate_up_panels.numel() == 2 * w.ff_proj.numel();
 }
 
 // The biases' (H + 2 Hkv) Dh values in q, k, v order, or empty.
@@ -111,11 +142,16 @@ bool fits_few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                          const LayerCache* kv_cache) {
     if (kv_cache && !(cpu_float(kv_cache->k) && cpu_float(kv_cache->v))) return false;
     return cpu_float(h) && h.dim() == 2 && h.size(0) >= 1 && h.size(0) < kMaxFusedRows &&
-           in_panels(w.attn_out, w.attn_out_panels) && in_panels(w.ff_out, w.ff_out_panels) &&
-           cpu_float(w.qkv_panels) && cpu_float(w.gate_up_panels) && cpu_float(w.attn_norm) &&
-           cpu_float(w.ff_norm) &&
-           w.qkv_panels.numel() == (w.q_proj.size(0) + 2 * w.k_proj.size(0)) * h.size(1) &&
-           w.gate_up_panels.numel() == 2 * w.ff_proj.numel();
+           weights_fit(w, h.size(1));
+}
+
+bool fits_few_rows_features(const LayerWeights& w, const torch::Tensor& h, int64_t rows,
+                            const LayerCache& features) {
+    const auto whole = [&](const torch::Tensor& t) {
+        return cpu_float(t) && t.sizes() == h.sizes();
+    };
+    return cpu_float(h) && h.dim() == 2 && rows >= 1 && rows < kMaxFusedRows &&
+           whole(features.attn_out) && whole(features.ffn_out) && weights_fit(w, h.size(1));
 }
 
 QkvHeads few_rows_qkv(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& cos,
@@ -128,7 +164,7 @@ QkvHeads few_rows_qkv(const LayerWeights& w, const torch::Tensor& h, const torch
                  torch::empty({kv_heads, R, Dh}, opts)};
     const QkvOut to{out.q.data_ptr<float>(), out.k.data_ptr<float>(), out.v.data_ptr<float>(), R};
     const int64_t L = kv_cache ? kv_cache->k.size(1) : 0;
-    if (kv_cache) check_positions(positions, R, L);
+    if (kv_cache) check_positions("few_rows_qkv", positions, R, L);
     const auto bias = stacked_bias(w);
     const auto cos_c = cos.contiguous(), sin_c = sin.contiguous();  // (R, Dh)
     for_row_shares(R, [&](int64_t b, int64_t e) {
@@ -158,15 +194,42 @@ void few_rows_output_and_mlp(const LayerWeights& w, const torch::Tensor& h,
     const auto a = attn.contiguous();  // (R, H*Dh)
     for_row_shares(R, [&](int64_t b, int64_t e) {
         const int64_t n = e - b;
-        float* rows = h.data_ptr<float>() + b * D;                         // (n, D)
-        float* xn = thread_scratch(static_cast<size_t>(n * (D + 3 * F)));  // (n, D)
-        float* gate_up = xn + n * D;                                       // (n, 2F)
-        float* hidden = gate_up + n * 2 * F;                               // (n, F)
+        float* rows = h.data_ptr<float>() + b * D;  // (n, D)
+        float* scratch = thread_scratch(static_cast<size_t>(mlp_scratch(n, D, F)));
         rows_product(a.data_ptr<float>() + b * A, n, A, w.attn_out_panels, D, rows, true);
-        rms_norm_rows(rows, w.ff_norm.data_ptr<float>(), xn, n, D, static_cast<float>(eps));
-        rows_product(xn, n, D, w.gate_up_panels, 2 * F, gate_up, /*accumulate=*/false);
-        silu_mul_rows(gate_up, 2 * F, n, F, hidden);
-        rows_product(hidden, n, F, w.ff_out_panels, D, rows, /*accumulate=*/true);
+        mlp_rows(w, rows, n, static_cast<float>(eps), scratch, rows, /*accumulate=*/true);
+    });
+}
+
+void few_rows_features(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& attn,
+                       const std::vector<int64_t>& positions, LayerCache& features, double eps) {
+    const int64_t L = h.size(0), D = h.size(1), R = attn.size(0), A = attn.size(1);
+    const int64_t F = w.ff_proj.size(0);
+    check_positions("few_rows_features", positions, R, L);
+    const auto a = attn.contiguous();  // (R, H*Dh)
+    float *attn_out = features.attn_out.data_ptr<float>(),
+          *ffn_out = features.ffn_out.data_ptr<float>();
+    float* residual = h.data_ptr<float>();
+    for_row_shares(R, [&](int64_t b, int64_t e) {
+        const int64_t n = e - b;
+        float* out = thread_scratch(static_cast<size_t>(2 * n * D + mlp_scratch(n, D, F)));
+        float* mid = out + n * D;  // (n, D): the rows' residual after the attention
+        rows_product(a.data_ptr<float>() + b * A, n, A, w.attn_out_panels, D, out, false);
+        for (int64_t r = 0; r < n; ++r) {
+            const int64_t at = positions[static_cast<size_t>(b + r)] * D;
+            std::copy_n(out + r * D, D, attn_out + at);
+            for (int64_t j = 0; j < D; ++j) mid[r * D + j] = residual[at + j] + out[r * D + j];
+        }
+        // out is free again: the FFN's outputs.
+        mlp_rows(w, mid, n, static_cast<float>(eps), mid + n * D, out, /*accumulate=*/false);
+        for (int64_t r = 0; r < n; ++r)
+            std::copy_n(out + r * D, D, ffn_out + positions[static_cast<size_t>(b + r)] * D);
+    });
+    // Every row's residual += its attention output, then += its FFN output (two roundings, as
+    // two adds): cached rows their cached outputs, computed rows their fresh ones.
+    at::parallel_for(0, L, kRowsPerAddTask, [&](int64_t b, int64_t e) {
+        for (int64_t i = b * D; i < e * D; ++i)
+            residual[i] = (residual[i] + attn_out[i]) + ffn_out[i];
     });
 }
 

@@ -30,6 +30,19 @@ QkvHeads few_rows_qkv(const LayerWeights& w, const torch::Tensor& h, const torch
                       const torch::Tensor& sin, int64_t heads, int64_t kv_heads, double eps,
                       LayerCache* kv_cache, const std::vector<int64_t>& positions);
 
+// Whether few_rows_features takes the feature layer of these weights: every row's residual h
+// (L, D) and the cached features (attn_out, ffn_out (L, D)) float32 contiguous on the CPU, `rows`
+// computed rows, few enough, every product's weights in panels.
+bool fits_few_rows_features(const LayerWeights& w, const torch::Tensor& h, int64_t rows,
+                            const LayerCache& features);
+
+// The feature-cache layer (dLLM-Cache) after its attention: the computed rows' attention outputs
+// a = attn (R, H*Dh) @ attn_out^T and FFN outputs mlp(norm(h[positions] + a)) go into features'
+// attn_out and ffn_out (L, D) at `positions` (R), then every row's residual h (L, D) += attn_out,
+// += ffn_out in place (cached rows add their cached outputs).
+void few_rows_features(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& attn,
+                       const std::vector<int64_t>& positions, LayerCache& features, double eps);
+
 // h (R, D) += attn (R, H*Dh) @ attn_out^T, then h += the gated MLP of norm(h) with ff_norm: in
 // place, the rows' residual stream after the layer.
 void few_rows_output_and_mlp(const LayerWeights& w, const torch::Tensor& h,

@@ -244,17 +244,20 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
             return all ? fresh : with_rows(cached, rows, fresh);
         };
         QkvHeads fresh;
-        auto attn =
-            linear(attention_rows(l, s.h.index_select(0, rows.device), all ? nullptr : &rows, s, lc,
-                                  plan.write_kv, plan.want_probs ? &r.probs : nullptr,
-                                  plan.probs_positions, &fresh),
-                   w.attn_out, {}, w.attn_out_panels);  // (R, D)
+        const auto attn = attention_rows(l, s.h.index_select(0, rows.device), all ? nullptr : &rows,
+                                         s, lc, plan.write_kv, plan.want_probs ? &r.probs : nullptr,
+                                         plan.probs_positions, &fresh);  // (R, H*Dh)
         if (plan.want_probs) r.probs_positions = plan.probs_positions;
         r.k = fresh.k;
         r.v = fresh.v;
-        add_to_residual(merge(lc.attn_out, attn));
-        auto f = gated_mlp(w, norm(s.h.index_select(0, rows.device), w.ff_norm));  // (R, D)
-        add_to_residual(merge(lc.ffn_out, f));
+        if (!all && plan.write_features && fits_few_rows_features(w, s.h, rows.size(), lc)) {
+            // Each thread its computed rows' outputs, then every row's residual.
+            few_rows_features(w, s.h, attn, rows.host, lc, m_config.rms_norm_eps);
+        } else {
+            add_to_residual(merge(lc.attn_out, linear(attn, w.attn_out, {}, w.attn_out_panels)));
+            auto f = gated_mlp(w, norm(s.h.index_select(0, rows.device), w.ff_norm));  // (R, D)
+            add_to_residual(merge(lc.ffn_out, f));
+        }
     }
     s.prev_rows = std::move(rows);
     s.prev = all ? &s.all : &s.prev_rows;
