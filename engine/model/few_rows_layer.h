@@ -3,7 +3,9 @@
 // cache writes (before the attention), or through the output projection and the whole MLP (after
 // it), in one parallel region. Op by op, each op was a region of its own split by columns, and
 // every op's inputs crossed to the other core and its outputs back (an empty region costs about
-// 1 us on a 2-core EPYC, one whose worker reads 12 KB the main thread just wrote 5-12 us).
+// 1 us on a 2-core EPYC, one whose worker reads 12 KB the main thread just wrote 5-12 us); fused,
+// a 2-thread Elastic run took 10% less time, fast-dual 7% (README, session 31). The feature-cache
+// layer's variant (few_rows_features) writes the rows' outputs into the cached features instead.
 // The sums are the op-by-op path's: the same kernels on the same rows (few_rows_product's order
 // of summation does not depend on the rows or columns a call takes), so the results are equal
 // bit for bit (FewRowsLayer tests).
