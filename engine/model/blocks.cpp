@@ -17,12 +17,6 @@ namespace cl::detail {
 
 namespace {
 
-// Where the row kernels (row_norm_rope) replace LibTorch's ops: float32 tensors on the CPU
-// without gradients (training differentiates through LibTorch's).
-bool uses_row_kernels(const torch::Tensor& t) {
-    return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && !t.requires_grad();
-}
-
 // Rows of `width` floats per task of a loop split over LibTorch's threads: about 32K floats, below
 // which a second thread costs more than it saves (a cached step's few rows stay on one).
 int64_t rows_per_task(int64_t width) {
@@ -42,6 +36,10 @@ void parallel_ops_for(int64_t begin, int64_t end, int64_t grain, const F& body) 
 }
 
 }  // namespace
+
+bool uses_row_kernels(const torch::Tensor& t) {
+    return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && !t.requires_grad();
+}
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
     if (uses_row_kernels(x) && uses_row_kernels(weight) && x.is_contiguous() &&

@@ -35,6 +35,10 @@ struct LayerWeights {
     torch::Tensor ff_out_panels;    // of ff_out
 };
 
+// Where the row kernels (row_norm_rope, row_gemm, few_rows_layer) replace LibTorch's ops: float32
+// tensors on the CPU without gradients (training differentiates through LibTorch's).
+bool uses_row_kernels(const torch::Tensor& t);
+
 // x (..., D) -> (..., D): x * rsqrt(mean(x^2) + eps) * weight, in float32.
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 

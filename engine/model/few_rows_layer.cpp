@@ -19,9 +19,9 @@ constexpr int64_t kMaxFusedRows = 128;
 // Rows of the feature layer's residual add per task: about 32K floats at D = 128.
 constexpr int64_t kRowsPerAddTask = 256;
 
+// A tensor the fused loops read or write as plain floats.
 bool cpu_float(const torch::Tensor& t) {
-    return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&
-           !t.requires_grad() && t.is_contiguous();
+    return t.defined() && uses_row_kernels(t) && t.is_contiguous();
 }
 
 // w's weights, stored column-major for the row kernels, in panels (panel_copy).
@@ -129,11 +129,10 @@ bool weights_fit(const LayerWeights& w, int64_t D) {
            w.gate_up_panels.numel() == 2 * w.ff_proj.numel();
 }
 
-// The biases' (H + 2 Hkv) Dh values in q, k, v order, or empty.
-std::vector<float> stacked_bias(const LayerWeights& w) {
+// The biases' (H + 2 Hkv) Dh values in q, k, v order ((H + 2 Hkv) Dh float32), or undefined.
+torch::Tensor stacked_bias(const LayerWeights& w) {
     if (!w.q_bias.defined()) return {};
-    const auto b = torch::cat({w.q_bias, w.k_bias, w.v_bias}).to(torch::kFloat32).contiguous();
-    return {b.data_ptr<float>(), b.data_ptr<float>() + b.numel()};
+    return torch::cat({w.q_bias, w.k_bias, w.v_bias}).to(torch::kFloat32).contiguous();
 }
 
 }  // namespace
@@ -174,9 +173,11 @@ QkvHeads few_rows_qkv(const LayerWeights& w, const torch::Tensor& h, const torch
         rms_norm_rows(h.data_ptr<float>() + b * D, w.attn_norm.data_ptr<float>(), xn, n, D,
                       static_cast<float>(eps));
         rows_product(xn, n, D, w.qkv_panels, width, qkv, /*accumulate=*/false);
-        if (!bias.empty())
+        if (bias.defined()) {
+            const float* b_values = bias.data_ptr<float>();
             for (int64_t r = 0; r < n; ++r)
-                for (int64_t c = 0; c < width; ++c) qkv[r * width + c] += bias[c];
+                for (int64_t c = 0; c < width; ++c) qkv[r * width + c] += b_values[c];
+        }
         scatter_heads(qkv, b, n, heads, kv_heads, Dh, cos_c.data_ptr<float>(),
                       sin_c.data_ptr<float>(), to);
         if (!kv_cache) return;

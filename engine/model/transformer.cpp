@@ -24,11 +24,8 @@ namespace {
 // Whether write_rows's loop takes dst (..., L, C) and src (..., R, C): float32 on the CPU without
 // gradients, dst contiguous, src's rows with unit stride, at most one leading dimension.
 bool rows_copy_fits(const torch::Tensor& dst, const torch::Tensor& src, int64_t rows) {
-    const auto cpu_float = [](const torch::Tensor& t) {
-        return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && !t.requires_grad();
-    };
-    return cpu_float(dst) && cpu_float(src) && dst.is_contiguous() && src.stride(-1) == 1 &&
-           (dst.dim() == 2 || dst.dim() == 3) && src.dim() == dst.dim() &&
+    return uses_row_kernels(dst) && uses_row_kernels(src) && dst.is_contiguous() &&
+           src.stride(-1) == 1 && (dst.dim() == 2 || dst.dim() == 3) && src.dim() == dst.dim() &&
            src.size(0) == (dst.dim() == 3 ? dst.size(0) : rows) && src.size(-2) == rows &&
            src.size(-1) == dst.size(-1);
 }
