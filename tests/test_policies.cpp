@@ -5,6 +5,7 @@
 #include "engine/base/errors.h"
 #include "engine/generation/generator.h"
 #include "engine/generation/policies/attention_rollout.h"
+#include "engine/generation/policies/row_similarity.h"
 #include "engine/generation/policy_params.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/model/transformer.h"
@@ -417,6 +418,42 @@ TEST(Policies, D2CacheHeadMeanIsTheSameAtEveryThreadCount) {
     }
     EXPECT_TRUE(torch::equal(means[0], means[1]));
     EXPECT_LE((means[1] - probs.to(torch::kFloat64).mean(0)).abs().max().item<double>(), 1e-15);
+}
+
+// dLLM-Cache's V-verify similarity: the float32 loops give LibTorch's float64 cosine of the
+// flattened rows (every kv head's values) to rounding, from the given cached row on; the ranking
+// puts equal similarities in position order; bad shapes are refused.
+TEST(Policies, DllmCacheRowCosinesFollowTheFloat64Definition) {
+    torch::manual_seed(8);
+    const int64_t H = 2, G = 37, Dh = 20, L = 60, first = 23;     // Dh: 2 lanes of 8, then 4 more
+    const auto fresh = torch::randn({H, G, Dh});                  // (H, G, Dh) float32
+    auto cached = torch::randn({H, L, Dh});                       // (H, L, Dh)
+    cached.narrow(1, first, 5).copy_(fresh.narrow(1, 0, 5) * 3);  // rows 0-4: cos 1
+    cached.narrow(1, first + 5, 1).zero_();                       // row 5: an all-zero cached row
+    const auto got = policies::similarity::row_cosines(fresh, cached, first, 1e-12);
+    const auto want = torch::cosine_similarity(
+        fresh.to(torch::kFloat64).transpose(0, 1).reshape({G, -1}),
+        cached.narrow(1, first, G).to(torch::kFloat64).transpose(0, 1).reshape({G, -1}), 1,
+        1e-12);  // (G)
+    ASSERT_EQ(got.size(), static_cast<size_t>(G));
+    for (int64_t g = 0; g < G; ++g)
+        EXPECT_NEAR(got[static_cast<size_t>(g)], want[g].item<double>(), 1e-15) << "row " << g;
+    EXPECT_EQ(got[5], 0.0);
+    // The same rows through the tensor path (float64 input) agree to rounding too.
+    const auto by_tensors = policies::similarity::row_cosines(
+        fresh.to(torch::kFloat64), cached.to(torch::kFloat64), first, 1e-12);
+    for (int64_t g = 0; g < G; ++g)
+        EXPECT_NEAR(by_tensors[static_cast<size_t>(g)], got[static_cast<size_t>(g)], 1e-15);
+    // The probe's V is a view of its heads (G, Hkv, Dh) -> (Hkv, G, Dh): read in place.
+    const auto view = fresh.transpose(0, 1).contiguous().transpose(0, 1);  // strides (Dh, H Dh, 1)
+    ASSERT_FALSE(view.is_contiguous());
+    EXPECT_EQ(policies::similarity::row_cosines(view, cached, first, 1e-12), got);
+    const auto order = policies::similarity::least_similar_first({0.5, 1.0, -0.2, 1.0, 0.5, 1.0});
+    EXPECT_EQ(order, (std::vector<int64_t>{2, 0, 4, 1, 3, 5}));
+    EXPECT_THROW(policies::similarity::row_cosines(fresh, cached, L - G + 1, 1e-12),
+                 std::invalid_argument);
+    EXPECT_THROW(policies::similarity::row_cosines(fresh, cached.narrow(2, 0, 8), 0, 1e-12),
+                 std::invalid_argument);
 }
 
 TEST(Policies, FlopCountAgreesWithRecordedRows) {

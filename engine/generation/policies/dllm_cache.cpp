@@ -7,16 +7,20 @@
 //   prompt only: every prompt row + V-verify of the response; neither: V-verify only;
 // - V-verify (rho > 0): V of every response row from the live residual, the floor(rho * G) rows
 //   with the lowest cosine to the cached V are recomputed (Q, K, attention, FFN); the V cache takes
-//   every fresh V, the K cache only the picked rows;
+//   every fresh V, the K cache only the picked rows; the cosines in float64, equal ones ranked by
+//   position (row_similarity.h: the paper's code ranks float32 cosines with topk);
 // - every row keeps a live residual stream: cached attention/FFN outputs are added to its input.
 // Option `metric`: 0 V-cosine (paper), 1 K-cosine, 2 random picks (ablation).
 #include <numeric>
 #include <random>
 
+#include "engine/generation/policies/row_similarity.h"
 #include "engine/generation/policy.h"
 
 namespace cl::policies {
 namespace {
+
+constexpr double kCosineEps = 1e-12;  // the norms' floor: only an all-zero row reaches it
 
 class DllmCache final : public CachePolicy {
 public:
@@ -135,29 +139,26 @@ private:
         std::vector<int64_t> picked;
         double mean_sim = NAN;
         if (n > 0) {
-            torch::Tensor order;  // (G) response indices, least similar first
+            std::vector<int64_t> order(static_cast<size_t>(G));  // response indices
             if (m_p.metric == Metric::Random) {
-                std::vector<int64_t> idx(static_cast<size_t>(G));
-                std::iota(idx.begin(), idx.end(), 0);
-                std::shuffle(idx.begin(), idx.end(),
+                std::iota(order.begin(), order.end(), 0);
+                std::shuffle(order.begin(), order.end(),
                              std::mt19937_64(static_cast<uint64_t>(m_counter * 131 + layer)));
-                order = torch::tensor(idx);
             } else {
                 const bool by_k = m_p.metric == Metric::KCosine;
-                const auto& fresh = by_k ? k : v;                 // (Hkv, G, Dh)
-                const auto& cached = by_k ? lc.k : lc.v;          // (Hkv, L, Dh)
-                auto a = fresh.transpose(0, 1).reshape({G, -1});  // (G, Hkv*Dh)
-                auto b = cached.index_select(1, m_response.device).transpose(0, 1).reshape({G, -1});
-                auto sim = torch::cosine_similarity(a, b, 1, 1e-12);  // (G)
-                mean_sim = sim.mean().item<double>();
-                order = sim.argsort().to(torch::kCPU);
+                const auto& fresh = by_k ? k : v;         // (Hkv, G, Dh)
+                const auto& cached = by_k ? lc.k : lc.v;  // (Hkv, L, Dh)
+                const auto sims =
+                    similarity::row_cosines(fresh, cached, m_ctx.prompt_len, kCosineEps);  // (G)
+                mean_sim = std::accumulate(sims.begin(), sims.end(), 0.0) /
+                           static_cast<double>(sims.size());
+                order = similarity::least_similar_first(sims);
             }
-            auto op = order.to(torch::kCPU).contiguous();
-            const int64_t* o = op.data_ptr<int64_t>();
-            for (int64_t i = 0; i < std::min(n, G); ++i) picked.push_back(m_ctx.prompt_len + o[i]);
+            for (int64_t i = 0; i < std::min(n, G); ++i)
+                picked.push_back(m_ctx.prompt_len + order[static_cast<size_t>(i)]);
         }
         // The V cache takes the fresh V of every response row; K only for the picked rows (below).
-        lc.v.index_copy_(1, m_response.device, v);
+        lc.v.narrow(1, m_ctx.prompt_len, G).copy_(v);  // the response rows are [P, L)
         std::vector<int64_t> rows;
         if (m_refresh_prompt)
             for (int64_t i = 0; i < m_ctx.prompt_len; ++i) rows.push_back(i);
