@@ -418,6 +418,14 @@ TEST(Policies, D2CacheHeadMeanIsTheSameAtEveryThreadCount) {
     }
     EXPECT_TRUE(torch::equal(means[0], means[1]));
     EXPECT_LE((means[1] - probs.to(torch::kFloat64).mean(0)).abs().max().item<double>(), 1e-15);
+    // The bits of the float64 sum over the heads in order, divided by H: with 4 heads (a
+    // reciprocal multiply) as with 3 (a division).
+    for (const int64_t heads : {4, 3}) {
+        const auto p = probs.narrow(0, 0, heads);  // (heads, R, L)
+        const auto want = p.to(torch::kFloat64).sum(0) / static_cast<double>(heads);
+        EXPECT_TRUE(torch::equal(policies::rollout::keep(p.contiguous(), {}, {}).mean, want))
+            << heads << " heads";
+    }
 }
 
 // dLLM-Cache's V-verify similarity: the float32 loops give LibTorch's float64 cosine of the

@@ -24,6 +24,10 @@ CL_CPU_CLONES void add_scaled_row(double c, const double* __restrict p, int64_t 
 CL_CPU_CLONES void head_mean_rows(const float* __restrict p, int64_t H, int64_t R, int64_t L,
                                   int64_t r0, int64_t r1, double* __restrict m) {
     const auto heads = static_cast<double>(H);
+    // A power of two's reciprocal is exact, so x * (1 / H) has x / H's bits; the divisions were
+    // half of this loop's time (H = 4, d2cache's 65 x 439 rows).
+    const bool exact_reciprocal = H > 0 && (H & (H - 1)) == 0;
+    const double reciprocal = 1.0 / heads;
     for (int64_t r = r0; r < r1; ++r) {
         double* __restrict out = m + r * L;
         const float* __restrict first = p + r * L;
@@ -32,7 +36,10 @@ CL_CPU_CLONES void head_mean_rows(const float* __restrict p, int64_t H, int64_t 
             const float* __restrict head = p + (h * R + r) * L;
             for (int64_t j = 0; j < L; ++j) out[j] += static_cast<double>(head[j]);
         }
-        for (int64_t j = 0; j < L; ++j) out[j] /= heads;
+        if (exact_reciprocal)
+            for (int64_t j = 0; j < L; ++j) out[j] *= reciprocal;
+        else
+            for (int64_t j = 0; j < L; ++j) out[j] /= heads;
     }
 }
 
