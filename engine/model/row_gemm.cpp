@@ -30,6 +30,44 @@ struct Strip {
     return {p.wt + first * p.inner + (c - first), std::min(p.panel_columns, p.columns - first)};
 }
 
+// Whether the tiles spell their fused multiply-adds out. The AVX2 and AVX-512 kernels give the
+// same bits only if every `sum += x * w` of their tiles is one fused multiply-add, as the tail
+// columns' explicit fmaf is. GCC 12 contracts every one (0 of 31,200 product shapes of 1-100
+// columns differ between the widths); GCC 13 does not (3,610 of them differed on the lent GPU
+// machine's Xeon, 0 spelled out, at the same speed). Spelled out on GCC 12 the scores tile lost a
+// register and the full forward ran 3-5% slower on one core, so GCC 12 (and Clang, which contracts
+// within a statement) keeps the plain expression.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 13
+constexpr bool kSpelledOutFma = true;
+#else
+constexpr bool kSpelledOutFma = false;
+#endif
+
+// sum + x * w: one rounding per lane in the AVX2 and AVX-512 clones (a fused multiply-add; the
+// per-lane fmaf calls become one vector FMA), a product then a sum on SSE2 (no FMA). V: a float or
+// a Floats<n>.
+template <int N, class V>
+[[gnu::always_inline]] inline V multiply_add(V x, V w, V sum) {
+    if constexpr (N < 8) {
+        return sum + x * w;
+    } else if constexpr (sizeof(V) == sizeof(float)) {
+        return __builtin_fmaf(x, w, sum);
+    } else {
+        V out;
+        for (int l = 0; l < row_lanes::lanes_of<V>; ++l)
+            out[l] = __builtin_fmaf(x[l], w[l], sum[l]);
+        return out;
+    }
+}
+
+// Every lane of V = x.
+template <class V>
+[[gnu::always_inline]] inline V broadcast(float x) {
+    V v;
+    for (int l = 0; l < row_lanes::lanes_of<V>; ++l) v[l] = x;
+    return v;
+}
+
 // The y columns of a tile: NV vectors of N floats, then NH of N / 2 (NV + NH <= 2; the half one
 // only in a tile of 1.5 or 0.5 vectors). One x value broadcast serves every vector of its row, and
 // the broadcasts, not the FMAs, bound a tile of a single vector: on a 594 x 32 @ 32 x 24 product
@@ -64,9 +102,16 @@ template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead>
 #pragma GCC unroll 8
         for (int m = 0; m < MR; ++m) {
             const float xm = x[m * p.ldx + k * ldxk];
+            if constexpr (kSpelledOutFma) {
 #pragma GCC unroll 2
-            for (int v = 0; v < NV; ++v) acc[m][v] += xm * w[v];
-            if constexpr (NH > 0) half[m] += xm * wh;
+                for (int v = 0; v < NV; ++v)
+                    acc[m][v] = multiply_add<N>(broadcast<V>(xm), w[v], acc[m][v]);
+                if constexpr (NH > 0) half[m] = multiply_add<N>(broadcast<Half>(xm), wh, half[m]);
+            } else {
+#pragma GCC unroll 2
+                for (int v = 0; v < NV; ++v) acc[m][v] += xm * w[v];
+                if constexpr (NH > 0) half[m] += xm * wh;
+            }
         }
     }
 #pragma GCC unroll 8
@@ -131,21 +176,10 @@ template <int N, int NV, int NH, bool UnitK>
     }
 }
 
-// sum + x * w rounded as the tiles of an N-float kernel round it: fused in the AVX2 and AVX-512
-// clones (their vector sums are fused multiply-adds), a product then a sum on SSE2 (no FMA). The
-// same column is a tail column at one width and inside a tile at another (94 columns: 88-93 on
-// AVX-512, 92-93 on AVX2), so a plain `sum += x * w` here, built outside the clones, broke the
-// AVX-512 = AVX2 bits on AVX-512 CPUs (12,701 of 31,200 product shapes of 1-100 columns differed;
-// RowKernels.AvxWidthsGiveTheSameBits).
-template <int N>
-[[gnu::always_inline]] inline float multiply_add(float x, float w, float sum) {
-    if constexpr (N >= 8)
-        return __builtin_fmaf(x, w, sum);
-    else
-        return sum + x * w;
-}
-
-// Columns past the last half-vector tile, one at a time, summed in the tiles' order.
+// Columns past the last half-vector tile, one at a time, summed in the tiles' order and rounding.
+// The same column is a tail column at one width and inside a tile at another (94 columns: 88-93 on
+// AVX-512, 92-93 on AVX2): summed unfused here, 12,701 of 31,200 product shapes of 1-100 columns
+// gave AVX-512 other bits than AVX2 (RowKernels.AvxWidthsGiveTheSameBits on AVX-512 CPUs).
 template <int N>
 [[gnu::always_inline]] inline void tail_columns(const FewRowsProduct& p, int64_t c0, int64_t c1) {
     for (int64_t m = 0; m < p.rows; ++m)
