@@ -1,5 +1,6 @@
 // The invariants of POLICIES.md section 5 for every policy, and scripted recompute sets.
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "engine/base/errors.h"
@@ -458,6 +459,9 @@ TEST(Policies, DllmCacheRowCosinesFollowTheFloat64Definition) {
     EXPECT_EQ(policies::similarity::row_cosines(view, cached, first, 1e-12), got);
     const auto order = policies::similarity::least_similar_first({0.5, 1.0, -0.2, 1.0, 0.5, 1.0});
     EXPECT_EQ(order, (std::vector<int64_t>{2, 0, 4, 1, 3, 5}));
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    EXPECT_EQ(policies::similarity::least_similar_first({nan, 0.5, nan, -1.0}),
+              (std::vector<int64_t>{3, 1, 0, 2}));
     EXPECT_THROW(policies::similarity::row_cosines(fresh, cached, L - G + 1, 1e-12),
                  std::invalid_argument);
     EXPECT_THROW(policies::similarity::row_cosines(fresh, cached.narrow(2, 0, 8), 0, 1e-12),

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 namespace cl::policies::similarity {
 namespace {
@@ -98,8 +99,12 @@ std::vector<double> row_cosines(const torch::Tensor& fresh, const torch::Tensor&
 std::vector<int64_t> least_similar_first(const std::vector<double>& similarity) {
     std::vector<int64_t> order(similarity.size());
     std::iota(order.begin(), order.end(), 0);
+    // NaN (a row of NaN values) after every number, as LibTorch's argsort puts it: a strict weak
+    // order, which a plain < is not once a NaN is among the keys.
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-        return similarity[static_cast<size_t>(a)] < similarity[static_cast<size_t>(b)];
+        const double x = similarity[static_cast<size_t>(a)], y = similarity[static_cast<size_t>(b)];
+        if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
+        return x < y;
     });
     return order;
 }

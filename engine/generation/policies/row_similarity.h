@@ -18,7 +18,7 @@ namespace cl::policies::similarity {
 std::vector<double> row_cosines(const torch::Tensor& fresh, const torch::Tensor& cached,
                                 int64_t first, double eps);
 
-// 0 .. G-1 ordered by ascending similarity, equal ones by index.
+// 0 .. G-1 ordered by ascending similarity, equal ones by index, NaN last.
 std::vector<int64_t> least_similar_first(const std::vector<double>& similarity);
 
 }  // namespace cl::policies::similarity
