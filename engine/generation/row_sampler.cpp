@@ -186,6 +186,7 @@ template <int Unused = 0>
 [[gnu::always_inline]] inline unsigned lanes_above(const double* p, double threshold) {
     const Doubles t = broadcast(threshold);
     const Int64s lo = load(p) > t, hi = load(p + kLanes) > t;
+    if (!any_lane(lo | hi)) return 0;  // most blocks, once the k kept are large: no lane to gather
     unsigned bits = 0;
     for (int l = 0; l < kLanes; ++l) {
         bits |= static_cast<unsigned>(lo[l] & 1) << l;
