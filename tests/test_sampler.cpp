@@ -4,6 +4,7 @@
 #include <set>
 #include <thread>
 
+#include "engine/base/cpu_clones.h"
 #include "engine/base/errors.h"
 #include "engine/generation/generator.h"
 #include "engine/generation/policy_registry.h"
@@ -380,6 +381,30 @@ TEST(Sampler, RowPathEqualsTheTensorOps) {
 
 // The summary's maximum is the largest logit the softmax takes: an excluded id holding the row's
 // largest logit does not count (the softmax's shift, so its precision), whichever pass finds it.
+// The softmax sums in one eight-lane vector (AVX-512) have the bits of two four-lane ones (AVX2):
+// each lane sums the same logits in the same order. Only on an AVX-512 CPU.
+TEST(Sampler, RowSummaryIsTheSameAtAvx512AndAvx2) {
+    if (cpu::widest_vector_floats() < 16)
+        GTEST_SKIP() << "needs AVX-512 to compare with AVX2 (this CPU: "
+                     << cpu::widest_vector_floats() << "-float vectors)";
+    for (int64_t V : {int64_t{1}, int64_t{5}, int64_t{8}, int64_t{9}, int64_t{37}, int64_t{1024}}) {
+        std::vector<float> x(static_cast<size_t>(V));
+        for (int64_t i = 0; i < V; ++i)
+            x[static_cast<size_t>(i)] = 9.0F * std::sin(1.3F * float(i));
+        if (V > 4) x[3] = -INFINITY;  // a lane the exp leaves at 0
+        std::vector<double> row(static_cast<size_t>(V));
+        std::vector<int32_t> ids(1);
+        std::vector<detail::RowSummary> s;
+        for (int floats : {0, 8}) {
+            cpu::limit_vector_floats(floats);
+            s.push_back(detail::summarize_row(x.data(), V, -1, -1, 1, row.data(), ids.data()));
+        }
+        cpu::limit_vector_floats(0);
+        EXPECT_EQ(s[0].sum, s[1].sum) << "V " << V;
+        EXPECT_EQ(s[0].entropy, s[1].entropy) << "V " << V;
+    }
+}
+
 TEST(Sampler, RowSummaryMaximumSkipsExcludedIds) {
     for (int64_t V : {int64_t{3}, int64_t{8}, int64_t{37}, int64_t{1024}}) {
         std::vector<float> x(static_cast<size_t>(V));

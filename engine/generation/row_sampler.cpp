@@ -17,8 +17,17 @@ namespace {
 // this unit (-Wno-psabi for GCC).
 constexpr int kLanes = 4;
 constexpr int kStride = 2 * kLanes;  // logits per loop iteration: two independent vectors
-using Doubles = double __attribute__((vector_size(kLanes * sizeof(double))));
-using Int64s = int64_t __attribute__((vector_size(kLanes * sizeof(int64_t))));
+template <int L>
+struct VectorOf {
+    typedef double doubles __attribute__((vector_size(L * sizeof(double))));
+    typedef int64_t int64s __attribute__((vector_size(L * sizeof(int64_t))));
+};
+template <int L>
+using DoublesOf = typename VectorOf<L>::doubles;
+template <int L>
+using Int64sOf = typename VectorOf<L>::int64s;
+using Doubles = DoublesOf<kLanes>;
+using Int64s = Int64sOf<kLanes>;
 using Floats = float __attribute__((vector_size(kLanes * sizeof(float))));
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
@@ -31,21 +40,24 @@ constexpr double kLn2Lo = 1.42860682030941723212e-6;
 constexpr double kRoundingShift = 0x1.8p52;
 constexpr int64_t kRoundingShiftBits = 0x4338000000000000;  // the bits of 0x1.8p52
 
-template <int Unused = 0>
-[[gnu::always_inline]] inline Doubles broadcast(double v) {
-    return Doubles{v, v, v, v};
+template <int L = kLanes>
+[[gnu::always_inline]] inline DoublesOf<L> broadcast(double v) {
+    DoublesOf<L> out;
+    for (int l = 0; l < L; ++l) out[l] = v;
+    return out;
 }
 
 // Lane-wise mask ? a : b (the mask from a comparison: all ones or zero per lane).
-template <int Unused = 0>
-[[gnu::always_inline]] inline Doubles select(Int64s mask, Doubles a, Doubles b) {
-    const auto ia = __builtin_bit_cast(Int64s, a), ib = __builtin_bit_cast(Int64s, b);
-    return __builtin_bit_cast(Doubles, (mask & ia) | (~mask & ib));
+template <int L = kLanes>
+[[gnu::always_inline]] inline DoublesOf<L> select(Int64sOf<L> mask, DoublesOf<L> a,
+                                                  DoublesOf<L> b) {
+    const auto ia = __builtin_bit_cast(Int64sOf<L>, a), ib = __builtin_bit_cast(Int64sOf<L>, b);
+    return __builtin_bit_cast(DoublesOf<L>, (mask & ia) | (~mask & ib));
 }
 
-template <int Unused = 0>
-[[gnu::always_inline]] inline Doubles load(const double* p) {
-    Doubles v;
+template <int L = kLanes>
+[[gnu::always_inline]] inline DoublesOf<L> load(const double* p) {
+    DoublesOf<L> v;
     __builtin_memcpy(&v, p, sizeof v);  // unaligned
     return v;
 }
@@ -65,13 +77,15 @@ template <int Unused = 0>
 // r^13 (truncation < 4e-18 relative), 2^n built in the exponent bits. The polynomial in Estrin's
 // scheme (pairs, then powers r^2, r^4, r^8): a chain of 5 multiply-adds where Horner's has 14,
 // which kept a row at 3.5 ns a logit waiting on latency (AMD Zen 3).
-template <int Unused = 0>
-[[gnu::always_inline]] inline Doubles exp_in_range(Doubles x) {
+template <int L = kLanes>
+[[gnu::always_inline]] inline DoublesOf<L> exp_in_range(DoublesOf<L> x) {
+    using D = DoublesOf<L>;
+    using I = Int64sOf<L>;
     // n = round(x / ln2) by adding 1.5 * 2^52, where the unit is the last bit: n is then also in
     // the sum's low bits as an integer, with no conversion instruction (four on AVX2).
-    const Doubles shifted = x * kLog2e + kRoundingShift;
-    const Doubles n = shifted - kRoundingShift;
-    const Doubles r = (x - n * kLn2Hi) - n * kLn2Lo;
+    const D shifted = x * kLog2e + kRoundingShift;
+    const D n = shifted - kRoundingShift;
+    const D r = (x - n * kLn2Hi) - n * kLn2Lo;
     constexpr double kInverseFactorials[] = {1.0,
                                              1.0,
                                              1.0 / 2.0,
@@ -89,23 +103,25 @@ template <int Unused = 0>
     const auto pair = [&](int i) {                                 // c_i + c_(i+1) r
         return r * kInverseFactorials[i + 1] + kInverseFactorials[i];
     };
-    const Doubles r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
-    const Doubles low = (pair(0) + pair(2) * r2) + (pair(4) + pair(6) * r2) * r4;  // to r^7
-    const Doubles high = (pair(8) + pair(10) * r2) + pair(12) * r4;                // r^8 to r^13
-    const Doubles p = low + high * r8;
-    const Int64s n_int = __builtin_bit_cast(Int64s, shifted) - kRoundingShiftBits;
-    const Int64s exponent = (n_int + 1023) << 52;
-    return p * __builtin_bit_cast(Doubles, exponent);
+    const D r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+    const D low = (pair(0) + pair(2) * r2) + (pair(4) + pair(6) * r2) * r4;  // to r^7
+    const D high = (pair(8) + pair(10) * r2) + pair(12) * r4;                // r^8 to r^13
+    const D p = low + high * r8;
+    const I n_int = __builtin_bit_cast(I, shifted) - kRoundingShiftBits;
+    const I exponent = (n_int + 1023) << 52;
+    return p * __builtin_bit_cast(D, exponent);
 }
 
 // The softmax terms of four logits d = logit - max <= 0 (-inf allowed): e = exp(d) and e * d,
 // both 0 below kMinArg (so where d is -inf).
-template <int Unused = 0>
-[[gnu::always_inline]] inline void add_terms(Doubles d, Doubles& sum, Doubles& weighted) {
-    const Int64s in_range = d >= kMinArg;
-    const Doubles clamped = select(in_range, d, broadcast(kMinArg));
-    const Doubles e =
-        __builtin_bit_cast(Doubles, in_range & __builtin_bit_cast(Int64s, exp_in_range(clamped)));
+template <int L = kLanes>
+[[gnu::always_inline]] inline void add_terms(DoublesOf<L> d, DoublesOf<L>& sum,
+                                             DoublesOf<L>& weighted) {
+    using D = DoublesOf<L>;
+    using I = Int64sOf<L>;
+    const I in_range = d >= kMinArg;
+    const D clamped = select<L>(in_range, d, broadcast<L>(kMinArg));
+    const D e = __builtin_bit_cast(D, in_range & __builtin_bit_cast(I, exp_in_range<L>(clamped)));
     sum += e;
     weighted += e * clamped;  // e is 0 where clamped is not d
 }
@@ -181,6 +197,35 @@ template <int Unused = 0>
     weighted = lane_sum(w_lo, w_hi);
 }
 
+// exp_sums in one vector of eight lanes (AVX-512): lane l < 4 is the lo vector's lane l and lane
+// l >= 4 the hi vector's lane l - 4, each summing the same logits in the same order, so the sums
+// have exp_sums' bits; half the instructions per logit.
+template <int Unused = 0>
+[[gnu::always_inline]] inline void exp_sums_wide(const double* row, int64_t V, double max,
+                                                 double& sum, double& weighted) {
+    using D = DoublesOf<kStride>;
+    D s{}, w{};
+    const D m = broadcast<kStride>(max);
+    int64_t i = 0;
+    for (; i + kStride <= V; i += kStride) add_terms<kStride>(load<kStride>(row + i) - m, s, w);
+    if (i < V) {
+        double tail[kStride];
+        for (int64_t j = 0; j < kStride; ++j) tail[j] = i + j < V ? row[i + j] : kNegInf;
+        add_terms<kStride>(load<kStride>(tail) - m, s, w);
+    }
+    const auto halves = [](D v, Doubles& lo, Doubles& hi) {
+        for (int l = 0; l < kLanes; ++l) {
+            lo[l] = v[l];
+            hi[l] = v[l + kLanes];
+        }
+    };
+    Doubles lo, hi;
+    halves(s, lo, hi);
+    sum = lane_sum(lo, hi);
+    halves(w, lo, hi);
+    weighted = lane_sum(lo, hi);
+}
+
 // Bit j set where p[j] > threshold, for the eight values at p.
 template <int Unused = 0>
 [[gnu::always_inline]] inline unsigned lanes_above(const double* p, double threshold) {
@@ -204,9 +249,19 @@ CL_CPU_CLONES double max_of_row(const double* row, int64_t V) {
     return row_max(row, V);
 }
 
-CL_CPU_CLONES void exp_sums_of_row(const double* row, int64_t V, double max, double& sum,
-                                   double& weighted) {
-    exp_sums(row, V, max, sum, weighted);
+struct ExpSumsKernel {
+    template <int N>
+    [[gnu::always_inline]] static void run(const double* row, int64_t V, double max, double& sum,
+                                           double& weighted) {
+        if constexpr (N >= 16)
+            exp_sums_wide(row, V, max, sum, weighted);
+        else
+            exp_sums(row, V, max, sum, weighted);
+    }
+};
+
+void exp_sums_of_row(const double* row, int64_t V, double max, double& sum, double& weighted) {
+    cpu::run_at_vector_width<ExpSumsKernel>(row, V, max, sum, weighted);
 }
 
 // Inserts row[i] into the k ids kept so far (largest first) if it belongs there.
