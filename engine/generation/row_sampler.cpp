@@ -213,17 +213,16 @@ template <int Unused = 0>
         for (int64_t j = 0; j < kStride; ++j) tail[j] = i + j < V ? row[i + j] : kNegInf;
         add_terms<kStride>(load<kStride>(tail) - m, s, w);
     }
-    const auto halves = [](D v, Doubles& lo, Doubles& hi) {
-        for (int l = 0; l < kLanes; ++l) {
-            lo[l] = v[l];
-            hi[l] = v[l + kLanes];
-        }
-    };
-    Doubles lo, hi;
-    halves(s, lo, hi);
-    sum = lane_sum(lo, hi);
-    halves(w, lo, hi);
-    weighted = lane_sum(lo, hi);
+    // Back to the lo / hi pairs (no 64-byte vector crosses a call: -Wno-psabi's reason).
+    Doubles s_lo, s_hi, w_lo, w_hi;
+    for (int l = 0; l < kLanes; ++l) {
+        s_lo[l] = s[l];
+        s_hi[l] = s[l + kLanes];
+        w_lo[l] = w[l];
+        w_hi[l] = w[l + kLanes];
+    }
+    sum = lane_sum(s_lo, s_hi);
+    weighted = lane_sum(w_lo, w_hi);
 }
 
 // Bit j set where p[j] > threshold, for the eight values at p.
