@@ -176,50 +176,34 @@ template <int Unused = 0>
     return best;
 }
 
-// sum exp(row - max) and sum exp(row - max) (row - max); the last lanes padded with -inf.
-template <int Unused = 0>
+// sum exp(row - max) and sum exp(row - max) (row - max); the last lanes padded with -inf. Eight
+// partial sums per row, as kStride / L vectors of L lanes: two of four (AVX2, SSE2) or one of
+// eight (AVX-512). Lane l of the eight sums the logits i = l mod 8 in order either way, so both
+// give the same bits; one eight-lane vector takes half the instructions.
+template <int L = kLanes>
 [[gnu::always_inline]] inline void exp_sums(const double* row, int64_t V, double max, double& sum,
                                             double& weighted) {
-    Doubles s_lo{}, s_hi{}, w_lo{}, w_hi{};
-    const Doubles m = broadcast(max);
+    using D = DoublesOf<L>;
+    constexpr int kVectors = kStride / L;
+    D s[kVectors] = {}, w[kVectors] = {};
+    const D m = broadcast<L>(max);
+    const auto add_block = [&](const double* p) {
+        for (int v = 0; v < kVectors; ++v) add_terms<L>(load<L>(p + v * L) - m, s[v], w[v]);
+    };
     int64_t i = 0;
-    for (; i + kStride <= V; i += kStride) {
-        add_terms(load(row + i) - m, s_lo, w_lo);
-        add_terms(load(row + i + kLanes) - m, s_hi, w_hi);
-    }
+    for (; i + kStride <= V; i += kStride) add_block(row + i);
     if (i < V) {
         double tail[kStride];
         for (int64_t j = 0; j < kStride; ++j) tail[j] = i + j < V ? row[i + j] : kNegInf;
-        add_terms(load(tail) - m, s_lo, w_lo);
-        add_terms(load(tail + kLanes) - m, s_hi, w_hi);
+        add_block(tail);
     }
-    sum = lane_sum(s_lo, s_hi);
-    weighted = lane_sum(w_lo, w_hi);
-}
-
-// exp_sums in one vector of eight lanes (AVX-512): lane l < 4 is the lo vector's lane l and lane
-// l >= 4 the hi vector's lane l - 4, each summing the same logits in the same order, so the sums
-// have exp_sums' bits; half the instructions per logit.
-template <int Unused = 0>
-[[gnu::always_inline]] inline void exp_sums_wide(const double* row, int64_t V, double max,
-                                                 double& sum, double& weighted) {
-    using D = DoublesOf<kStride>;
-    D s{}, w{};
-    const D m = broadcast<kStride>(max);
-    int64_t i = 0;
-    for (; i + kStride <= V; i += kStride) add_terms<kStride>(load<kStride>(row + i) - m, s, w);
-    if (i < V) {
-        double tail[kStride];
-        for (int64_t j = 0; j < kStride; ++j) tail[j] = i + j < V ? row[i + j] : kNegInf;
-        add_terms<kStride>(load<kStride>(tail) - m, s, w);
-    }
-    // Back to the lo / hi pairs (no 64-byte vector crosses a call: -Wno-psabi's reason).
+    // Back to the lo / hi pairs lane_sum adds in its fixed order.
     Doubles s_lo, s_hi, w_lo, w_hi;
     for (int l = 0; l < kLanes; ++l) {
-        s_lo[l] = s[l];
-        s_hi[l] = s[l + kLanes];
-        w_lo[l] = w[l];
-        w_hi[l] = w[l + kLanes];
+        s_lo[l] = s[l / L][l % L];
+        s_hi[l] = s[(l + kLanes) / L][(l + kLanes) % L];
+        w_lo[l] = w[l / L][l % L];
+        w_hi[l] = w[(l + kLanes) / L][(l + kLanes) % L];
     }
     sum = lane_sum(s_lo, s_hi);
     weighted = lane_sum(w_lo, w_hi);
@@ -252,10 +236,7 @@ struct ExpSumsKernel {
     template <int N>
     [[gnu::always_inline]] static void run(const double* row, int64_t V, double max, double& sum,
                                            double& weighted) {
-        if constexpr (N >= 16)
-            exp_sums_wide(row, V, max, sum, weighted);
-        else
-            exp_sums(row, V, max, sum, weighted);
+        exp_sums<(N >= 16 ? kStride : kLanes)>(row, V, max, sum, weighted);
     }
 };
 

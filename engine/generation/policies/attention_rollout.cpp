@@ -1,6 +1,7 @@
 #include "engine/generation/policies/attention_rollout.h"
 
 #include "engine/base/cpu_clones.h"
+#include "engine/model/blocks.h"
 
 #include <algorithm>
 
@@ -103,8 +104,7 @@ LayerAttention keep(const torch::Tensor& probs, const torch::Tensor& rows,
     LayerAttention a;
     a.rows = rows;
     a.host_rows = host_rows;
-    a.by_loops = probs.device().is_cpu() && probs.scalar_type() == torch::kFloat32 &&
-                 probs.dim() == 3 && !probs.requires_grad();
+    a.by_loops = detail::uses_row_kernels(probs) && probs.dim() == 3;
     a.mean = a.by_loops ? head_mean_by_loops(probs.contiguous())
                         : probs.mean(0).to(torch::kFloat64);  // (R, L) on the model's device
     return a;

@@ -1,6 +1,7 @@
 #include "engine/generation/policies/row_similarity.h"
 
 #include "engine/base/cpu_clones.h"
+#include "engine/model/blocks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -43,12 +44,12 @@ double cosine(const Sums& s, double eps) {
     return total(s.dot) / norms;
 }
 
+// Float32 on the CPU (the row kernels' condition) with each head's Dh values adjacent.
 bool loops_fit(const torch::Tensor& fresh, const torch::Tensor& cached) {
-    const auto cpu_float = [](const torch::Tensor& t) {
-        return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.stride(2) == 1 &&
-               !t.requires_grad();
+    const auto readable = [](const torch::Tensor& t) {
+        return detail::uses_row_kernels(t) && t.stride(2) == 1;
     };
-    return cpu_float(fresh) && cpu_float(cached);
+    return readable(fresh) && readable(cached);
 }
 
 // Cloned per instruction set: the lanes vectorise (same bits on each, see kLanes).
