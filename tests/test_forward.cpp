@@ -308,7 +308,13 @@ TEST(Forward, Bf16ForwardFollowsTheFp32OneAndKeepsItsType) {
     EXPECT_EQ(cache[0].k.scalar_type(), torch::kBFloat16);
     detail::RowSet rows;
     auto hidden = run_plan(bf16->net(), ids, cache, rows);
-    EXPECT_LE(nmse(bf16->net().head(hidden).to(torch::kFloat32), got.to(torch::kFloat32)), 1e-6);
+    // Every row through the plan: within bf16's own rounding of the full forward. LibTorch may
+    // pick other bf16 kernels for the plan's operands: Debian's 1.13 and PyPI's 2.15 on a Zen 4
+    // give the same bits (0 here, 2.7e-5 for `error`), 2.11 on the H200 host's Xeon 1.25e-5. One
+    // row of 30 replaced by its neighbour is off by 7.6e-2.
+    const auto plan = bf16->net().head(hidden).to(torch::kFloat32);  // (L, V)
+    EXPECT_LE(nmse(plan, got.to(torch::kFloat32)), error);
+    EXPECT_LE(nmse(plan, want), 1e-3);
     o.dtype = "fp16";
     EXPECT_THROW(Model::load(dir, o), InputError);
 }
