@@ -124,6 +124,40 @@ TEST(KernelReference, MostAttendedKeysSkipExcludedKeysAndComeInKeyOrder) {
               (std::vector<int64_t>{0, 2, 3}));
 }
 
+// The head means' pass also gives the column sums most_attended_keys_cpu ranks, bit for bit: the
+// head mean of each element is the float sum in head order divided by H, widened; each column sum
+// is the float64 sum of those in window order (the loops are cloned per instruction set, so the
+// key counts leave a vector's tail on every width).
+TEST(KernelReference, WindowHeadMeanColumnSumsRankAsMostAttendedKeys) {
+    std::mt19937 rng(5);
+    for (const ProbsShape s : {ProbsShape{4, 20, 439}, ProbsShape{3, 9, 37}, ProbsShape{1, 2, 5}}) {
+        const auto probs = random_probs(s, rng);
+        const std::vector<int32_t> rows{static_cast<int32_t>(s.rows - 1), 0, 1};
+        const auto W = static_cast<int64_t>(rows.size());
+        std::vector<double> means(static_cast<size_t>(W * s.keys), -1.0);
+        std::vector<double> sums(static_cast<size_t>(s.keys), -1.0);
+        window_head_mean_cpu(probs.data(), s, rows.data(), W, means.data(), sums.data());
+        std::vector<uint8_t> excluded(static_cast<size_t>(s.keys), 0);
+        for (int64_t c = 0; c < s.keys; c += 3) excluded[static_cast<size_t>(c)] = 1;
+        for (int64_t c = 0; c < s.keys; ++c) {
+            double column = 0.0;
+            for (int64_t w = 0; w < W; ++w) {
+                float sum = 0.F;
+                for (int64_t h = 0; h < s.heads; ++h)
+                    sum += probs[static_cast<size_t>(
+                        (h * s.rows + rows[static_cast<size_t>(w)]) * s.keys + c)];
+                const auto mean = static_cast<double>(sum / static_cast<float>(s.heads));
+                ASSERT_EQ(means[static_cast<size_t>(w * s.keys + c)], mean) << w << " " << c;
+                column += mean;
+            }
+            ASSERT_EQ(sums[static_cast<size_t>(c)], column) << c;
+        }
+        for (const int64_t n : {1, 2, 4})
+            EXPECT_EQ(top_attended_keys_cpu(sums.data(), s.keys, excluded.data(), n),
+                      most_attended_keys_cpu(means.data(), W, s.keys, excluded.data(), n));
+    }
+}
+
 TEST(KernelReference, DriftSumsCountOnlyRowsPresentInBothSteps) {
     std::mt19937 rng(3);
     const ProbsShape s{2, 3, 6};

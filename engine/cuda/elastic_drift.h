@@ -30,13 +30,20 @@ struct DriftSums {
 // ---- CPU references -----------------------------------------------------------------------------
 
 // out (W, keys) float64: the head mean of probs row rows[w], for each w. rows[w] must be valid.
+// With column_sums (keys): also each key's sum of out over w from 0.0 in window order, the sums
+// most_attended_keys_cpu ranks (the same bits), in the same pass.
 void window_head_mean_cpu(const float* probs, ProbsShape s, const int32_t* rows, int64_t window,
-                          double* out);
+                          double* out, double* column_sums = nullptr);
 
 // The n keys with the largest column sum over the window's rows of attn (W, keys), excluded keys
 // (masked ones) skipped; ties to the lower key (select_top_k_cpu). Returned in ascending key order.
 std::vector<int64_t> most_attended_keys_cpu(const double* attn, int64_t window, int64_t keys,
                                             const uint8_t* excluded, int64_t n);
+
+// most_attended_keys_cpu's ranking of given column_sums (keys): the n largest of the keys not
+// excluded, in ascending key order.
+std::vector<int64_t> top_attended_keys_cpu(const double* column_sums, int64_t keys,
+                                           const uint8_t* excluded, int64_t n);
 
 // The drift test's sums over the previous window rows still present now (rows_now[w] >= 0: their
 // row in probs) and the tracked keys: now = head mean of probs, before = prev_attn (W, keys).

@@ -9,6 +9,7 @@
 // 5). The first step of the run is full. Decoding: confidence threshold (own decoding, tau 0.9).
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "engine/generation/policies/elastic_attention.h"
 #include "engine/generation/policy.h"
@@ -115,12 +116,11 @@ public:
             prev.rows.push_back(q);
             locals.push_back(local);
         }
-        prev.attn = elastic::window_head_mean(r.probs, locals);  // (W, L)
-        // Most-attended decoded keys (column sums over window queries, masked keys excluded).
-        auto& tracked = m_tracked[static_cast<size_t>(r.layer)];
-        tracked.clear();
-        if (prev.rows.empty()) return;
-        tracked = elastic::most_attended_keys(prev.attn, *m_ctx.masked, m_p.track_num);
+        // The window's head means, and the decoded keys it attends to most (column sums over the
+        // window's rows, masked keys excluded): none without window rows.
+        auto window = elastic::window_attention(r.probs, locals, *m_ctx.masked, m_p.track_num);
+        prev.attn = std::move(window.attn);  // (W, L)
+        m_tracked[static_cast<size_t>(r.layer)] = std::move(window.tracked);
     }
     std::vector<detail::LayerCache>& cache() override { return m_cache; }
 

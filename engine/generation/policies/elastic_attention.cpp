@@ -26,47 +26,51 @@ torch::Tensor to_device(const std::vector<T>& v, torch::ScalarType type, torch::
 
 }  // namespace
 
-torch::Tensor window_head_mean(const torch::Tensor& probs, const std::vector<int32_t>& rows) {
-    const auto p = probs_for_reads(probs);  // (H, R, L)
-    const auto W = static_cast<int64_t>(rows.size());
-    auto out = torch::empty({W, p.size(2)}, p.options().dtype(torch::kFloat64));  // (W, L)
-    if (W == 0) return out;
-    if (p.is_cuda()) {
-        const auto d_rows = to_device(rows, torch::kInt, p.device());  // (W)
-        cuda::window_head_mean(p.data_ptr<float>(), shape_of(p), d_rows.data_ptr<int32_t>(), W,
-                               out.data_ptr<double>(), detail::current_stream(p));
-    } else {
-        cuda::window_head_mean_cpu(p.data_ptr<float>(), shape_of(p), rows.data(), W,
-                                   out.data_ptr<double>());
-    }
-    return out;
-}
+namespace {
 
-std::vector<int64_t> most_attended_keys(const torch::Tensor& attn,
-                                        const std::vector<uint8_t>& excluded, int64_t n) {
-    const int64_t W = attn.size(0), L = attn.size(1);  // attn (W, L) float64
-    if (!detail::runs_on_kernels(attn)) {
-        const auto a = attn.to(torch::kCPU).contiguous();
-        return cuda::most_attended_keys_cpu(a.data_ptr<double>(), W, L, excluded.data(), n);
-    }
+// On the device: the head means' kernel, then the column sums' and the ranking's.
+WindowAttention window_attention_on_device(const torch::Tensor& p, const std::vector<int32_t>& rows,
+                                           const std::vector<uint8_t>& excluded, int64_t n) {
+    const auto W = static_cast<int64_t>(rows.size()), L = p.size(2);
+    WindowAttention out;
+    out.attn = torch::empty({W, L}, p.options().dtype(torch::kFloat64));  // (W, L)
+    if (W == 0) return out;
+    const auto stream = detail::current_stream(p);
+    const auto d_rows = to_device(rows, torch::kInt, p.device());  // (W)
+    cuda::window_head_mean(p.data_ptr<float>(), shape_of(p), d_rows.data_ptr<int32_t>(), W,
+                           out.attn.data_ptr<double>(), stream);
     // Column sums (excluded keys at -inf), then the top n of the eligible ones: the reference's
     // ranking, as the kernels' test composes them.
-    const auto d_excluded = to_device(excluded, torch::kByte, attn.device());  // (L)
-    const auto d_eligible = d_excluded.eq(0).to(torch::kByte);                 // (L)
-    const auto a = attn.contiguous();
-    auto sums = torch::empty({L}, a.options());                        // (L) float64
-    auto chosen = torch::empty({L}, a.options().dtype(torch::kByte));  // (L) 0/1
-    const auto stream = detail::current_stream(a);
-    cuda::attention_column_sums(a.data_ptr<double>(), W, L, d_excluded.data_ptr<uint8_t>(),
+    const auto d_excluded = to_device(excluded, torch::kByte, p.device());    // (L)
+    const auto d_eligible = d_excluded.eq(0).to(torch::kByte);                // (L)
+    auto sums = torch::empty({L}, out.attn.options());                        // (L) float64
+    auto chosen = torch::empty({L}, out.attn.options().dtype(torch::kByte));  // (L) 0/1
+    cuda::attention_column_sums(out.attn.data_ptr<double>(), W, L, d_excluded.data_ptr<uint8_t>(),
                                 sums.data_ptr<double>(), stream);
     cuda::select_top_k(sums.data_ptr<double>(), d_eligible.data_ptr<uint8_t>(), L, {.k = n},
                        chosen.data_ptr<uint8_t>(), nullptr, stream);
     const auto host = chosen.to(torch::kCPU);  // (L): waits for the kernels
     const uint8_t* c = host.data_ptr<uint8_t>();
-    std::vector<int64_t> keys;
     for (int64_t i = 0; i < L; ++i)
-        if (c[i]) keys.push_back(i);
-    return keys;
+        if (c[i]) out.tracked.push_back(i);
+    return out;
+}
+
+}  // namespace
+
+WindowAttention window_attention(const torch::Tensor& probs, const std::vector<int32_t>& rows,
+                                 const std::vector<uint8_t>& excluded, int64_t n) {
+    const auto p = probs_for_reads(probs);  // (H, R, L)
+    if (p.is_cuda()) return window_attention_on_device(p, rows, excluded, n);
+    const auto W = static_cast<int64_t>(rows.size()), L = p.size(2);
+    WindowAttention out;
+    out.attn = torch::empty({W, L}, p.options().dtype(torch::kFloat64));  // (W, L)
+    if (W == 0) return out;
+    std::vector<double> sums(static_cast<size_t>(L));  // (L)
+    cuda::window_head_mean_cpu(p.data_ptr<float>(), shape_of(p), rows.data(), W,
+                               out.attn.data_ptr<double>(), sums.data());
+    out.tracked = cuda::top_attended_keys_cpu(sums.data(), L, excluded.data(), n);
+    return out;
 }
 
 cuda::DriftSums drift_sums(const torch::Tensor& probs, const std::vector<int32_t>& rows_now,

@@ -14,16 +14,21 @@
 
 namespace cl::policies::elastic {
 
-// probs (H, R, L), rows (W) rows of probs -> (W, L) float64 on probs' device: each row's head mean.
-torch::Tensor window_head_mean(const torch::Tensor& probs, const std::vector<int32_t>& rows);
+// What one layer's attention leaves for the next step's drift test: the window rows' head means
+// and the keys they attend to most.
+struct WindowAttention {
+    torch::Tensor attn;            // (W, L) float64 on probs' device: each window row's head mean
+    std::vector<int64_t> tracked;  // the n keys with the largest column sums of attn, ascending
+};
 
-// The n keys with the largest column sums of attn (W, L), excluded (L) keys skipped, in ascending
-// order (cuda::most_attended_keys_cpu).
-std::vector<int64_t> most_attended_keys(const torch::Tensor& attn,
-                                        const std::vector<uint8_t>& excluded, int64_t n);
+// probs (H, R, L), rows (W) rows of probs, excluded (L) keys never tracked (masked ones): the
+// head means (cuda::window_head_mean_cpu) and the most-attended keys (most_attended_keys_cpu's
+// ranking; none when W = 0). On the CPU the column sums come out of the head means' own pass.
+WindowAttention window_attention(const torch::Tensor& probs, const std::vector<int32_t>& rows,
+                                 const std::vector<uint8_t>& excluded, int64_t n);
 
 // The drift test's sums (cuda::drift_sums_cpu): probs (H, R, L) now, rows_now (W) the row of each
-// tracked window row in probs or -1, prev_attn (W, L) from window_head_mean, tracked the keys.
+// tracked window row in probs or -1, prev_attn (W, L) from window_attention, tracked the keys.
 cuda::DriftSums drift_sums(const torch::Tensor& probs, const std::vector<int32_t>& rows_now,
                            const torch::Tensor& prev_attn, const std::vector<int64_t>& tracked);
 
