@@ -317,10 +317,11 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
         r.escalated = true;
         if (!lc.hidden.defined())
             throw std::logic_error("forward_plan: escalation needs a hidden cache");
+        // With write_hidden the cache took the fresh rows above, so it is already every row's
+        // input (one copy of (L, D), not three).
         auto full = lc.hidden.clone();  // (L, D)
-        write_rows(full, *rows, s.h);
+        if (!plan.write_hidden) write_rows(full, *rows, s.h);
         s.h = full;
-        if (plan.write_hidden) lc.hidden.copy_(s.h);
         plan.all_rows = true;
         rows = nullptr;
         attn = attention_rows(l, s.h, nullptr, s, lc, plan.write_kv, &r.probs, plan.probs_positions,
