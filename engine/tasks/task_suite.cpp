@@ -142,7 +142,10 @@ TaskItem TaskGenerator::reverse() {
     for (auto& x : xs) x = v(m_rng);
     auto join = [](const std::vector<int>& list) {
         std::string s;
-        for (size_t i = 0; i < list.size(); ++i) s += (i ? " " : "") + std::to_string(list[i]);
+        for (size_t i = 0; i < list.size(); ++i) {
+            if (i) s += ' ';
+            s += std::to_string(list[i]);
+        }
         return s;
     };
     TaskItem item;

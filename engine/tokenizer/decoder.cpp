@@ -97,7 +97,7 @@ Decoder wordpiece_decoder(const json& j) {
                 if (t.compare(0, prefix.size(), prefix) == 0)
                     t.erase(0, prefix.size());
                 else
-                    t.insert(0, " ");
+                    t.insert(0, 1, ' ');
             }
             if (cleanup) t = wordpiece_cleanup(std::move(t));
         }

@@ -7,9 +7,8 @@ namespace cl::policies::elastic {
 namespace {
 
 // (H, R, L) float32 contiguous: on its device where the kernels run there, else on the CPU. The
-// CPU run's probabilities as they are, without a call: each `to` that changes nothing still went
-// through LibTorch's dispatcher (five a layer with the drift test's, a fifth of a cached step's
-// LibTorch calls).
+// CPU run's probabilities as they are: a `to` that changes nothing is still a dispatcher call
+// (about 30 of a cached step's 139 LibTorch calls, though only 0.03 us each).
 torch::Tensor probs_for_reads(const torch::Tensor& probs) {
     if (probs.is_cpu() && probs.scalar_type() == torch::kFloat && probs.is_contiguous())
         return probs;
