@@ -27,7 +27,10 @@ std::vector<int64_t> parse_shape(const std::string& shape) {
 
 std::string shape_string(const std::vector<int64_t>& shape) {
     std::string s;
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+    for (size_t i = 0; i < shape.size(); ++i) {
+        if (i) s += ',';
+        s += std::to_string(shape[i]);
+    }
     return s;
 }
 

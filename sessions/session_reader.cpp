@@ -258,8 +258,10 @@ void SessionReader::read_attention(int64_t run_id, const std::vector<int32_t>& l
         "attention WHERE run_id = ? AND step = ?";
     if (!layers.empty()) {
         sql += " AND layer IN (";
-        for (size_t i = 0; i < layers.size(); ++i)
-            sql += (i ? "," : "") + std::to_string(layers[i]);
+        for (size_t i = 0; i < layers.size(); ++i) {
+            if (i) sql += ',';
+            sql += std::to_string(layers[i]);
+        }
         sql += ")";
     }
     Stmt at(m_db, sql + " ORDER BY layer, head");

@@ -54,9 +54,11 @@ void expect_same_qkv(const Layer& l, int64_t R, const std::string& at) {
     const auto positions = some_positions(R);
     const detail::RopeTables rope(10000.0, Dh, kKeys, torch::kCPU);
     const auto [cos, sin] = rope.at(torch::tensor(positions));  // (R, Dh)
-    detail::LayerCache fused{torch::randn({l.kv_heads, kKeys, Dh}),
-                             torch::randn({l.kv_heads, kKeys, Dh})};
-    detail::LayerCache op_by_op{fused.k.clone(), fused.v.clone()};
+    detail::LayerCache fused, op_by_op;
+    fused.k = torch::randn({l.kv_heads, kKeys, Dh});
+    fused.v = torch::randn({l.kv_heads, kKeys, Dh});
+    op_by_op.k = fused.k.clone();
+    op_by_op.v = fused.v.clone();
     ASSERT_TRUE(detail::fits_few_rows_layer(l.w, h, &fused)) << at;
     const auto got =
         detail::few_rows_qkv(l.w, h, cos, sin, l.heads, l.kv_heads, l.eps, &fused, positions);
@@ -147,8 +149,9 @@ TEST(FewRowsLayer, TakesOnlyWhatItsKernelsCan) {
     auto no_panels = l.w;
     no_panels.gate_up_panels = torch::Tensor();
     EXPECT_FALSE(detail::fits_few_rows_layer(no_panels, torch::randn({22, D}), nullptr));
-    const detail::LayerCache strided{torch::randn({kKeys, 2, 16}).transpose(0, 1),
-                                     torch::randn({2, kKeys, 16})};
+    detail::LayerCache strided;
+    strided.k = torch::randn({kKeys, 2, 16}).transpose(0, 1);
+    strided.v = torch::randn({2, kKeys, 16});
     EXPECT_FALSE(detail::fits_few_rows_layer(l.w, torch::randn({22, D}), &strided))
         << "a K cache the rows cannot be copied into as (Hkv, L, Dh)";
     detail::LayerCache features;
@@ -168,8 +171,9 @@ TEST(FewRowsLayer, APositionOutsideTheCacheThrowsBeforeAnythingIsWritten) {
     const int64_t D = l.w.attn_norm.size(0), Dh = l.w.q_proj.size(0) / l.heads;
     const detail::RopeTables rope(10000.0, Dh, kKeys, torch::kCPU);
     const auto [cos, sin] = rope.at(torch::tensor(std::vector<int64_t>{3, 9}));
-    detail::LayerCache cache{torch::zeros({l.kv_heads, kKeys, Dh}),
-                             torch::zeros({l.kv_heads, kKeys, Dh})};
+    detail::LayerCache cache;
+    cache.k = torch::zeros({l.kv_heads, kKeys, Dh});
+    cache.v = torch::zeros({l.kv_heads, kKeys, Dh});
     EXPECT_THROW(detail::few_rows_qkv(l.w, torch::randn({2, D}), cos, sin, l.heads, l.kv_heads,
                                       l.eps, &cache, {3, kKeys}),
                  std::out_of_range);

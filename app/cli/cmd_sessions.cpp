@@ -54,7 +54,10 @@ void print_runs(SessionReader& r) {
     std::printf("  %4s %-20s %s\n", "cmp", "created", "runs by column");
     for (const auto& c : r.comparisons()) {
         std::string ids;
-        for (int64_t id : c.run_ids) ids += (ids.empty() ? "" : " ") + std::to_string(id);
+        for (int64_t id : c.run_ids) {
+            if (!ids.empty()) ids += ' ';
+            ids += std::to_string(id);
+        }
         std::printf("  %4lld %-20s %s\n", (long long)c.comparison_id, c.created_utc.c_str(),
                     ids.c_str());
     }

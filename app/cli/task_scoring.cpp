@@ -104,7 +104,7 @@ nlohmann::json accuracy_row(const std::string& label, const std::string& family,
         const Paired d = paired_with(score, *baseline);
         // p: exact McNemar test of fixed vs broken (is the paired difference more than noise?).
         const double p = stats::paired_exact_p(d.fixed, d.broken);
-        vs = "+" + std::to_string(d.fixed) + "/-" + std::to_string(d.broken);
+        vs = std::string("+") + std::to_string(d.fixed) + "/-" + std::to_string(d.broken);
         p_text = format_p(p);
         j["fixed_vs_none"] = d.fixed;
         j["broken_vs_none"] = d.broken;
