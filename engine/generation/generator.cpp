@@ -182,8 +182,7 @@ Generator::Generator(std::shared_ptr<const Model> model, const GenerationRequest
     init_state(m.state, *m.model, m.cfg, prompt);
     m.info = make_run_info(m, req);
     for (int32_t id : m.state.x)
-        if (id >= 0 && m.seen_ids.first_sight(id))
-            m.info.token_text[id] = m.model->tokenizer().token_text(id);
+        if (m.seen_ids.first_sight(id)) m.info.token_text[id] = m.model->tokenizer().token_text(id);
     c10::InferenceMode guard;
     m.policy->on_run_start(*m.net, m.state.L);
     if (m.sink) m.sink->on_run_start(m.info);

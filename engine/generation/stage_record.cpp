@@ -10,8 +10,7 @@ namespace {
 
 void note_ids(RunCore& run, const std::vector<int32_t>& ids, std::map<int32_t, std::string>& out) {
     for (int32_t id : ids)
-        if (id >= 0 && run.seen_ids.first_sight(id))
-            out[id] = run.model->tokenizer().token_text(id);
+        if (run.seen_ids.first_sight(id)) out[id] = run.model->tokenizer().token_text(id);
 }
 
 void record_tokens(RunCore& run, StepWork& work) {

@@ -39,8 +39,9 @@ struct DriftState {
 // lookups were 0.5% of an Elastic-Cache step, perf).
 class SeenIds {
 public:
-    // Whether id >= 0 is met here for the first time (then it is marked).
+    // Whether id is a token id (>= 0) met here for the first time (then it is marked).
     bool first_sight(int32_t id) {
+        if (id < 0) return false;  // no token: a record's -1 where a row was not predicted
         const auto i = static_cast<size_t>(id);
         if (i >= m_seen.size()) m_seen.resize(std::max(i + 1, 2 * m_seen.size()), 0);
         if (m_seen[i]) return false;
