@@ -474,6 +474,55 @@ TEST(Attention, ChunkedColumnsAndGroupedHeadsEqualTheFloat64Attention) {
     EXPECT_LE(nmse(part64, ref_probs.index_select(1, picked)), 1e-20);
 }
 
+// The head mean the attention sums in its own pass (d2Cache's, without the probabilities) is
+// head_mean_f64 of the probabilities it would write, to the bit: 4 and 2 kv heads (a task walks
+// every kv head of its rows), rows around the chunk size (1; 65: 33 + 32; 130 over 2 kv heads: 32
+// a task; 40 over 1100 keys: 20 + 20, all heads' scores within half an L2), 3 heads (a division,
+// not a reciprocal's multiply), at 1 and 2 threads and at every vector width, with the same
+// output rows and probabilities as the attention without it; in float64 (LibTorch's ops) the
+// float64 mean of the probabilities.
+TEST(Attention, HeadMeanFromTheAttentionsOwnPassIsTheProbabilitiesMean) {
+    torch::InferenceMode guard;
+    struct Shape {
+        int64_t heads, kv_heads, rows, keys;
+    };
+    const int64_t Dh = 32;
+    for (const Shape sh : {Shape{4, 4, 65, 439}, Shape{4, 4, 1, 17}, Shape{4, 2, 130, 100},
+                           Shape{3, 3, 20, 33}, Shape{4, 4, 40, 1100}})
+        at_every_vector_width([&](const std::string& vectors) {
+            torch::manual_seed(21);
+            const auto q = torch::randn({sh.heads, sh.rows, Dh}) * 2,
+                       k = torch::randn({sh.kv_heads, sh.keys, Dh}) * 2,
+                       v = torch::randn({sh.kv_heads, sh.keys, Dh});
+            const std::string at = std::to_string(sh.heads) + "/" + std::to_string(sh.kv_heads) +
+                                   " heads, " + std::to_string(sh.rows) + " rows, " +
+                                   std::to_string(sh.keys) + " keys, " + vectors;
+            torch::Tensor plain_probs;
+            const auto plain = detail::attend(q, k, v, &plain_probs);
+            const auto want = detail::head_mean_f64(plain_probs);  // (R, L) float64
+            for (int t : {1, 2}) {
+                const ScopedThreads threads(t);
+                torch::Tensor mean, probs, mean_only;
+                const auto out = detail::attend(q, k, v, &probs, nullptr, &mean);
+                ASSERT_EQ(mean.sizes(), (std::vector<int64_t>{sh.rows, sh.keys})) << at;
+                EXPECT_EQ(mean.scalar_type(), torch::kFloat64) << at;
+                EXPECT_TRUE(torch::equal(mean, want)) << at << ", " << t << " threads";
+                EXPECT_TRUE(torch::equal(probs, plain_probs)) << at << ", " << t << " threads";
+                EXPECT_TRUE(torch::equal(out, plain)) << at << ", " << t << " threads";
+                EXPECT_TRUE(
+                    torch::equal(detail::attend(q, k, v, nullptr, nullptr, &mean_only), plain))
+                    << at;
+                EXPECT_TRUE(torch::equal(mean_only, want)) << at << ", " << t << " threads";
+            }
+        });
+    torch::Tensor probs64, mean64;
+    const auto q = torch::randn({4, 9, Dh}, torch::kFloat64),
+               k = torch::randn({2, 30, Dh}, torch::kFloat64),
+               v = torch::randn({2, 30, Dh}, torch::kFloat64);
+    (void)detail::attend(q, k, v, &probs64, nullptr, &mean64);
+    EXPECT_LE((mean64 - probs64.mean(0)).abs().max().item<double>(), 1e-16);
+}
+
 // row_attention's kernel called directly, one kv head: query-row counts around its 8-column
 // padding (1, 21 = 3 heads x 7, 22, 33, 124), one key and key counts off its 16-key transpose
 // blocks, head sizes with an 8-column tail (40), an 8-column and a scalar one (44) and 128

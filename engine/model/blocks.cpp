@@ -3,6 +3,7 @@
 #include "engine/model/row_activation.h"
 #include "engine/model/row_attention.h"
 #include "engine/model/row_gemm.h"
+#include "engine/model/row_head_mean.h"
 #include "engine/model/row_norm_rope.h"
 
 #include <ATen/ThreadLocalState.h>
@@ -361,6 +362,58 @@ namespace {
 // 128 / 64 rows: 439 tokens 36.4 / 32.0 and 37.1 / 29.4 ms, 1024 tokens 135 / 112 and 141 / 108;
 // 256 tokens level. Chunks of 32 and 48 were no better than 64 at 439 and 1024.
 constexpr int64_t kColumnChunkRows = 64;
+// Probabilities read per task of head_mean_f64's loops: fewer are not worth a thread.
+constexpr int64_t kHeadMeanFloatsPerTask = 32768;
+// Scores of every head kept per task where the attention makes the head mean: half of a 1 MB L2.
+constexpr int64_t kMeanTaskScoreFloats = 131072;
+
+// The fixed part of one column_attention call: the tensors' memory and strides.
+struct ColumnCall {
+    const float *q, *k, *v;
+    float* out;
+    float* probs;                      // (B, H, P, L) or nullptr
+    const std::vector<int64_t>* slot;  // query row -> row of probs, -1: none; or nullptr
+    int64_t H, Hkv, g, R, L, Dh, P;
+    float scale;
+
+    // Kv head n of batch b, query rows [r0, r0 + rows), into out (and probs).
+    ColumnAttention at(int64_t b, int64_t n, int64_t r0, int64_t rows) const {
+        ColumnAttention a;
+        a.q = q + ((b * H + n * g) * R + r0) * Dh;  // (g, R, Dh)
+        a.q_head_stride = R * Dh;
+        a.q_row_stride = Dh;
+        a.k = k + (b * Hkv + n) * L * Dh;  // (L, Dh)
+        a.v = v + (b * Hkv + n) * L * Dh;
+        a.k_row_stride = a.v_row_stride = Dh;
+        a.out = out + (b * R + r0) * H * Dh + n * g * Dh;  // head j at column j Dh
+        a.out_head_stride = Dh;
+        a.out_row_stride = H * Dh;
+        if (probs) {  // (g, P, L): row r0 + r at r0 + r, or at its slot
+            a.probs = probs + ((b * H + n * g) * P + (slot ? 0 : r0)) * L;
+            a.probs_head_stride = P * L;
+            if (slot) a.probs_slot = slot->data() + r0;
+        }
+        a.heads = g;
+        a.rows = rows;
+        a.keys = L;
+        a.head_dim = Dh;
+        a.scale = scale;
+        return a;
+    }
+};
+
+// Query rows per task where each task takes every head of its rows (the head mean from the
+// scores, which every head's scores must stay for): as many tasks as threads, at most
+// kColumnChunkRows / g rows each and few enough that all heads' scores stay within
+// kMeanTaskScoreFloats (at least 8 rows: one column vector).
+int64_t rows_per_mean_task(int64_t R, int64_t H, int64_t g, int64_t L) {
+    const int64_t fit = std::max<int64_t>(8, kMeanTaskScoreFloats / std::max<int64_t>(H * L, 1));
+    const int64_t most = std::max<int64_t>(1, std::min({R, kColumnChunkRows / g, fit}));
+    const int64_t tasks =
+        std::max((R + most - 1) / most, std::min<int64_t>(at::get_num_threads(), R));
+    return (R + tasks - 1) / tasks;
+}
+
 // The CPU attention by row_attention's kernel: each kv head's g * R query rows in chunks against
 // every key, written straight into the (..., R, H*Dh) rows the output projection reads (and into
 // the (..., H, R, L) probabilities where they are asked for). One chunk per task over LibTorch's
@@ -370,12 +423,15 @@ constexpr int64_t kColumnChunkRows = 64;
 // 177 / 133 us, 128 639 / 516, 594 2925 / 2445 us, 1024 over 1024 8.79 / 7.18 ms; 2 threads 1024
 // 4.34 / 3.58 ms, 594 1.48 / 1.23 ms; keeping the probabilities, 1 thread, 16 rows 106 / 84 us,
 // 64 320 / 290, 594 2973 / 2738, 1024 9.72 / 8.43 ms, 2 threads 1024 4.81 / 4.20 ms).
+// With head_mean_out each task takes a chunk of rows through every kv head, each into its own
+// scratch, and then sums their probabilities there into the chunk's rows of the (R, L) float64
+// head mean: d2Cache's 64 rows over 439 keys, 4 heads, one core, 20 us over the attention alone
+// where writing the probabilities and the head mean's pass over them took 31 (33 rows 12 and 16).
 torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                             torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows) {
+                             torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows,
+                             torch::Tensor* head_mean_out) {
     const int64_t H = q.size(-3), Hkv = k.size(-3), R = q.size(-2), Dh = q.size(-1), L = k.size(-2);
     const int64_t g = H / Hkv, batches = q.numel() / (H * R * Dh);
-    const int64_t rc = std::max<int64_t>(1, std::min(R, kColumnChunkRows / g));  // rows per task
-    const int64_t chunks = (R + rc - 1) / rc;
     const auto qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();  // no copies here
     auto out = torch::empty({batches, R, H * Dh}, q.options());                // (B, R, H*Dh)
     // slot[r]: the row of the kept probabilities that query row r fills, or -1.
@@ -387,38 +443,57 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
     }
     const int64_t P = probs_rows ? static_cast<int64_t>(probs_rows->size()) : R;
     const auto probs = probs_out ? torch::empty({batches, H, P, L}, q.options()) : torch::Tensor();
-    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
-    at::parallel_for(0, batches * Hkv * chunks, 1, [&](int64_t begin, int64_t end) {
-        float* scratch =
-            thread_scratch(static_cast<size_t>(column_attention_scratch(g, rc, L, Dh)));
-        for (int64_t item = begin; item < end; ++item) {
-            const int64_t b = item / (Hkv * chunks), n = item / chunks % Hkv;
-            const int64_t r0 = item % chunks * rc, rows = std::min(rc, R - r0);
-            ColumnAttention a;
-            a.q = qc.data_ptr<float>() + ((b * H + n * g) * R + r0) * Dh;  // (g, R, Dh)
-            a.q_head_stride = R * Dh;
-            a.q_row_stride = Dh;
-            a.k = kc.data_ptr<float>() + (b * Hkv + n) * L * Dh;  // (L, Dh)
-            a.v = vc.data_ptr<float>() + (b * Hkv + n) * L * Dh;
-            a.k_row_stride = a.v_row_stride = Dh;
-            // head j at column j Dh
-            a.out = out.data_ptr<float>() + (b * R + r0) * H * Dh + n * g * Dh;
-            a.out_head_stride = Dh;
-            a.out_row_stride = H * Dh;
-            if (probs.defined()) {  // (g, P, L): row r0 + r at r0 + r, or at its slot
-                a.probs =
-                    probs.data_ptr<float>() + ((b * H + n * g) * P + (probs_rows ? 0 : r0)) * L;
-                a.probs_head_stride = P * L;
-                if (probs_rows) a.probs_slot = slot.data() + r0;
+    const ColumnCall call{qc.data_ptr<float>(),
+                          kc.data_ptr<float>(),
+                          vc.data_ptr<float>(),
+                          out.data_ptr<float>(),
+                          probs.defined() ? probs.data_ptr<float>() : nullptr,
+                          probs_rows ? &slot : nullptr,
+                          H,
+                          Hkv,
+                          g,
+                          R,
+                          L,
+                          Dh,
+                          P,
+                          static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)))};
+    torch::Tensor mean;  // (B, R, L) float64
+    if (head_mean_out) {
+        mean = torch::empty({batches, R, L}, q.options().dtype(torch::kFloat64));
+        const int64_t rc = rows_per_mean_task(R, H, g, L), chunks = (R + rc - 1) / rc;
+        // A scratch per kv head, each left holding its scores for column_head_mean.
+        const int64_t region =
+            (column_attention_scratch(g, rc, L, Dh) + kColumnHeadMeanPadding + 15) / 16 * 16;
+        at::parallel_for(0, batches * chunks, 1, [&](int64_t begin, int64_t end) {
+            float* scratch = thread_scratch(static_cast<size_t>(Hkv * region));
+            std::vector<const float*> scratches;
+            scratches.reserve(static_cast<size_t>(Hkv));
+            for (int64_t n = 0; n < Hkv; ++n) scratches.push_back(scratch + n * region);
+            for (int64_t item = begin; item < end; ++item) {
+                const int64_t b = item / chunks, r0 = item % chunks * rc;
+                const int64_t rows = std::min(rc, R - r0);
+                ColumnAttention a;
+                for (int64_t n = 0; n < Hkv; ++n) {
+                    a = call.at(b, n, r0, rows);
+                    column_attention(a, scratch + n * region);
+                }
+                column_head_mean(a, scratches.data(), Hkv,
+                                 mean.data_ptr<double>() + (b * R + r0) * L);
             }
-            a.heads = g;
-            a.rows = rows;
-            a.keys = L;
-            a.head_dim = Dh;
-            a.scale = scale;
-            column_attention(a, scratch);
-        }
-    });
+        });
+    } else {
+        const int64_t rc = std::max<int64_t>(1, std::min(R, kColumnChunkRows / g));  // rows a task
+        const int64_t chunks = (R + rc - 1) / rc;
+        at::parallel_for(0, batches * Hkv * chunks, 1, [&](int64_t begin, int64_t end) {
+            float* scratch =
+                thread_scratch(static_cast<size_t>(column_attention_scratch(g, rc, L, Dh)));
+            for (int64_t item = begin; item < end; ++item) {
+                const int64_t b = item / (Hkv * chunks), n = item / chunks % Hkv;
+                const int64_t r0 = item % chunks * rc;
+                column_attention(call.at(b, n, r0, std::min(rc, R - r0)), scratch);
+            }
+        });
+    }
     if (probs_out) {
         auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., H, P, L)
         shape.back() = L;
@@ -427,6 +502,10 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
     }
     auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., R, H*Dh)
     shape.erase(shape.end() - 3);
+    if (head_mean_out) {  // (..., R, L)
+        shape.back() = L;
+        *head_mean_out = mean.view(shape);
+    }
     shape.back() = H * Dh;
     return out.view(shape);
 }
@@ -451,8 +530,9 @@ float* thread_scratch(size_t n) {
 }
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                     torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows) {
-    if (uses_columns(q, k, v)) return attend_columns(q, k, v, probs_out, probs_rows);
+                     torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows,
+                     torch::Tensor* head_mean_out) {
+    if (uses_columns(q, k, v)) return attend_columns(q, k, v, probs_out, probs_rows, head_mean_out);
     const int64_t H = q.size(-3), Hkv = k.size(-3), Dh = q.size(-1);
     auto keys = k, values = v;  // (..., Hkv, L, Dh)
     if (Hkv != H) {
@@ -465,7 +545,7 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
     // LibTorch 2.x (PyPI's): its fused attention does not hold the (R, L) scores when nobody asks
     // for them (a 1024-token forward 75.8 -> 50.6 ms at 1 thread here; README, "Against the
     // reference code"). LibTorch 1.13 has no such op.
-    if (!probs_out)
+    if (!probs_out && !head_mean_out)
         out = at::scaled_dot_product_attention(q, keys, values, {}, 0.0, false, scale)
                   .transpose(-3, -2);
 #endif
@@ -476,12 +556,33 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
             *probs_out = probs_rows
                              ? probs.index_select(-2, torch::tensor(*probs_rows).to(probs.device()))
                              : probs;
+        if (head_mean_out) *head_mean_out = head_mean_f64(probs);  // (..., R, L)
         out = torch::matmul(probs, values).transpose(-3, -2);
     }
     auto shape = out.sizes().vec();
     shape.pop_back();
     shape.back() = H * Dh;
     return out.reshape(shape);  // (..., R, H*Dh)
+}
+
+torch::Tensor head_mean_f64(const torch::Tensor& probs) {
+    if (!uses_row_kernels(probs) || probs.dim() < 3)
+        return probs.mean(-3).to(torch::kFloat64);  // a GPU's, bf16's: the mean in their type
+    const auto p = probs.contiguous();              // (..., H, R, L)
+    const int64_t H = p.size(-3), R = p.size(-2), L = p.size(-1), batches = p.numel() / (H * R * L);
+    auto shape = p.sizes().vec();
+    shape.erase(shape.end() - 3);
+    auto mean = torch::empty(shape, p.options().dtype(torch::kFloat64));  // (..., R, L)
+    // Rows split over the threads (4% of a d2cache step on one core; at 2 threads the other core
+    // waited for the main thread's: split, d2cache ran 2.7% faster, paired steps).
+    const int64_t rows_per_task =
+        std::max<int64_t>(1, kHeadMeanFloatsPerTask / std::max<int64_t>(H * L, 1));
+    for (int64_t b = 0; b < batches; ++b)
+        at::parallel_for(0, R, rows_per_task, [&](int64_t begin, int64_t end) {
+            head_mean_rows(p.data_ptr<float>() + b * H * R * L, H, R, L, begin, end,
+                           mean.data_ptr<double>() + b * R * L);
+        });
+    return mean;
 }
 
 torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x,

@@ -109,9 +109,17 @@ float* thread_scratch(size_t n);
 // by H / Hkv query heads. q (..., H, R, Dh), k and v (..., Hkv, L, Dh) -> (..., R, H*Dh) before the
 // output projection; the probabilities (..., H, R, L) go to *probs_out when it is given, only the
 // P query rows of probs_rows (ascending indices into R) when that is given too: (..., H, P, L).
+// With head_mean_out: the probabilities' float64 head mean (..., R, L) of every query row too
+// (head_mean_f64's bits), which the CPU kernel sums in its own pass without writing them.
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      torch::Tensor* probs_out = nullptr,
-                     const std::vector<int64_t>* probs_rows = nullptr);
+                     const std::vector<int64_t>* probs_rows = nullptr,
+                     torch::Tensor* head_mean_out = nullptr);
+
+// probs (..., H, R, L) -> (..., R, L) float64: on the CPU in float32 row_head_mean.h's head mean
+// (the float64 sum over the heads in order, divided by H); elsewhere the mean in probs' own type,
+// widened.
+torch::Tensor head_mean_f64(const torch::Tensor& probs);
 
 // The gated MLP: ff_out(silu(ff_proj x) * up_proj x). x (..., D) -> (..., D); with a residual
 // (..., D), residual + that, by add_linear (in place where it may be).

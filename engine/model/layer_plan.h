@@ -41,6 +41,10 @@ struct LayerPlan {
     // a window of a dozen rows; writing every row's was 5% of its run (all L rows where a layer
     // escalates).
     std::vector<int64_t> probs_positions;
+    // Hand the observer the float64 head mean of every computed row's probabilities (d2Cache's
+    // rollout): the CPU attention sums it in its own pass without writing the (H, R, L)
+    // probabilities, which were 4% of a d2cache step and their head mean's pass another 4%.
+    bool want_head_mean = false;
 
     // Feature-cache mode (dLLM-Cache): every row keeps a live residual stream; rows that are not
     // computed add their cached attention and FFN outputs (cache.attn_out / ffn_out) instead.
@@ -64,7 +68,8 @@ struct LayerResult {
     bool escalated = false;        // the layer was recomputed for every row
     torch::Tensor probs;  // (H, R, L) when asked for, else undefined; (H, P, L) with positions:
     std::vector<int64_t> probs_positions;  // the plan's: the P positions of probs' rows
-    torch::Tensor k, v;  // (Hkv, R, Dh) the fresh K/V of the computed rows (K after RoPE)
+    torch::Tensor head_mean;  // (R, L) float64 with want_head_mean (blocks.h, head_mean_f64)
+    torch::Tensor k, v;       // (Hkv, R, Dh) the fresh K/V of the computed rows (K after RoPE)
     double ms = 0.0;
 };
 

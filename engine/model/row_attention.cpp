@@ -3,11 +3,13 @@
 #include "engine/base/cpu_clones.h"
 #include "engine/model/row_exp.h"
 #include "engine/model/row_gemm.h"
+#include "engine/model/row_head_mean.h"
 #include "engine/model/row_lanes.h"
 
 #include <algorithm>
 #include <array>
 #include <utility>
+#include <vector>
 
 namespace cl::detail {
 
@@ -138,24 +140,25 @@ void column_softmax_stats(const Scratch& s, int64_t keys, int64_t rp, float scal
     cpu::run_at_vector_width<SoftmaxStatsKernel>(s, keys, rp, scale);
 }
 
-// One level of an N x N transpose held in N vectors: rows r and r + S (r without bit S) swap
-// their off-diagonal S x S blocks, which exchanges bit S of the row and the column index. After
-// the levels N / 2, ..., 2, 1 row i holds column i. C: 0 .. N - 1, the lanes.
-template <int S, int N, int... C>
-[[gnu::always_inline]] inline void swap_blocks(Floats<N> (&m)[N],
+// One level of an N x N transpose held in N vectors of N lanes (floats or doubles): rows r and
+// r + S (r without bit S) swap their off-diagonal S x S blocks, which exchanges bit S of the row
+// and the column index. After the levels N / 2, ..., 2, 1 row i holds column i. C: 0 .. N - 1,
+// the lanes.
+template <int S, class V, int N, int... C>
+[[gnu::always_inline]] inline void swap_blocks(V (&m)[N],
                                                std::integer_sequence<int, C...> /*lanes*/) {
     for (int r = 0; r < N; ++r) {
         if ((r & S) != 0) continue;
-        const Floats<N> a = m[r], b = m[r + S];
+        const V a = m[r], b = m[r + S];
         m[r] = __builtin_shufflevector(a, b, ((C & S) == 0 ? C : N + C - S)...);
         m[r + S] = __builtin_shufflevector(a, b, ((C & S) == 0 ? C + S : N + C)...);
     }
 }
 
-template <int S, int N>
-[[gnu::always_inline]] inline void transpose_levels(Floats<N> (&m)[N]) {
-    swap_blocks<S, N>(m, std::make_integer_sequence<int, N>{});
-    if constexpr (S > 1) transpose_levels<S / 2, N>(m);
+template <int S, class V, int N>
+[[gnu::always_inline]] inline void transpose_levels(V (&m)[N]) {
+    swap_blocks<S>(m, std::make_integer_sequence<int, N>{});
+    if constexpr (S > 1) transpose_levels<S / 2>(m);
 }
 
 // Where query row i (head i / R, row i % R) keeps its probabilities; nullptr where it keeps none.
@@ -177,7 +180,7 @@ template <int N>
                                                    const std::array<float*, N>& row) {
     Floats<N> m[N];
     for (int64_t r = 0; r < N; ++r) m[r] = load<Floats<N>>(s.st + (j0 + r) * rp + i0);
-    transpose_levels<N / 2, N>(m);
+    transpose_levels<N / 2>(m);
     for (int64_t r = 0; r < n; ++r)
         if (row[static_cast<size_t>(r)] != nullptr)
             store(row[static_cast<size_t>(r)] + j0, m[r] * s.inv_sum[i0 + r]);
@@ -236,6 +239,72 @@ void weigh_values(const ColumnAttention& a, const Scratch& s, int64_t rp) {
     }
 }
 
+template <int D>
+struct DoubleVector {
+    typedef double type __attribute__((vector_size(D * sizeof(double))));
+};
+template <int D>
+using Doubles = typename DoubleVector<D>::type;
+
+// Where column_head_mean reads head h's probabilities: its scores (L, rp), their column's 1 / sum.
+struct HeadScores {
+    const float* st;
+    const float* inv_sum;
+};
+
+// The D query columns from c of key row j of one head, each probability as `probs` would hold it
+// (float32), widened.
+template <int D>
+[[gnu::always_inline]] inline Doubles<D> widened(const HeadScores& h, int64_t rp, int64_t j,
+                                                 int64_t c) {
+    using F = row_lanes::Floats<D>;
+    const F p = load<F>(h.st + j * rp + c) * load<F>(h.inv_sum + c);
+    return __builtin_convertvector(p, Doubles<D>);
+}
+
+// mean (rows, keys) for keys [j0, j0 + nj), nj <= D: D query rows at a time, each key's columns
+// summed over the heads in head order (head by head over the D keys: D independent sums under
+// way), transposed in registers, divided, stored along the rows. Keys outermost, so that the
+// heads' D score rows stay in L1 while every query row takes them. Whole: nj == D, whose constant
+// trip counts keep the D vectors in registers (indexed by a variable they went to the stack).
+template <int D, bool Whole>
+[[gnu::always_inline]] inline void head_mean_keys(const std::vector<HeadScores>& heads, int64_t rp,
+                                                  int64_t rows, int64_t keys, int64_t j0,
+                                                  int64_t nj, double* mean) {
+    const HeadScores* hs = heads.data();
+    const auto H = static_cast<int64_t>(heads.size());
+    const int64_t n_keys = Whole ? D : nj;
+    for (int64_t r0 = 0; r0 < rows; r0 += D) {
+        const int64_t n = std::min<int64_t>(D, rows - r0);
+        Doubles<D> m[D] = {};
+        for (int64_t k = 0; k < n_keys; ++k) m[k] = widened<D>(hs[0], rp, j0 + k, r0);
+        for (int64_t h = 1; h < H; ++h)
+            for (int64_t k = 0; k < n_keys; ++k) m[k] += widened<D>(hs[h], rp, j0 + k, r0);
+        transpose_levels<D / 2>(m);  // m[r]: row r0 + r's keys from j0
+        for (int64_t r = 0; r < n; ++r) {
+            const Doubles<D> row = divided_by_heads(m[r], H);
+            double* out = mean + (r0 + r) * keys + j0;
+            if (Whole)
+                __builtin_memcpy(out, &row, sizeof row);  // inlined: one vector store
+            else
+                for (int64_t k = 0; k < nj; ++k) out[k] = row[k];
+        }
+    }
+}
+
+struct HeadMeanKernel {
+    template <int N>
+    [[gnu::always_inline]] static void run(const std::vector<HeadScores>& heads, int64_t rows,
+                                           int64_t rp, int64_t keys, double* mean) {
+        constexpr int D = N / 2;  // doubles per vector
+        const int64_t whole = keys / D * D;
+        for (int64_t j0 = 0; j0 < whole; j0 += D)
+            head_mean_keys<D, true>(heads, rp, rows, keys, j0, D, mean);
+        if (whole < keys)
+            head_mean_keys<D, false>(heads, rp, rows, keys, whole, keys - whole, mean);
+    }
+};
+
 }  // namespace
 
 float softmax_exp(float x) {
@@ -266,6 +335,24 @@ void column_attention(const ColumnAttention& a, float* scratch) {
     column_softmax_stats(s, a.keys, rp, a.scale);
     if (a.probs) write_probabilities(a, s, rp);
     weigh_values(a, s, rp);
+}
+
+}  // namespace cl::detail
+
+namespace cl::detail {
+
+void column_head_mean(const ColumnAttention& a, const float* const* scratches, int64_t kv_heads,
+                      double* mean) {
+    const int64_t rp = padded(a.heads * a.rows);
+    if (rp == 0 || a.keys == 0) return;
+    std::vector<HeadScores> heads;  // in head order: kv head n's g heads, columns j R ...
+    heads.reserve(static_cast<size_t>(kv_heads * a.heads));
+    for (int64_t n = 0; n < kv_heads; ++n) {
+        const Scratch s = carve(const_cast<float*>(scratches[n]), rp, a.keys, a.head_dim);
+        for (int64_t j = 0; j < a.heads; ++j)
+            heads.push_back({s.st + j * a.rows, s.inv_sum + j * a.rows});
+    }
+    cpu::run_at_vector_width<HeadMeanKernel>(heads, a.rows, rp, a.keys, mean);
 }
 
 }  // namespace cl::detail

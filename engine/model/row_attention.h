@@ -51,4 +51,14 @@ int64_t column_attention_scratch(int64_t heads, int64_t rows, int64_t keys, int6
 // Fills out (and probs) for one kv head; scratch holds column_attention_scratch(...) floats.
 void column_attention(const ColumnAttention& a, float* scratch);
 
+// Floats a scratch needs past column_attention_scratch's for column_head_mean to read it.
+constexpr int64_t kColumnHeadMeanPadding = 16;
+
+// The float64 head mean (row_head_mean.h's bits) of the query rows that column_attention has just
+// taken through every kv head in turn, kv head n's call with scratch scratches[n], which still
+// holds its scores and sums: the probabilities are read there, never written out. a: the calls'
+// shared sizes (heads per kv head, rows, keys, head_dim); mean (rows, keys) row-major.
+void column_head_mean(const ColumnAttention& a, const float* const* scratches, int64_t kv_heads,
+                      double* mean);
+
 }  // namespace cl::detail

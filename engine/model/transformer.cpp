@@ -152,9 +152,7 @@ std::vector<int64_t> query_rows_of(const std::vector<int64_t>& positions, const 
 
 torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, const RowSet* rows,
                                           PlanState& s, LayerCache& lc, bool write_kv,
-                                          torch::Tensor* probs_out,
-                                          const std::vector<int64_t>& probs_positions,
-                                          QkvHeads* fresh_out) const {
+                                          const AttentionReads& reads, QkvHeads* fresh_out) const {
     const auto& w = m_weights.layers[static_cast<size_t>(layer)];
     const bool all = rows == nullptr;
     if (!all && (!s.rows_cos.defined() || s.rope_rows != rows->host)) {
@@ -191,9 +189,10 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
         k_all = with_rows(lc.k, *rows, qkv.k);
         v_all = with_rows(lc.v, *rows, qkv.v);
     }
-    const bool some = probs_out && !probs_positions.empty();
-    const auto probs_rows = some ? query_rows_of(probs_positions, rows) : std::vector<int64_t>{};
-    return attend(qkv.q, k_all, v_all, probs_out, some ? &probs_rows : nullptr);  // (R, H*Dh)
+    const bool some = reads.probs && reads.positions && !reads.positions->empty();
+    const auto probs_rows = some ? query_rows_of(*reads.positions, rows) : std::vector<int64_t>{};
+    return attend(qkv.q, k_all, v_all, reads.probs, some ? &probs_rows : nullptr,
+                  reads.head_mean);  // (R, H*Dh)
 }
 
 LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks& hooks,
@@ -241,9 +240,10 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
             return all ? fresh : with_rows(cached, rows, fresh);
         };
         QkvHeads fresh;
+        const AttentionReads reads{plan.want_probs ? &r.probs : nullptr, &plan.probs_positions,
+                                   plan.want_head_mean ? &r.head_mean : nullptr};
         const auto attn = attention_rows(l, s.h.index_select(0, rows.device), all ? nullptr : &rows,
-                                         s, lc, plan.write_kv, plan.want_probs ? &r.probs : nullptr,
-                                         plan.probs_positions, &fresh);  // (R, H*Dh)
+                                         s, lc, plan.write_kv, reads, &fresh);  // (R, H*Dh)
         if (plan.want_probs) r.probs_positions = plan.probs_positions;
         r.k = fresh.k;
         r.v = fresh.v;
@@ -305,9 +305,11 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     // layer recomputes every row from the hidden cache and then writes every row's K/V, so the
     // cache ends the same either way (deferring the write cost Elastic-Cache a copy of the whole
     // K and V cache per layer and step: index_copy + copy_, a tenth of its run).
-    auto attn = attention_rows(l, s.h, rows, s, lc, plan.write_kv,
-                               (plan.want_probs || may_escalate) ? &r.probs : nullptr,
-                               plan.probs_positions, &fresh);
+    auto* head_mean = plan.want_head_mean ? &r.head_mean : nullptr;
+    auto attn = attention_rows(
+        l, s.h, rows, s, lc, plan.write_kv,
+        {(plan.want_probs || may_escalate) ? &r.probs : nullptr, &plan.probs_positions, head_mean},
+        &fresh);
     if (r.probs.defined()) r.probs_positions = plan.probs_positions;
     r.layer = l;
     r.rows = rows;
@@ -324,8 +326,8 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
         s.h = full;
         plan.all_rows = true;
         rows = nullptr;
-        attn = attention_rows(l, s.h, nullptr, s, lc, plan.write_kv, &r.probs, plan.probs_positions,
-                              &fresh);
+        attn = attention_rows(l, s.h, nullptr, s, lc, plan.write_kv,
+                              {&r.probs, &plan.probs_positions, head_mean}, &fresh);
     }
     r.k = fresh.k;
     r.v = fresh.v;

@@ -15,6 +15,15 @@
 
 namespace cl::detail {
 
+// What a layer's attention hands back besides its output, each where asked for: the probabilities
+// of the computed rows at `positions` (every computed row's if empty) and every computed row's
+// float64 head mean.
+struct AttentionReads {
+    torch::Tensor* probs = nullptr;
+    const std::vector<int64_t>* positions = nullptr;
+    torch::Tensor* head_mean = nullptr;
+};
+
 class Transformer {
 public:
     Transformer(ModelConfig config, TransformerWeights weights, torch::Device device);
@@ -53,12 +62,10 @@ private:
     // Attention block for the rows with inputs h (R, D), normalised here: fresh Q/K/V for the rows,
     // K/V of every other row from `lc` (written back when write_kv). Returns the heads' outputs (R,
     // H*Dh) before the output projection, which the caller adds to the residual or keeps.
-    // probs_out: the probabilities of the rows at probs_positions (every row's if empty).
+    // reads: what else the attention hands back, where asked for.
     torch::Tensor attention_rows(int layer, const torch::Tensor& h, const RowSet* rows,
                                  PlanState& s, LayerCache& lc, bool write_kv,
-                                 torch::Tensor* probs_out,
-                                 const std::vector<int64_t>& probs_positions,
-                                 QkvHeads* fresh_out) const;
+                                 const AttentionReads& reads, QkvHeads* fresh_out) const;
     torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w) const;
 
     ModelConfig m_config;

@@ -1,8 +1,9 @@
 // d2Cache's attention rollout over one step's layers (its stage 2): influence = 1^T A_N ... A_1
 // with A_l = (attn_l + I) / 2 on the rows layer l computed and the identity on the others, attn_l
-// the head-mean attention (its rows already sum to 1), kept per layer in float64. On the CPU in
-// float32 the head mean and the rollout are float64 loops over the probabilities (one pass each);
-// elsewhere (a GPU, bf16) tensor ops on the attention's device, one copy of (L) to the host.
+// the head-mean attention (its rows already sum to 1) in float64, which the layer's attention
+// hands over (LayerPlan::want_head_mean: on the CPU in float32 summed in the attention's own
+// pass). On the CPU the rollout is a float64 loop over the layers' means; elsewhere (a GPU)
+// tensor ops on the attention's device, one copy of (L) to the host.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +18,12 @@ struct LayerAttention {
     torch::Tensor rows;              // (R) int64 on the device; undefined = every row
     std::vector<int64_t> host_rows;  // (R); empty = every row
     torch::Tensor mean;              // (R, L) float64 head mean, on the attention's device
-    bool by_loops = false;           // computed by the host loops (CPU float32 probabilities)
+    bool by_loops = false;           // the rollout runs the host loops (a CPU mean)
 };
 
-// probs (H, R, L) of the layer's computed rows (host_rows, empty = all) -> what the rollout keeps.
-LayerAttention keep(const torch::Tensor& probs, const torch::Tensor& rows,
+// mean (R, L) float64, the head mean of the layer's computed rows (host_rows, empty = all) ->
+// what the rollout keeps.
+LayerAttention keep(const torch::Tensor& mean, const torch::Tensor& rows,
                     const std::vector<int64_t>& host_rows);
 
 // The influence (L) of every position after the layers (first to last), on the host.

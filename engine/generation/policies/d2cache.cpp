@@ -53,8 +53,8 @@ public:
         // Accumulate the rollout backwards at the step's end; keep this step's attention per
         // layer where it was computed (on a GPU no layer waits for a copy to the host).
         if (r.layer == 0) m_layers.clear();
-        m_layers.push_back(r.rows ? rollout::keep(r.probs, r.rows->device, r.rows->host)
-                                  : rollout::keep(r.probs, {}, {}));
+        m_layers.push_back(r.rows ? rollout::keep(r.head_mean, r.rows->device, r.rows->host)
+                                  : rollout::keep(r.head_mean, {}, {}));
     }
     void on_step_end(const StepContext& ctx, const std::vector<int32_t>& /*committed*/) override {
         m_influence = rollout::influence(m_layers, ctx.seq_len);
@@ -62,7 +62,7 @@ public:
     }
 
 protected:
-    bool wants_probs() const override { return true; }
+    bool wants_head_mean() const override { return true; }
 
     RowChoice choose(const StepContext& ctx) override {
         if (ctx.step == 0 || !m_have_influence) return full_choice("first-step");

@@ -52,14 +52,14 @@ public:
         p.all_rows = m_choice.full;
         if (!m_choice.full) p.rows = m_rows;
         p.write_kv = true;
-        p.want_probs = wants_probs();
+        p.want_head_mean = wants_head_mean();
         return p;
     }
     std::vector<detail::LayerCache>& cache() override { return m_cache; }
 
 protected:
     virtual RowChoice choose(const StepContext& ctx) = 0;
-    virtual bool wants_probs() const { return false; }
+    virtual bool wants_head_mean() const { return false; }
 
     // Helpers for subclasses.
     static std::vector<int64_t> masked_rows(const StepContext& ctx, int64_t from = 0,
