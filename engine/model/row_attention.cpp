@@ -171,9 +171,9 @@ float* probability_row(const ColumnAttention& a, int64_t i) {
 // the last keys (L not a multiple of N) one at a time.
 // rows[r][j0 .. j0 + N) = st[j0 .. j0 + N)[i0 + r] * inv_sum[i0 + r] for the first n of N rows
 // (those with a row).
-// On AVX-512, where only 8 columns are left (i0 = Rp - 8) the loads take 8 floats past a row of
-// st: the next row's, or after the last row the first of `max` (Rp >= 8 floats); those lanes are
-// never stored. A multiple of 8 columns is a whole number of narrower vectors.
+// A block may start at any query column i0 < Rp, so the loads may take up to N - 1 floats past a
+// row of st: the next row's, or after the last row `max` and `inv_sum` (2 Rp >= 16 floats); those
+// lanes are never stored.
 template <int N>
 [[gnu::always_inline]] inline void transpose_block(const Scratch& s, int64_t rp, int64_t i0,
                                                    int64_t j0, int64_t n,
@@ -190,17 +190,19 @@ struct ProbabilitiesKernel {
     template <int N>
     [[gnu::always_inline]] static void run(const ColumnAttention& a, const Scratch& s, int64_t rp) {
         const int64_t rq = a.heads * a.rows, whole = a.keys / N * N;
-        for (int64_t i0 = 0; i0 < rq; i0 += N) {
+        for (int64_t i0 = 0; i0 < rq;) {
+            // A block starts at a query that keeps its probabilities: Elastic-Cache's window (16
+            // of a cached step's 20-30 queries, anywhere among them) is one block, not two.
+            if (probability_row(a, i0) == nullptr) {
+                ++i0;
+                continue;
+            }
             const int64_t n = std::min<int64_t>(N, rq - i0);
             // The N queries' rows, found once per block of queries (a division each: per store
             // it took 70% of this loop, perf annotate).
             std::array<float*, N> row{};
-            bool any = false;
-            for (int64_t r = 0; r < n; ++r) {
+            for (int64_t r = 0; r < n; ++r)
                 row[static_cast<size_t>(r)] = probability_row(a, i0 + r);
-                any = any || row[static_cast<size_t>(r)] != nullptr;
-            }
-            if (!any) continue;
             for (int64_t j0 = 0; j0 < whole; j0 += N) transpose_block<N>(s, rp, i0, j0, n, row);
             for (int64_t r = 0; r < n; ++r) {
                 float* dst = row[static_cast<size_t>(r)];
@@ -208,6 +210,7 @@ struct ProbabilitiesKernel {
                 for (int64_t j = whole; j < a.keys; ++j)
                     dst[j] = s.st[j * rp + i0 + r] * s.inv_sum[i0 + r];
             }
+            i0 += N;
         }
     }
 };
