@@ -265,46 +265,48 @@ template <int D>
     return __builtin_convertvector(p, Doubles<D>);
 }
 
-// mean (rows, keys) for keys [j0, j0 + nj), nj <= D: D query rows at a time, each key's columns
-// summed over the heads in head order (head by head over the D keys: D independent sums under
-// way), transposed in registers, divided, stored along the rows. Keys outermost, so that the
-// heads' D score rows stay in L1 while every query row takes them. Whole: nj == D, whose constant
-// trip counts keep the D vectors in registers (indexed by a variable they went to the stack).
+// mean rows [r0, r0 + n) at keys [j0, j0 + nj), n, nj <= D: each key's D query columns summed
+// over the heads in head order (head by head over the D keys: D independent sums under way),
+// transposed in registers, divided, stored along the rows. Whole: nj == D, whose constant trip
+// counts keep the D vectors in registers (indexed by a variable they went to the stack).
 template <int D, bool Whole>
-[[gnu::always_inline]] inline void head_mean_keys(const std::vector<HeadScores>& heads, int64_t rp,
-                                                  int64_t rows, int64_t keys, int64_t j0,
-                                                  int64_t nj, double* mean) {
-    const HeadScores* hs = heads.data();
-    const auto H = static_cast<int64_t>(heads.size());
+[[gnu::always_inline]] inline void head_mean_block(const HeadScores* hs, int64_t H, int64_t rp,
+                                                   int64_t keys, int64_t j0, int64_t nj, int64_t r0,
+                                                   int64_t n, double* mean) {
     const int64_t n_keys = Whole ? D : nj;
-    for (int64_t r0 = 0; r0 < rows; r0 += D) {
-        const int64_t n = std::min<int64_t>(D, rows - r0);
-        Doubles<D> m[D] = {};
-        for (int64_t k = 0; k < n_keys; ++k) m[k] = widened<D>(hs[0], rp, j0 + k, r0);
-        for (int64_t h = 1; h < H; ++h)
-            for (int64_t k = 0; k < n_keys; ++k) m[k] += widened<D>(hs[h], rp, j0 + k, r0);
-        transpose_levels<D / 2>(m);  // m[r]: row r0 + r's keys from j0
-        for (int64_t r = 0; r < n; ++r) {
-            const Doubles<D> row = divided_by_heads(m[r], H);
-            double* out = mean + (r0 + r) * keys + j0;
-            if (Whole)
-                __builtin_memcpy(out, &row, sizeof row);  // inlined: one vector store
-            else
-                for (int64_t k = 0; k < nj; ++k) out[k] = row[k];
-        }
+    Doubles<D> m[D] = {};
+    for (int64_t k = 0; k < n_keys; ++k) m[k] = widened<D>(hs[0], rp, j0 + k, r0);
+    for (int64_t h = 1; h < H; ++h)
+        for (int64_t k = 0; k < n_keys; ++k) m[k] += widened<D>(hs[h], rp, j0 + k, r0);
+    transpose_levels<D / 2>(m);  // m[r]: row r0 + r's keys from j0
+    for (int64_t r = 0; r < n; ++r) {
+        const Doubles<D> row = divided_by_heads(m[r], H);
+        double* out = mean + (r0 + r) * keys + j0;
+        if (Whole)
+            __builtin_memcpy(out, &row, sizeof row);  // inlined: one vector store
+        else
+            for (int64_t k = 0; k < nj; ++k) out[k] = row[k];
     }
 }
 
+// Rows outermost, so that D rows of the mean are written along at a time: keys outermost (D keys'
+// score rows kept in L1 while every query row took them) made d2cache steps 2-3% slower in place,
+// its stores scattered over the freshly allocated mean, though not in isolation.
 struct HeadMeanKernel {
     template <int N>
     [[gnu::always_inline]] static void run(const std::vector<HeadScores>& heads, int64_t rows,
                                            int64_t rp, int64_t keys, double* mean) {
         constexpr int D = N / 2;  // doubles per vector
+        const HeadScores* hs = heads.data();
+        const auto H = static_cast<int64_t>(heads.size());
         const int64_t whole = keys / D * D;
-        for (int64_t j0 = 0; j0 < whole; j0 += D)
-            head_mean_keys<D, true>(heads, rp, rows, keys, j0, D, mean);
-        if (whole < keys)
-            head_mean_keys<D, false>(heads, rp, rows, keys, whole, keys - whole, mean);
+        for (int64_t r0 = 0; r0 < rows; r0 += D) {
+            const int64_t n = std::min<int64_t>(D, rows - r0);
+            for (int64_t j0 = 0; j0 < whole; j0 += D)
+                head_mean_block<D, true>(hs, H, rp, keys, j0, D, r0, n, mean);
+            if (whole < keys)
+                head_mean_block<D, false>(hs, H, rp, keys, whole, keys - whole, r0, n, mean);
+        }
     }
 };
 
