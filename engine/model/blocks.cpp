@@ -573,8 +573,8 @@ torch::Tensor head_mean_f64(const torch::Tensor& probs) {
     auto shape = p.sizes().vec();
     shape.erase(shape.end() - 3);
     auto mean = torch::empty(shape, p.options().dtype(torch::kFloat64));  // (..., R, L)
-    // Rows split over the threads (4% of a d2cache step on one core; at 2 threads the other core
-    // waited for the main thread's: split, d2cache ran 2.7% faster, paired steps).
+    // Rows split over the threads (when this was d2Cache's own pass, 4% of its step on one core;
+    // at 2 threads the other core waited for the main thread's: split, 2.7% faster, paired steps).
     const int64_t rows_per_task =
         std::max<int64_t>(1, kHeadMeanFloatsPerTask / std::max<int64_t>(H * L, 1));
     for (int64_t b = 0; b < batches; ++b)

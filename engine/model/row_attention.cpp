@@ -342,10 +342,6 @@ void column_attention(const ColumnAttention& a, float* scratch) {
     weigh_values(a, s, rp);
 }
 
-}  // namespace cl::detail
-
-namespace cl::detail {
-
 void column_head_mean(const ColumnAttention& a, const float* const* scratches, int64_t kv_heads,
                       double* mean) {
     const int64_t rp = padded(a.heads * a.rows);

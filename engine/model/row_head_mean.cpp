@@ -16,10 +16,7 @@ CL_CPU_CLONES void head_mean_row(const float* __restrict p, int64_t H, int64_t R
         const float* __restrict head = p + (h * R + r) * L;
         for (int64_t j = 0; j < L; ++j) out[j] += static_cast<double>(head[j]);
     }
-    if ((H & (H - 1)) == 0)  // the branch out of the loop, so that it vectorises
-        for (int64_t j = 0; j < L; ++j) out[j] = divided_by_heads(out[j], H);
-    else
-        for (int64_t j = 0; j < L; ++j) out[j] = divided_by_heads(out[j], H);
+    for (int64_t j = 0; j < L; ++j) out[j] = divided_by_heads(out[j], H);
 }
 
 }  // namespace
