@@ -8,6 +8,7 @@
 #include "engine/base/assets.h"
 #include "engine/base/cpu_clones.h"
 #include "engine/base/errors.h"
+#include "engine/cuda/elastic_drift.h"
 #include "engine/model/blocks.h"
 #include "engine/model/model.h"
 #include "engine/model/row_activation.h"
@@ -474,15 +475,18 @@ TEST(Attention, ChunkedColumnsAndGroupedHeadsEqualTheFloat64Attention) {
     EXPECT_LE(nmse(part64, ref_probs.index_select(1, picked)), 1e-20);
 }
 
-// The head mean the attention sums in its own pass (d2Cache's, without the probabilities) is
-// head_mean_f64 of the probabilities it would write, to the bit: 4 and 2 kv heads (a task walks
-// every kv head of its rows), rows around the chunk size (1; 65: 33 + 32; 130 over 2 kv heads: 32
-// a task; 40 over 1100 keys: 20 + 20, all heads' scores within half an L2), 3 heads (a division,
-// not a reciprocal's multiply), at 1 and 2 threads and at every vector width, with the same
-// output rows and probabilities as the attention without it; in float64 (LibTorch's ops) the
-// float64 mean of the probabilities.
-TEST(Attention, HeadMeanFromTheAttentionsOwnPassIsTheProbabilitiesMean) {
-    torch::InferenceMode guard;
+// One attention input of the head-mean tests: q (H, R, Dh), k and v (Hkv, L, Dh), and where it is.
+struct HeadMeanCase {
+    torch::Tensor q, k, v;
+    int64_t heads, rows, keys;
+    std::string at;
+};
+
+// body(case) for each of the head-mean tests' shapes at every vector width: 4 and 2 kv heads (a
+// task walks every kv head of its rows), rows around the chunk size (1; 65: 33 + 32; 130 over 2 kv
+// heads: 32 a task; 40 over 1100 keys: 20 + 20, all heads' scores within half an L2), 3 heads (a
+// division, not a reciprocal's multiply).
+void for_head_mean_cases(uint64_t seed, const std::function<void(const HeadMeanCase&)>& body) {
     struct Shape {
         int64_t heads, kv_heads, rows, keys;
     };
@@ -490,37 +494,103 @@ TEST(Attention, HeadMeanFromTheAttentionsOwnPassIsTheProbabilitiesMean) {
     for (const Shape sh : {Shape{4, 4, 65, 439}, Shape{4, 4, 1, 17}, Shape{4, 2, 130, 100},
                            Shape{3, 3, 20, 33}, Shape{4, 4, 40, 1100}})
         at_every_vector_width([&](const std::string& vectors) {
-            torch::manual_seed(21);
-            const auto q = torch::randn({sh.heads, sh.rows, Dh}) * 2,
-                       k = torch::randn({sh.kv_heads, sh.keys, Dh}) * 2,
-                       v = torch::randn({sh.kv_heads, sh.keys, Dh});
-            const std::string at = std::to_string(sh.heads) + "/" + std::to_string(sh.kv_heads) +
-                                   " heads, " + std::to_string(sh.rows) + " rows, " +
-                                   std::to_string(sh.keys) + " keys, " + vectors;
-            torch::Tensor plain_probs;
-            const auto plain = detail::attend(q, k, v, &plain_probs);
-            const auto want = detail::head_mean_f64(plain_probs);  // (R, L) float64
-            for (int t : {1, 2}) {
-                const ScopedThreads threads(t);
-                torch::Tensor mean, probs, mean_only;
-                const auto out = detail::attend(q, k, v, &probs, nullptr, &mean);
-                ASSERT_EQ(mean.sizes(), (std::vector<int64_t>{sh.rows, sh.keys})) << at;
-                EXPECT_EQ(mean.scalar_type(), torch::kFloat64) << at;
-                EXPECT_TRUE(torch::equal(mean, want)) << at << ", " << t << " threads";
-                EXPECT_TRUE(torch::equal(probs, plain_probs)) << at << ", " << t << " threads";
-                EXPECT_TRUE(torch::equal(out, plain)) << at << ", " << t << " threads";
-                EXPECT_TRUE(
-                    torch::equal(detail::attend(q, k, v, nullptr, nullptr, &mean_only), plain))
-                    << at;
-                EXPECT_TRUE(torch::equal(mean_only, want)) << at << ", " << t << " threads";
-            }
+            torch::manual_seed(seed);
+            HeadMeanCase c{torch::randn({sh.heads, sh.rows, Dh}) * 2,
+                           torch::randn({sh.kv_heads, sh.keys, Dh}) * 2,
+                           torch::randn({sh.kv_heads, sh.keys, Dh}),
+                           sh.heads,
+                           sh.rows,
+                           sh.keys,
+                           std::to_string(sh.heads) + "/" + std::to_string(sh.kv_heads) +
+                               " heads, " + std::to_string(sh.rows) + " rows, " +
+                               std::to_string(sh.keys) + " keys, " + vectors};
+            body(c);
         });
+}
+
+// The head mean the attention sums in its own pass (d2Cache's, without the probabilities) is
+// head_mean_f64 of the probabilities it would write, to the bit, for_head_mean_cases' shapes at 1
+// and 2 threads and at every vector width, with the same output rows and probabilities as the
+// attention without it; in float64 (LibTorch's ops) the float64 mean of the probabilities.
+TEST(Attention, HeadMeanFromTheAttentionsOwnPassIsTheProbabilitiesMean) {
+    torch::InferenceMode guard;
+    for_head_mean_cases(21, [](const HeadMeanCase& c) {
+        const auto &q = c.q, &k = c.k, &v = c.v;
+        const auto& at = c.at;
+        torch::Tensor plain_probs;
+        const auto plain = detail::attend(q, k, v, &plain_probs);
+        const auto want = detail::head_mean_f64(plain_probs);  // (R, L) float64
+        for (int t : {1, 2}) {
+            const ScopedThreads threads(t);
+            torch::Tensor mean, probs, mean_only;
+            const auto out = detail::attend(q, k, v, &probs, nullptr, &mean);
+            ASSERT_EQ(mean.sizes(), (std::vector<int64_t>{c.rows, c.keys})) << at;
+            EXPECT_EQ(mean.scalar_type(), torch::kFloat64) << at;
+            EXPECT_TRUE(torch::equal(mean, want)) << at << ", " << t << " threads";
+            EXPECT_TRUE(torch::equal(probs, plain_probs)) << at << ", " << t << " threads";
+            EXPECT_TRUE(torch::equal(out, plain)) << at << ", " << t << " threads";
+            EXPECT_TRUE(torch::equal(detail::attend(q, k, v, nullptr, nullptr, &mean_only), plain))
+                << at;
+            EXPECT_TRUE(torch::equal(mean_only, want)) << at << ", " << t << " threads";
+        }
+    });
     torch::Tensor probs64, mean64;
+    const int64_t Dh = 32;
     const auto q = torch::randn({4, 9, Dh}, torch::kFloat64),
                k = torch::randn({2, 30, Dh}, torch::kFloat64),
                v = torch::randn({2, 30, Dh}, torch::kFloat64);
     (void)detail::attend(q, k, v, &probs64, nullptr, &mean64);
     EXPECT_LE((mean64 - probs64.mean(0)).abs().max().item<double>(), 1e-16);
+}
+
+// The float32 head mean of a few kept rows (LayerPlan::want_probs_mean, Elastic-Cache's window)
+// from the attention's own pass at one thread: the bits of window_head_mean_cpu over the
+// probabilities, which are then not written; rows kept anywhere among the queries (first, last, a
+// lone one in a block of 8, none in a whole chunk), for_head_mean_cases' shapes (65 and 130 rows
+// in chunks), with and without d2Cache's float64 mean in the same call, at every vector width. At 2
+// threads the kept rows' probabilities come instead. With the product of each probability fused
+// into the head sum (one rounding, as GCC contracts it unless kept apart) it failed at every width
+// with FMA.
+TEST(Attention, KeptRowsHeadMeanFromTheAttentionsOwnPassIsElasticsWindowMean) {
+    torch::InferenceMode guard;
+    for_head_mean_cases(23, [](const HeadMeanCase& c) {
+        const auto &q = c.q, &k = c.k, &v = c.v;
+        std::vector<int64_t> kept{0};  // ascending rows of q
+        for (int64_t r = 9; r < c.rows && r < 64; r += 5) kept.push_back(r);
+        if (kept.back() != c.rows - 1) kept.push_back(c.rows - 1);
+        const std::vector<int32_t> kept32(kept.begin(), kept.end());
+        const auto W = static_cast<int64_t>(kept.size());
+        torch::Tensor probs;
+        const auto plain = detail::attend(q, k, v, &probs);  // (H, R, L)
+        auto want = torch::empty({W, c.keys}, torch::kFloat64);
+        cuda::window_head_mean_cpu(probs.data_ptr<float>(), {c.heads, c.rows, c.keys},
+                                   kept32.data(), W, want.data_ptr<double>());
+        const auto want_f64 = detail::head_mean_f64(probs);
+        const auto& at = c.at;
+        for (int t : {1, 2}) {
+            const ScopedThreads threads(t);
+            for (const bool with_f64 : {false, true}) {
+                torch::Tensor kept_probs, f64, mean;
+                const auto out =
+                    detail::attend(q, k, v, &kept_probs, &kept, with_f64 ? &f64 : nullptr, &mean);
+                const std::string where = at + ", " + std::to_string(t) + " threads";
+                EXPECT_TRUE(torch::equal(out, plain)) << where;
+                if (t > 1) {  // the probabilities instead (blocks.cpp: the tasks' K/V reads)
+                    EXPECT_FALSE(mean.defined()) << where;
+                    EXPECT_TRUE(
+                        torch::equal(kept_probs, probs.index_select(1, torch::tensor(kept))))
+                        << where;
+                } else {
+                    EXPECT_FALSE(kept_probs.defined()) << where;
+                    ASSERT_EQ(mean.sizes(), (std::vector<int64_t>{W, c.keys})) << where;
+                    EXPECT_TRUE(torch::equal(mean, want)) << where;
+                }
+                if (with_f64) {
+                    EXPECT_TRUE(torch::equal(f64, want_f64)) << where;
+                }
+            }
+        }
+    });
 }
 
 // row_attention's kernel called directly, one kv head: query-row counts around its 8-column

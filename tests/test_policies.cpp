@@ -299,46 +299,51 @@ TEST(Policies, ElasticRecordsDriftTestsWithValuesAndThresholds) {
     }
 }
 
-// Elastic asks the forward for the probabilities of its window rows only (and last step's window
-// rows still computed); when the attention panel wants every row's, it gets them all. Both must
-// give the same drift values, to the bit, and the same tokens.
+// Elastic asks the forward for the attention of its window rows only (and last step's window
+// rows still computed): at one thread on the CPU their head means, which the attention sums in its
+// own pass (LayerPlan::want_probs_mean), at two their probabilities; when the attention panel
+// wants every row's probabilities, it gets them all. All must give the same drift values, to the
+// bit, and the same tokens.
 TEST(Policies, ElasticDriftFromItsWindowRowsEqualsTheOneFromEveryRow) {
-    std::vector<trace::TriggerEvent> drift[2];
-    std::vector<int32_t> tokens[2];
-    for (const bool every_row : {false, true}) {
-        GenerationRequest r;
-        r.prompt_text = "Remember: abc=123, xyz=987. What is abc?";
-        r.config = test::policy_test_config();
-        r.policy = "elastic";
-        // gamma just under the cosines this prompt gives (0.9999-1): some layers escalate, some not
-        r.params = {{"gamma", 0.99999}, {"window", 4}, {"track_num", 2}};
-        trace::TraceStore store;
-        store.set_want_all_attention_means(every_row);
-        Generator g(model(), r, &store);
-        g.run();
-        for (const auto& s : store.steps(0))
-            for (const auto& e : s->triggers)
-                if (e.kind == "drift") drift[every_row].push_back(e);
-        tokens[every_row] = store.steps(0).back()->tokens;
-    }
-    ASSERT_EQ(drift[0].size(), drift[1].size());
-    int fired = 0, measured = 0;
-    for (size_t i = 0; i < drift[0].size(); ++i) {
-        const auto &a = drift[0][i], &b = drift[1][i];
-        EXPECT_EQ(a.layer, b.layer) << "test " << i;
-        EXPECT_EQ(a.fired, b.fired) << "test " << i;
-        if (std::isnan(a.value)) {
-            EXPECT_TRUE(std::isnan(b.value)) << "test " << i;
-        } else {
-            EXPECT_EQ(a.value, b.value) << "test " << i;
-            ++measured;
+    for (const int threads : {1, 2}) {
+        const test::ScopedThreads scope(threads);
+        std::vector<trace::TriggerEvent> drift[2];
+        std::vector<int32_t> tokens[2];
+        for (const bool every_row : {false, true}) {
+            GenerationRequest r;
+            r.prompt_text = "Remember: abc=123, xyz=987. What is abc?";
+            r.config = test::policy_test_config();
+            r.policy = "elastic";
+            // gamma just under the cosines this prompt gives (0.9999-1): some layers escalate
+            r.params = {{"gamma", 0.99999}, {"window", 4}, {"track_num", 2}};
+            trace::TraceStore store;
+            store.set_want_all_attention_means(every_row);
+            Generator g(model(), r, &store);
+            g.run();
+            for (const auto& s : store.steps(0))
+                for (const auto& e : s->triggers)
+                    if (e.kind == "drift") drift[every_row].push_back(e);
+            tokens[every_row] = store.steps(0).back()->tokens;
         }
-        fired += a.fired ? 1 : 0;
+        ASSERT_EQ(drift[0].size(), drift[1].size()) << threads << " threads";
+        int fired = 0, measured = 0;
+        for (size_t i = 0; i < drift[0].size(); ++i) {
+            const auto &a = drift[0][i], &b = drift[1][i];
+            EXPECT_EQ(a.layer, b.layer) << "test " << i << ", " << threads << " threads";
+            EXPECT_EQ(a.fired, b.fired) << "test " << i << ", " << threads << " threads";
+            if (std::isnan(a.value)) {
+                EXPECT_TRUE(std::isnan(b.value)) << "test " << i << ", " << threads << " threads";
+            } else {
+                EXPECT_EQ(a.value, b.value) << "test " << i << ", " << threads << " threads";
+                ++measured;
+            }
+            fired += a.fired ? 1 : 0;
+        }
+        EXPECT_GT(measured, 10);  // the test ran on real cosines, some firing and some not
+        EXPECT_GT(fired, 0);
+        EXPECT_LT(fired, static_cast<int>(drift[0].size()));
+        EXPECT_EQ(tokens[0], tokens[1]) << threads << " threads";
     }
-    EXPECT_GT(measured, 10);  // the test ran on real cosines, some firing and some not
-    EXPECT_GT(fired, 0);
-    EXPECT_LT(fired, static_cast<int>(drift[0].size()));
-    EXPECT_EQ(tokens[0], tokens[1]);
 }
 
 // Rows the engine adds to a policy's (here --fresh-prefix's first 6 prompt rows, recomputed at

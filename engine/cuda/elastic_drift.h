@@ -35,6 +35,12 @@ struct DriftSums {
 void window_head_mean_cpu(const float* probs, ProbsShape s, const int32_t* rows, int64_t window,
                           double* out, double* column_sums = nullptr);
 
+// window_head_mean_cpu's out and column_sums where the head means are at hand already: means
+// (rows, keys) float64 the head means of the attention's rows (the CPU attention sums them in its
+// own pass: engine/model/row_attention.h, HeadMeanSums::Float32), out (W, keys) rows[w]'s.
+void window_rows_cpu(const double* means, int64_t keys, const int32_t* rows, int64_t window,
+                     double* out, double* column_sums = nullptr);
+
 // The n keys with the largest column sum over the window's rows of attn (W, keys), excluded keys
 // (masked ones) skipped; ties to the lower key (select_top_k_cpu). Returned in ascending key order.
 std::vector<int64_t> most_attended_keys_cpu(const double* attn, int64_t window, int64_t keys,
@@ -49,6 +55,11 @@ std::vector<int64_t> top_attended_keys_cpu(const double* column_sums, int64_t ke
 // row in probs) and the tracked keys: now = head mean of probs, before = prev_attn (W, keys).
 DriftSums drift_sums_cpu(const float* probs, ProbsShape s, const int32_t* rows_now, int64_t window,
                          const double* prev_attn, const int64_t* tracked, int64_t n_tracked);
+
+// drift_sums_cpu where the head means (rows, keys) float64 are at hand (window_rows_cpu's means).
+DriftSums drift_sums_of_means_cpu(const double* means, int64_t keys, const int32_t* rows_now,
+                                  int64_t window, const double* prev_attn, const int64_t* tracked,
+                                  int64_t n_tracked);
 
 // ---- On the device (every pointer on the device) --------------------------------------------
 

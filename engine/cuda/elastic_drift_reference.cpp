@@ -23,6 +23,12 @@ double DriftSums::cosine() const {
 
 namespace {
 
+// column_sums (keys) += row (keys), the window's next row.
+CL_CPU_CLONES void add_to_column_sums(const double* __restrict row, int64_t keys,
+                                      double* __restrict column_sums) {
+    for (int64_t c = 0; c < keys; ++c) column_sums[c] += row[c];
+}
+
 // One window row's head mean: sum (keys) float32 scratch, out (keys) the mean, and where
 // column_sums is given, each key's mean added to it. Cloned per instruction set: every step is
 // exact per lane (float sums in head order, one division, a widening, a float64 sum in window
@@ -37,8 +43,7 @@ CL_CPU_CLONES void head_mean_row(const float* __restrict probs, ProbsShape s, in
     }
     const auto heads = static_cast<float>(s.heads);
     for (int64_t c = 0; c < s.keys; ++c) out[c] = static_cast<double>(sum[c] / heads);
-    if (column_sums)
-        for (int64_t c = 0; c < s.keys; ++c) column_sums[c] += out[c];
+    if (column_sums) add_to_column_sums(out, s.keys, column_sums);
 }
 
 }  // namespace
@@ -54,6 +59,16 @@ void window_head_mean_cpu(const float* probs, ProbsShape s, const int32_t* rows,
     if (column_sums) std::fill(column_sums, column_sums + s.keys, 0.0);
     for (int64_t w = 0; w < window; ++w)
         head_mean_row(probs, s, rows[w], sum.data(), out + w * s.keys, column_sums);
+}
+
+void window_rows_cpu(const double* means, int64_t keys, const int32_t* rows, int64_t window,
+                     double* out, double* column_sums) {
+    if (column_sums) std::fill(column_sums, column_sums + keys, 0.0);
+    for (int64_t w = 0; w < window; ++w) {
+        const double* mean = means + static_cast<int64_t>(rows[w]) * keys;
+        std::copy(mean, mean + keys, out + w * keys);
+        if (column_sums) add_to_column_sums(mean, keys, column_sums);
+    }
 }
 
 std::vector<int64_t> top_attended_keys_cpu(const double* column_sums, int64_t keys,
@@ -76,21 +91,42 @@ std::vector<int64_t> most_attended_keys_cpu(const double* attn, int64_t window, 
     return top_attended_keys_cpu(column.data(), keys, excluded, n);
 }
 
-DriftSums drift_sums_cpu(const float* probs, ProbsShape s, const int32_t* rows_now, int64_t window,
-                         const double* prev_attn, const int64_t* tracked, int64_t n_tracked) {
+namespace {
+
+// The drift sums with now(row, key) the head mean of a row of this step's attention.
+template <class Now>
+DriftSums drift_sums_of(const Now& now_at, int64_t keys, const int32_t* rows_now, int64_t window,
+                        const double* prev_attn, const int64_t* tracked, int64_t n_tracked) {
     DriftSums out;
     for (int64_t w = 0; w < window; ++w) {
         if (rows_now[w] < 0) continue;
         out.shared = true;
         for (int64_t t = 0; t < n_tracked; ++t) {
-            const double now = head_mean(probs, s, rows_now[w], tracked[t]);
-            const double before = prev_attn[w * s.keys + tracked[t]];
+            const double now = now_at(rows_now[w], tracked[t]);
+            const double before = prev_attn[w * keys + tracked[t]];
             out.dot += now * before;
             out.now_sq += now * now;
             out.before_sq += before * before;
         }
     }
     return out;
+}
+
+}  // namespace
+
+DriftSums drift_sums_cpu(const float* probs, ProbsShape s, const int32_t* rows_now, int64_t window,
+                         const double* prev_attn, const int64_t* tracked, int64_t n_tracked) {
+    const auto now = [&](int32_t row, int64_t key) { return head_mean(probs, s, row, key); };
+    return drift_sums_of(now, s.keys, rows_now, window, prev_attn, tracked, n_tracked);
+}
+
+DriftSums drift_sums_of_means_cpu(const double* means, int64_t keys, const int32_t* rows_now,
+                                  int64_t window, const double* prev_attn, const int64_t* tracked,
+                                  int64_t n_tracked) {
+    const auto now = [&](int32_t row, int64_t key) {
+        return means[static_cast<int64_t>(row) * keys + key];
+    };
+    return drift_sums_of(now, keys, rows_now, window, prev_attn, tracked, n_tracked);
 }
 
 }  // namespace cl::cuda

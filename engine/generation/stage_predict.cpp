@@ -105,6 +105,7 @@ public:
         auto p = m_run.policy->plan_layer(layer);
         if (m_work.wants.mean[l] || !m_work.wants.heads[l].empty()) {
             p.want_probs = true;  // the attention panel shows every computed row
+            p.want_probs_mean = false;
             p.probs_positions.clear();
         }
         if (!p.all_rows) p.rows = add_engine_rows(p.rows);

@@ -429,7 +429,7 @@ int64_t rows_per_mean_task(int64_t R, int64_t H, int64_t g, int64_t L) {
 // where writing the probabilities and the head mean's pass over them took 31 (33 rows 12 and 16).
 torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows,
-                             torch::Tensor* head_mean_out) {
+                             torch::Tensor* head_mean_out, torch::Tensor* probs_mean_out) {
     const int64_t H = q.size(-3), Hkv = k.size(-3), R = q.size(-2), Dh = q.size(-1), L = k.size(-2);
     const int64_t g = H / Hkv, batches = q.numel() / (H * R * Dh);
     const auto qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();  // no copies here
@@ -442,7 +442,14 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
             slot[static_cast<size_t>((*probs_rows)[i])] = static_cast<int64_t>(i);
     }
     const int64_t P = probs_rows ? static_cast<int64_t>(probs_rows->size()) : R;
-    const auto probs = probs_out ? torch::empty({batches, H, P, L}, q.options()) : torch::Tensor();
+    // The float32 head mean of the kept rows instead of their probabilities, where one thread runs
+    // the attention. Split over threads, the mean's tasks (rows through every kv head) each read
+    // every kv head's K and V, the probabilities' (a kv head each) one: Elastic-Cache's paired
+    // steps at 2 threads were 1.1-2.4% slower so (same-path pairs 0.989-1.007), at 1 thread
+    // 0.7-2.7% faster.
+    const bool probs_mean = probs_mean_out && probs_rows && at::get_num_threads() == 1;
+    const auto probs =
+        probs_out && !probs_mean ? torch::empty({batches, H, P, L}, q.options()) : torch::Tensor();
     const ColumnCall call{qc.data_ptr<float>(),
                           kc.data_ptr<float>(),
                           vc.data_ptr<float>(),
@@ -457,9 +464,11 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
                           Dh,
                           P,
                           static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)))};
-    torch::Tensor mean;  // (B, R, L) float64
-    if (head_mean_out) {
-        mean = torch::empty({batches, R, L}, q.options().dtype(torch::kFloat64));
+    torch::Tensor mean, kept_mean;  // (B, R, L), (B, P, L) float64
+    if (head_mean_out || probs_mean) {
+        if (head_mean_out) mean = torch::empty({batches, R, L}, q.options().dtype(torch::kFloat64));
+        if (probs_mean)
+            kept_mean = torch::empty({batches, P, L}, q.options().dtype(torch::kFloat64));
         const int64_t rc = rows_per_mean_task(R, H, g, L), chunks = (R + rc - 1) / rc;
         // A scratch per kv head, each left holding its scores for column_head_mean.
         const int64_t region =
@@ -477,8 +486,13 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
                     a = call.at(b, n, r0, rows);
                     column_attention(a, scratch + n * region);
                 }
-                column_head_mean(a, scratches.data(), Hkv,
-                                 mean.data_ptr<double>() + (b * R + r0) * L);
+                if (mean.defined())
+                    column_head_mean(a, scratches.data(), Hkv,
+                                     {mean.data_ptr<double>() + (b * R + r0) * L});
+                if (kept_mean.defined())
+                    column_head_mean(a, scratches.data(), Hkv,
+                                     {kept_mean.data_ptr<double>() + b * P * L, slot.data() + r0,
+                                      HeadMeanSums::Float32});
             }
         });
     } else {
@@ -494,7 +508,7 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
             }
         });
     }
-    if (probs_out) {
+    if (probs.defined()) {
         auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., H, P, L)
         shape.back() = L;
         shape[shape.size() - 2] = P;
@@ -502,9 +516,12 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
     }
     auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., R, H*Dh)
     shape.erase(shape.end() - 3);
-    if (head_mean_out) {  // (..., R, L)
-        shape.back() = L;
-        *head_mean_out = mean.view(shape);
+    shape.back() = L;
+    if (head_mean_out) *head_mean_out = mean.view(shape);  // (..., R, L)
+    if (probs_mean) {                                      // (..., P, L)
+        shape[shape.size() - 2] = P;
+        *probs_mean_out = kept_mean.view(shape);
+        shape[shape.size() - 2] = R;
     }
     shape.back() = H * Dh;
     return out.view(shape);
@@ -531,8 +548,9 @@ float* thread_scratch(size_t n) {
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows,
-                     torch::Tensor* head_mean_out) {
-    if (uses_columns(q, k, v)) return attend_columns(q, k, v, probs_out, probs_rows, head_mean_out);
+                     torch::Tensor* head_mean_out, torch::Tensor* probs_mean_out) {
+    if (uses_columns(q, k, v))
+        return attend_columns(q, k, v, probs_out, probs_rows, head_mean_out, probs_mean_out);
     const int64_t H = q.size(-3), Hkv = k.size(-3), Dh = q.size(-1);
     auto keys = k, values = v;  // (..., Hkv, L, Dh)
     if (Hkv != H) {

@@ -111,10 +111,14 @@ float* thread_scratch(size_t n);
 // P query rows of probs_rows (ascending indices into R) when that is given too: (..., H, P, L).
 // With head_mean_out: the probabilities' float64 head mean (..., R, L) of every query row too
 // (head_mean_f64's bits), which the CPU kernel sums in its own pass without writing them.
+// With probs_mean_out and probs_rows, where the CPU kernel runs: instead of the probabilities, the
+// float32 head mean (..., P, L) float64 of those rows (engine/cuda/elastic_drift.h's bits), and
+// *probs_out stays as it was; elsewhere the probabilities come as without it.
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      torch::Tensor* probs_out = nullptr,
                      const std::vector<int64_t>* probs_rows = nullptr,
-                     torch::Tensor* head_mean_out = nullptr);
+                     torch::Tensor* head_mean_out = nullptr,
+                     torch::Tensor* probs_mean_out = nullptr);
 
 // probs (..., H, R, L) -> (..., R, L) float64: on the CPU in float32 row_head_mean.h's head mean
 // (the float64 sum over the heads in order, divided by H); elsewhere the mean in probs' own type,

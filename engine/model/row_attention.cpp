@@ -270,57 +270,100 @@ template <int D>
     return __builtin_convertvector(f, Doubles<D>);
 }
 
-// The D query columns from c of key row j of one head, each probability as `probs` would hold it
-// (float32), widened.
-template <int D>
-[[gnu::always_inline]] inline Doubles<D> widened(const HeadScores& h, int64_t rp, int64_t j,
-                                                 int64_t c) {
-    using F = row_lanes::Floats<D>;
-    const F p = load<F>(h.st + j * rp + c) * load<F>(h.inv_sum + c);
-    return to_doubles<D>(p);
+// v as computed, rounded to its type: for GCC, which fuses a product into the sum that takes it
+// across statements (one rounding instead of two: other bits), an empty asm it cannot see through.
+// Clang fuses only within one expression.
+template <class V>
+[[gnu::always_inline]] inline V rounded(V v) {
+#if defined(__GNUC__) && !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
+    asm("" : "+x"(v));
+#elif defined(__GNUC__) && !defined(__clang__)
+    asm("" : "+g"(v));
+#endif
+    return v;
 }
 
-// mean rows [r0, r0 + n) at keys [j0, j0 + nj), n, nj <= D: each key's D query columns summed
-// over the heads in head order (head by head over the D keys: D independent sums under way),
-// transposed in registers, divided, stored along the rows. Whole: nj == D, whose constant trip
-// counts keep the D vectors in registers (indexed by a variable they went to the stack).
-template <int D, bool Whole>
+// The D query columns from c of key row j of one head, each probability as `probs` would hold it
+// (float32).
+template <int D>
+[[gnu::always_inline]] inline row_lanes::Floats<D> probabilities(const HeadScores& h, int64_t rp,
+                                                                 int64_t j, int64_t c) {
+    using F = row_lanes::Floats<D>;
+    return load<F>(h.st + j * rp + c) * load<F>(h.inv_sum + c);
+}
+
+// The D key vectors (D query columns each) from j0 of the mean, summed over the heads in head
+// order (head by head over the D keys: D independent sums under way). Float64: each probability
+// widened, summed in float64, not yet divided. Float32: summed in float32, divided there, widened.
+template <int D, bool Whole, HeadMeanSums Sums>
+[[gnu::always_inline]] inline void head_sums(const HeadScores* hs, int64_t H, int64_t rp,
+                                             int64_t j0, int64_t n_keys, int64_t r0,
+                                             Doubles<D> (&m)[D]) {
+    if constexpr (Sums == HeadMeanSums::Float32) {
+        row_lanes::Floats<D> f[D] = {};
+        for (int64_t k = 0; k < n_keys; ++k) f[k] = probabilities<D>(hs[0], rp, j0 + k, r0);
+        for (int64_t h = 1; h < H; ++h)
+            for (int64_t k = 0; k < n_keys; ++k) {
+                // Rounded to float first, as the probabilities the definition sums are: GCC would
+                // fuse the product and the sum into one multiply-add (other bits).
+                f[k] += rounded(probabilities<D>(hs[h], rp, j0 + k, r0));
+            }
+        for (int64_t k = 0; k < n_keys; ++k)
+            m[k] = to_doubles<D>(divided_by_heads<row_lanes::Floats<D>, float>(f[k], H));
+    } else {
+        for (int64_t k = 0; k < n_keys; ++k)
+            m[k] = to_doubles<D>(probabilities<D>(hs[0], rp, j0 + k, r0));
+        for (int64_t h = 1; h < H; ++h)
+            for (int64_t k = 0; k < n_keys; ++k)
+                m[k] += to_doubles<D>(probabilities<D>(hs[h], rp, j0 + k, r0));
+    }
+}
+
+// mean rows of query rows [r0, r0 + n) at keys [j0, j0 + nj), n, nj <= D: the head sums,
+// transposed in registers, divided (Float64), stored along the rows (each at its slot where the
+// output has slots). Whole: nj == D, whose constant trip counts keep the D vectors in registers
+// (indexed by a variable they went to the stack).
+template <int D, bool Whole, HeadMeanSums Sums>
 [[gnu::always_inline]] inline void head_mean_block(const HeadScores* hs, int64_t H, int64_t rp,
                                                    int64_t keys, int64_t j0, int64_t nj, int64_t r0,
-                                                   int64_t n, double* mean) {
+                                                   int64_t n, const HeadMeanOut& out) {
     const int64_t n_keys = Whole ? D : nj;
     Doubles<D> m[D] = {};
-    for (int64_t k = 0; k < n_keys; ++k) m[k] = widened<D>(hs[0], rp, j0 + k, r0);
-    for (int64_t h = 1; h < H; ++h)
-        for (int64_t k = 0; k < n_keys; ++k) m[k] += widened<D>(hs[h], rp, j0 + k, r0);
+    head_sums<D, Whole, Sums>(hs, H, rp, j0, n_keys, r0, m);
     transpose_levels<D / 2>(m);  // m[r]: row r0 + r's keys from j0
     for (int64_t r = 0; r < n; ++r) {
-        const Doubles<D> row = divided_by_heads(m[r], H);
-        double* out = mean + (r0 + r) * keys + j0;
+        const int64_t at = out.slot ? out.slot[r0 + r] : r0 + r;
+        if (at < 0) continue;
+        const Doubles<D> row = Sums == HeadMeanSums::Float64 ? divided_by_heads(m[r], H) : m[r];
+        double* dst = out.mean + at * keys + j0;
         if (Whole)
-            __builtin_memcpy(out, &row, sizeof row);  // inlined: one vector store
+            __builtin_memcpy(dst, &row, sizeof row);  // inlined: one vector store
         else
-            for (int64_t k = 0; k < nj; ++k) out[k] = row[k];
+            for (int64_t k = 0; k < nj; ++k) dst[k] = row[k];
     }
 }
 
 // Rows outermost, so that D rows of the mean are written along at a time: keys outermost (D keys'
 // score rows kept in L1 while every query row took them) made d2cache steps 2-3% slower in place,
 // its stores scattered over the freshly allocated mean, though not in isolation.
+template <HeadMeanSums Sums>
 struct HeadMeanKernel {
     template <int N>
     [[gnu::always_inline]] static void run(const std::vector<HeadScores>& heads, int64_t rows,
-                                           int64_t rp, int64_t keys, double* mean) {
+                                           int64_t rp, int64_t keys, const HeadMeanOut& out) {
         constexpr int D = N / 2;  // doubles per vector
         const HeadScores* hs = heads.data();
         const auto H = static_cast<int64_t>(heads.size());
         const int64_t whole = keys / D * D;
         for (int64_t r0 = 0; r0 < rows; r0 += D) {
             const int64_t n = std::min<int64_t>(D, rows - r0);
+            if (out.slot &&
+                std::all_of(out.slot + r0, out.slot + r0 + n, [](int64_t at) { return at < 0; }))
+                continue;  // none of these rows has a place in the output
             for (int64_t j0 = 0; j0 < whole; j0 += D)
-                head_mean_block<D, true>(hs, H, rp, keys, j0, D, r0, n, mean);
+                head_mean_block<D, true, Sums>(hs, H, rp, keys, j0, D, r0, n, out);
             if (whole < keys)
-                head_mean_block<D, false>(hs, H, rp, keys, whole, keys - whole, r0, n, mean);
+                head_mean_block<D, false, Sums>(hs, H, rp, keys, whole, keys - whole, r0, n, out);
         }
     }
 };
@@ -358,7 +401,7 @@ void column_attention(const ColumnAttention& a, float* scratch) {
 }
 
 void column_head_mean(const ColumnAttention& a, const float* const* scratches, int64_t kv_heads,
-                      double* mean) {
+                      const HeadMeanOut& out) {
     const int64_t rp = padded(a.heads * a.rows);
     if (rp == 0 || a.keys == 0) return;
     std::vector<HeadScores> heads;  // in head order: kv head n's g heads, columns j R ...
@@ -368,7 +411,12 @@ void column_head_mean(const ColumnAttention& a, const float* const* scratches, i
         for (int64_t j = 0; j < a.heads; ++j)
             heads.push_back({s.st + j * a.rows, s.inv_sum + j * a.rows});
     }
-    cpu::run_at_vector_width<HeadMeanKernel>(heads, a.rows, rp, a.keys, mean);
+    if (out.sums == HeadMeanSums::Float32)
+        cpu::run_at_vector_width<HeadMeanKernel<HeadMeanSums::Float32>>(heads, a.rows, rp, a.keys,
+                                                                        out);
+    else
+        cpu::run_at_vector_width<HeadMeanKernel<HeadMeanSums::Float64>>(heads, a.rows, rp, a.keys,
+                                                                        out);
 }
 
 }  // namespace cl::detail

@@ -54,11 +54,25 @@ void column_attention(const ColumnAttention& a, float* scratch);
 // Floats a scratch needs past column_attention_scratch's for column_head_mean to read it.
 constexpr int64_t kColumnHeadMeanPadding = 16;
 
-// The float64 head mean (row_head_mean.h's bits) of the query rows that column_attention has just
-// taken through every kv head in turn, kv head n's call with scratch scratches[n], which still
-// holds its scores and sums: the probabilities are read there, never written out. a: the calls'
-// shared sizes (heads per kv head, rows, keys, head_dim); mean (rows, keys) row-major.
+// Which head mean column_head_mean sums. Float64: row_head_mean.h's (each probability widened,
+// summed over the heads in head order in float64, divided by H; d2Cache's rollout). Float32:
+// engine/cuda/elastic_drift.h's (summed over the heads in head order in float32, divided by H
+// there, widened; Elastic-Cache's window attention).
+enum class HeadMeanSums { Float64, Float32 };
+
+// Where column_head_mean writes: query row r's mean at mean + row * keys, row = slot[r] (none
+// where that is -1) or r itself without slots.
+struct HeadMeanOut {
+    double* mean = nullptr;
+    const int64_t* slot = nullptr;  // (rows) or nullptr
+    HeadMeanSums sums = HeadMeanSums::Float64;
+};
+
+// The head mean of the query rows that column_attention has just taken through every kv head in
+// turn, kv head n's call with scratch scratches[n], which still holds its scores and sums: the
+// probabilities are read there, never written out. a: the calls' shared sizes (heads per kv head,
+// rows, keys, head_dim).
 void column_head_mean(const ColumnAttention& a, const float* const* scratches, int64_t kv_heads,
-                      double* mean);
+                      const HeadMeanOut& out);
 
 }  // namespace cl::detail

@@ -15,13 +15,13 @@ namespace cl::detail {
 void head_mean_rows(const float* p, int64_t H, int64_t R, int64_t L, int64_t r0, int64_t r1,
                     double* m);
 
-// The head mean's division of a sum (a double or a vector of them) by the head count: times the
-// reciprocal where the count is a power of two (exact, so the same bits; the divisions were half
-// of the head mean's time with 4 heads), else a division.
-template <class T>
+// A head mean's division of a sum (an S, double or float, or a vector of them) by the head count:
+// times the reciprocal where the count is a power of two (exact, so the same bits as the division;
+// the divisions were half of the head mean's time with 4 heads), else a division.
+template <class T, class S = double>
 inline T divided_by_heads(T sum, int64_t heads) {
-    const auto h = static_cast<double>(heads);
-    return (heads & (heads - 1)) == 0 ? sum * (1.0 / h) : sum / h;
+    const auto h = static_cast<S>(heads);
+    return (heads & (heads - 1)) == 0 ? sum * (S{1} / h) : sum / h;
 }
 
 }  // namespace cl::detail

@@ -191,8 +191,8 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
     }
     const bool some = reads.probs && reads.positions && !reads.positions->empty();
     const auto probs_rows = some ? query_rows_of(*reads.positions, rows) : std::vector<int64_t>{};
-    return attend(qkv.q, k_all, v_all, reads.probs, some ? &probs_rows : nullptr,
-                  reads.head_mean);  // (R, H*Dh)
+    return attend(qkv.q, k_all, v_all, reads.probs, some ? &probs_rows : nullptr, reads.head_mean,
+                  reads.probs_mean);  // (R, H*Dh)
 }
 
 LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks& hooks,
@@ -305,12 +305,11 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     // layer recomputes every row from the hidden cache and then writes every row's K/V, so the
     // cache ends the same either way (deferring the write cost Elastic-Cache a copy of the whole
     // K and V cache per layer and step: index_copy + copy_, a tenth of its run).
-    auto* head_mean = plan.want_head_mean ? &r.head_mean : nullptr;
-    auto attn = attention_rows(
-        l, s.h, rows, s, lc, plan.write_kv,
-        {(plan.want_probs || may_escalate) ? &r.probs : nullptr, &plan.probs_positions, head_mean},
-        &fresh);
-    if (r.probs.defined()) r.probs_positions = plan.probs_positions;
+    const AttentionReads reads{(plan.want_probs || may_escalate) ? &r.probs : nullptr,
+                               &plan.probs_positions, plan.want_head_mean ? &r.head_mean : nullptr,
+                               plan.want_probs_mean ? &r.probs_mean : nullptr};
+    auto attn = attention_rows(l, s.h, rows, s, lc, plan.write_kv, reads, &fresh);
+    if (r.probs.defined() || r.probs_mean.defined()) r.probs_positions = plan.probs_positions;
     r.layer = l;
     r.rows = rows;
     if (may_escalate && hooks.escalate(r)) {
@@ -326,8 +325,9 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
         s.h = full;
         plan.all_rows = true;
         rows = nullptr;
-        attn = attention_rows(l, s.h, nullptr, s, lc, plan.write_kv,
-                              {&r.probs, &plan.probs_positions, head_mean}, &fresh);
+        attn =
+            attention_rows(l, s.h, nullptr, s, lc, plan.write_kv,
+                           {&r.probs, reads.positions, reads.head_mean, reads.probs_mean}, &fresh);
     }
     r.k = fresh.k;
     r.v = fresh.v;

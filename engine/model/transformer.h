@@ -16,12 +16,14 @@
 namespace cl::detail {
 
 // What a layer's attention hands back besides its output, each where asked for: the probabilities
-// of the computed rows at `positions` (every computed row's if empty) and every computed row's
-// float64 head mean.
+// of the computed rows at `positions` (every computed row's if empty), or where the CPU kernel can,
+// with probs_mean, those rows' float32 head mean in their place; and every computed row's float64
+// head mean.
 struct AttentionReads {
     torch::Tensor* probs = nullptr;
     const std::vector<int64_t>* positions = nullptr;
     torch::Tensor* head_mean = nullptr;
+    torch::Tensor* probs_mean = nullptr;
 };
 
 class Transformer {

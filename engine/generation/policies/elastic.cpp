@@ -85,6 +85,7 @@ public:
         p.write_kv = true;
         p.write_hidden = true;
         p.want_probs = true;
+        p.want_probs_mean = true;      // the head means are what is read (on the CPU kernel)
         p.probs_positions = m_window;  // every row's probabilities: the window's are read
         if (m_full || m_fired_at >= 0 || m_queries.empty()) return p;  // every row
         p.all_rows = false;
@@ -104,9 +105,10 @@ public:
     bool escalate(const detail::LayerResult& attention) override { return drift_test(attention); }
     void observe_layer(const detail::LayerResult& r) override {
         // Track the decoded keys the window attends to most, and remember its attention for next
-        // step. Plain loops over the (H, R, L) probabilities on the CPU (a dozen small LibTorch ops
-        // per layer cost more than the few query rows this policy computes), kernels on a GPU.
-        if (!r.probs.defined()) return;  // plan_layer always asks for them; nothing to track
+        // step. Plain loops on the CPU over the head means its attention summed in its own pass
+        // (a dozen small LibTorch ops per layer cost more than the few query rows this policy
+        // computes), kernels over the (H, R, L) probabilities on a GPU.
+        if (!r.probs.defined() && !r.probs_mean.defined()) return;  // plan_layer asks for them
         auto& prev = m_prev[static_cast<size_t>(r.layer)];
         prev.rows.clear();
         std::vector<int32_t> locals;
@@ -118,7 +120,8 @@ public:
         }
         // The window's head means, and the decoded keys it attends to most (column sums over the
         // window's rows, masked keys excluded): none without window rows.
-        auto window = elastic::window_attention(r.probs, locals, *m_ctx.masked, m_p.track_num);
+        auto window = elastic::window_attention({r.probs, r.probs_mean}, locals, *m_ctx.masked,
+                                                m_p.track_num);
         prev.attn = std::move(window.attn);  // (W, L)
         m_tracked[static_cast<size_t>(r.layer)] = std::move(window.tracked);
     }
@@ -150,7 +153,6 @@ private:
     }
     bool drift_test(const detail::LayerResult& attention) {
         const int layer = attention.layer;
-        const auto& probs = attention.probs;
         const auto& prev = m_prev[static_cast<size_t>(layer)];
         const auto& tracked = m_tracked[static_cast<size_t>(layer)];
         const double gamma = m_p.gamma;
@@ -161,7 +163,8 @@ private:
         std::vector<int32_t> rows_now;
         rows_now.reserve(prev.rows.size());
         for (int64_t q : prev.rows) rows_now.push_back(probs_row(attention, q));
-        const auto sums = elastic::drift_sums(probs, rows_now, prev.attn, tracked);
+        const auto sums = elastic::drift_sums({attention.probs, attention.probs_mean}, rows_now,
+                                              prev.attn, tracked);
         if (!sums.shared) return fire(layer, NAN, gamma);
         const double cos = sums.cosine();
         if (cos < gamma) return fire(layer, cos, gamma);

@@ -58,27 +58,39 @@ WindowAttention window_attention_on_device(const torch::Tensor& p, const std::ve
 
 }  // namespace
 
-WindowAttention window_attention(const torch::Tensor& probs, const std::vector<int32_t>& rows,
+WindowAttention window_attention(const AttentionReads& attention, const std::vector<int32_t>& rows,
                                  const std::vector<uint8_t>& excluded, int64_t n) {
-    const auto p = probs_for_reads(probs);  // (H, R, L)
-    if (p.is_cuda()) return window_attention_on_device(p, rows, excluded, n);
-    const auto W = static_cast<int64_t>(rows.size()), L = p.size(2);
+    const bool means = attention.means.defined();  // (R, L) float64 on the CPU
+    const auto p = means ? attention.means.contiguous() : probs_for_reads(attention.probs);
+    if (p.is_cuda()) return window_attention_on_device(p, rows, excluded, n);  // (H, R, L)
+    const auto W = static_cast<int64_t>(rows.size()), L = p.size(-1);
     WindowAttention out;
     out.attn = torch::empty({W, L}, p.options().dtype(torch::kFloat64));  // (W, L)
     if (W == 0) return out;
     std::vector<double> sums(static_cast<size_t>(L));  // (L)
-    cuda::window_head_mean_cpu(p.data_ptr<float>(), shape_of(p), rows.data(), W,
-                               out.attn.data_ptr<double>(), sums.data());
+    if (means)
+        cuda::window_rows_cpu(p.data_ptr<double>(), L, rows.data(), W, out.attn.data_ptr<double>(),
+                              sums.data());
+    else
+        cuda::window_head_mean_cpu(p.data_ptr<float>(), shape_of(p), rows.data(), W,
+                                   out.attn.data_ptr<double>(), sums.data());
     out.tracked = cuda::top_attended_keys_cpu(sums.data(), L, excluded.data(), n);
     return out;
 }
 
-cuda::DriftSums drift_sums(const torch::Tensor& probs, const std::vector<int32_t>& rows_now,
+cuda::DriftSums drift_sums(const AttentionReads& attention, const std::vector<int32_t>& rows_now,
                            const torch::Tensor& prev_attn, const std::vector<int64_t>& tracked) {
-    const auto p = probs_for_reads(probs);                    // (H, R, L)
-    const auto prev = prev_attn.to(p.device()).contiguous();  // (W, L) float64
     const auto W = static_cast<int64_t>(rows_now.size());
     const auto n = static_cast<int64_t>(tracked.size());
+    if (attention.means.defined()) {  // (R, L) float64 on the CPU
+        const auto means = attention.means.contiguous();
+        const auto prev = prev_attn.contiguous();  // (W, L) float64
+        return cuda::drift_sums_of_means_cpu(means.data_ptr<double>(), means.size(1),
+                                             rows_now.data(), W, prev.data_ptr<double>(),
+                                             tracked.data(), n);
+    }
+    const auto p = probs_for_reads(attention.probs);          // (H, R, L)
+    const auto prev = prev_attn.to(p.device()).contiguous();  // (W, L) float64
     if (!p.is_cuda())
         return cuda::drift_sums_cpu(p.data_ptr<float>(), shape_of(p), rows_now.data(), W,
                                     prev.data_ptr<double>(), tracked.data(), n);

@@ -21,15 +21,25 @@ struct WindowAttention {
     std::vector<int64_t> tracked;  // the n keys with the largest column sums of attn, ascending
 };
 
-// probs (H, R, L), rows (W) rows of probs, excluded (L) keys never tracked (masked ones): the
-// head means (cuda::window_head_mean_cpu) and the most-attended keys (most_attended_keys_cpu's
-// ranking; none when W = 0). On the CPU the column sums come out of the head means' own pass.
-WindowAttention window_attention(const torch::Tensor& probs, const std::vector<int32_t>& rows,
+// One layer's attention as the policy gets it: the probabilities (H, R, L), or where the CPU
+// attention summed their head means in its own pass (LayerPlan::want_probs_mean), those (R, L)
+// float64 instead (probs undefined). R: the rows kept (LayerResult::probs_positions).
+struct AttentionReads {
+    const torch::Tensor& probs;
+    const torch::Tensor& means;
+};
+
+// rows (W) rows of the attention, excluded (L) keys never tracked (masked ones): the head means
+// (cuda::window_head_mean_cpu, or the attention's own: window_rows_cpu) and the most-attended keys
+// (most_attended_keys_cpu's ranking; none when W = 0). On the CPU the column sums come out of the
+// same pass.
+WindowAttention window_attention(const AttentionReads& attention, const std::vector<int32_t>& rows,
                                  const std::vector<uint8_t>& excluded, int64_t n);
 
-// The drift test's sums (cuda::drift_sums_cpu): probs (H, R, L) now, rows_now (W) the row of each
-// tracked window row in probs or -1, prev_attn (W, L) from window_attention, tracked the keys.
-cuda::DriftSums drift_sums(const torch::Tensor& probs, const std::vector<int32_t>& rows_now,
+// The drift test's sums (cuda::drift_sums_cpu, or drift_sums_of_means_cpu): the attention now,
+// rows_now (W) the row of each tracked window row in it or -1, prev_attn (W, L) from
+// window_attention, tracked the keys.
+cuda::DriftSums drift_sums(const AttentionReads& attention, const std::vector<int32_t>& rows_now,
                            const torch::Tensor& prev_attn, const std::vector<int64_t>& tracked);
 
 }  // namespace cl::policies::elastic
