@@ -3,6 +3,7 @@
 #include <limits>
 #include <set>
 
+#include "engine/base/cpu_clones.h"
 #include "engine/base/errors.h"
 #include "engine/generation/generator.h"
 #include "engine/generation/policies/attention_rollout.h"
@@ -454,6 +455,13 @@ TEST(Policies, DllmCacheRowCosinesFollowTheFloat64Definition) {
     for (int64_t g = 0; g < G; ++g)
         EXPECT_NEAR(got[static_cast<size_t>(g)], want[g].item<double>(), 1e-15) << "row " << g;
     EXPECT_EQ(got[5], 0.0);
+    // The same bits at every vector width (4, 8 and, where the CPU has them, 16 floats).
+    for (const int floats : {4, 8}) {
+        cpu::limit_vector_floats(floats);
+        EXPECT_EQ(policies::similarity::row_cosines(fresh, cached, first, 1e-12), got)
+            << floats << " floats";
+    }
+    cpu::limit_vector_floats(0);
     // The same rows through the tensor path (float64 input) agree to rounding too.
     const auto by_tensors = policies::similarity::row_cosines(
         fresh.to(torch::kFloat64), cached.to(torch::kFloat64), first, 1e-12);

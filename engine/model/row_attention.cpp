@@ -20,10 +20,12 @@ namespace {
 // 8 is a whole number of AVX2's and SSE2's vectors.
 constexpr int64_t kColumnPadding = 8;
 constexpr int64_t kPartialSums = 4;  // each column's exps summed in 4 interleaved partial sums
+using row_lanes::Doubles;
 using row_lanes::Floats;
 using row_lanes::lanes_of;
 using row_lanes::load;
 using row_lanes::store;
+using row_lanes::to_doubles;
 
 int64_t padded(int64_t columns) {
     return (columns + kColumnPadding - 1) / kColumnPadding * kColumnPadding;
@@ -242,33 +244,11 @@ void weigh_values(const ColumnAttention& a, const Scratch& s, int64_t rp) {
     }
 }
 
-template <int D>
-struct DoubleVector {
-    typedef double type __attribute__((vector_size(D * sizeof(double))));
-};
-template <int D>
-using Doubles = typename DoubleVector<D>::type;
-
 // Where column_head_mean reads head h's probabilities: its scores (L, rp), their column's 1 / sum.
 struct HeadScores {
     const float* st;
     const float* inv_sum;
 };
-
-// D floats widened to doubles. GCC 12 lowers the conversion of 8 floats into two conversions of
-// 4, a lane extract and a lane insert (perf annotate of the head mean: 4 instructions where the
-// AVX-512 one does it), so on x86 GCC the 8-lane case is written as that one instruction.
-template <int D>
-[[gnu::always_inline]] inline Doubles<D> to_doubles(row_lanes::Floats<D> f) {
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-    if constexpr (D == 8) {
-        Doubles<D> d;
-        asm("vcvtps2pd %1, %0" : "=v"(d) : "v"(f));
-        return d;
-    }
-#endif
-    return __builtin_convertvector(f, Doubles<D>);
-}
 
 // v as computed, rounded to its type: for GCC, which fuses a product into the sum that takes it
 // across statements (one rounding instead of two: other bits), an empty asm it cannot see through.

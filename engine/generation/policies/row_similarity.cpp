@@ -2,6 +2,7 @@
 
 #include "engine/base/cpu_clones.h"
 #include "engine/model/blocks.h"
+#include "engine/model/row_lanes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,37 +12,57 @@
 namespace cl::policies::similarity {
 namespace {
 
+using cl::detail::row_lanes::Doubles;
+using cl::detail::row_lanes::Floats;
+using cl::detail::row_lanes::load;
+using cl::detail::row_lanes::to_doubles;
+
 // Interleaved partial sums per row: value t of a head's Dh goes to sum t % kLanes. A product of
 // two floats is exact in a double, so each sum's bits are the same whether it is fused into a
-// multiply-add (the AVX2 and AVX-512 builds) or not.
-constexpr int64_t kLanes = 8;
+// multiply-add (the AVX2 and AVX-512 builds) or not, at every vector width.
+constexpr int kLanes = 8;
 
+// A row's kLanes sums of each product as kLanes / D vectors of D doubles (lane l: vector l / D,
+// element l % D).
+template <int D>
 struct Sums {
-    double dot[kLanes] = {}, fresh[kLanes] = {}, cached[kLanes] = {};
+    static constexpr int kVectors = kLanes / D;
+    Doubles<D> dot[kVectors] = {}, fresh[kVectors] = {}, cached[kVectors] = {};
 };
 
-double total(const double (&lanes)[kLanes]) {  // a fixed pairwise order
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+template <int D>
+double total(const Doubles<D> (&vectors)[kLanes / D]) {  // a fixed pairwise order over the lanes
+    double l[kLanes];
+    __builtin_memcpy(l, vectors, sizeof l);
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
 
-[[gnu::always_inline]] inline void add_head(const float* x, const float* y, int64_t Dh, Sums& s) {
+// One head's Dh values of a fresh row x and its cached row y, D floats widened at a time.
+template <int D>
+[[gnu::always_inline]] inline void add_head(const float* x, const float* y, int64_t Dh,
+                                            Sums<D>& s) {
     int64_t d = 0;
-    const auto add = [&](int64_t l, int64_t at) {
-        const auto a = static_cast<double>(x[at]), b = static_cast<double>(y[at]);
-        s.dot[l] += a * b;
-        s.fresh[l] += a * a;
-        s.cached[l] += b * b;
-    };
     for (; d + kLanes <= Dh; d += kLanes)
-        for (int64_t l = 0; l < kLanes; ++l) add(l, d + l);
-    for (int64_t l = 0; d + l < Dh; ++l) add(l, d + l);
+        for (int v = 0; v < Sums<D>::kVectors; ++v) {
+            const auto a = to_doubles<D>(load<Floats<D>>(x + d + v * D));
+            const auto b = to_doubles<D>(load<Floats<D>>(y + d + v * D));
+            s.dot[v] += a * b;
+            s.fresh[v] += a * a;
+            s.cached[v] += b * b;
+        }
+    for (int64_t l = 0; d + l < Dh; ++l) {
+        const auto a = static_cast<double>(x[d + l]), b = static_cast<double>(y[d + l]);
+        s.dot[l / D][l % D] += a * b;
+        s.fresh[l / D][l % D] += a * a;
+        s.cached[l / D][l % D] += b * b;
+    }
 }
 
-double cosine(const Sums& s, double eps) {
+template <int D>
+double cosine(const Sums<D>& s, double eps) {
     const double norms =
-        std::max(std::sqrt(total(s.fresh)), eps) * std::max(std::sqrt(total(s.cached)), eps);
-    return total(s.dot) / norms;
+        std::max(std::sqrt(total<D>(s.fresh)), eps) * std::max(std::sqrt(total<D>(s.cached)), eps);
+    return total<D>(s.dot) / norms;
 }
 
 // Float32 on the CPU (the row kernels' condition) with each head's Dh values adjacent.
@@ -52,21 +73,40 @@ bool loops_fit(const torch::Tensor& fresh, const torch::Tensor& cached) {
     return readable(fresh) && readable(cached);
 }
 
-// Cloned per instruction set: the lanes vectorise (same bits on each, see kLanes).
-CL_CPU_CLONES std::vector<double> cosines_by_loops(const torch::Tensor& fresh,
-                                                   const torch::Tensor& cached, int64_t first,
-                                                   double eps) {
-    const int64_t H = fresh.size(0), G = fresh.size(1), Dh = fresh.size(2);
-    const float* x = fresh.data_ptr<float>();   // (H, G, Dh), any strides but Dh's
-    const float* y = cached.data_ptr<float>();  // (H, L, Dh), likewise
-    std::vector<double> out(static_cast<size_t>(G));
-    for (int64_t g = 0; g < G; ++g) {
-        Sums s;
-        for (int64_t h = 0; h < H; ++h)
-            add_head(x + h * fresh.stride(0) + g * fresh.stride(1),
-                     y + h * cached.stride(0) + (first + g) * cached.stride(1), Dh, s);
-        out[static_cast<size_t>(g)] = cosine(s, eps);
+// fresh (H, G, Dh), cached (H, L, Dh): any strides but Dh's.
+struct CosineRows {
+    const float* x;
+    const float* y;
+    int64_t H, G, Dh, x_head, x_row, y_head, y_row;
+};
+
+// run<N>: N floats per register, D = N / 2 widened to a register of doubles (explicit vectors:
+// GCC 12 vectorised the lanes' loop as scalar conversions and multiply-adds).
+struct CosinesKernel {
+    template <int N>
+    [[gnu::always_inline]] static void run(const CosineRows& r, double eps,
+                                           std::vector<double>& out) {
+        constexpr int D = N / 2;
+        for (int64_t g = 0; g < r.G; ++g) {
+            Sums<D> s;
+            for (int64_t h = 0; h < r.H; ++h)
+                add_head<D>(r.x + h * r.x_head + g * r.x_row, r.y + h * r.y_head + g * r.y_row,
+                            r.Dh, s);
+            out[static_cast<size_t>(g)] = cosine<D>(s, eps);
+        }
     }
+};
+
+std::vector<double> cosines_by_loops(const torch::Tensor& fresh, const torch::Tensor& cached,
+                                     int64_t first, double eps) {
+    const CosineRows rows{
+        fresh.data_ptr<float>(), cached.data_ptr<float>() + first * cached.stride(1),
+        fresh.size(0),           fresh.size(1),
+        fresh.size(2),           fresh.stride(0),
+        fresh.stride(1),         cached.stride(0),
+        cached.stride(1)};
+    std::vector<double> out(static_cast<size_t>(rows.G));
+    cpu::run_at_vector_width<CosinesKernel>(rows, eps, out);
     return out;
 }
 
