@@ -266,21 +266,21 @@ template <class V>
 // The D query columns from c of key row j of one head, each probability as `probs` would hold it
 // (float32).
 template <int D>
-[[gnu::always_inline]] inline row_lanes::Floats<D> probabilities(const HeadScores& h, int64_t rp,
-                                                                 int64_t j, int64_t c) {
-    using F = row_lanes::Floats<D>;
+[[gnu::always_inline]] inline Floats<D> probabilities(const HeadScores& h, int64_t rp, int64_t j,
+                                                      int64_t c) {
+    using F = Floats<D>;
     return load<F>(h.st + j * rp + c) * load<F>(h.inv_sum + c);
 }
 
 // The D key vectors (D query columns each) from j0 of the mean, summed over the heads in head
 // order (head by head over the D keys: D independent sums under way). Float64: each probability
 // widened, summed in float64, not yet divided. Float32: summed in float32, divided there, widened.
-template <int D, bool Whole, HeadMeanSums Sums>
+template <int D, HeadMeanSums Sums>
 [[gnu::always_inline]] inline void head_sums(const HeadScores* hs, int64_t H, int64_t rp,
                                              int64_t j0, int64_t n_keys, int64_t r0,
                                              Doubles<D> (&m)[D]) {
     if constexpr (Sums == HeadMeanSums::Float32) {
-        row_lanes::Floats<D> f[D] = {};
+        Floats<D> f[D] = {};
         for (int64_t k = 0; k < n_keys; ++k) f[k] = probabilities<D>(hs[0], rp, j0 + k, r0);
         for (int64_t h = 1; h < H; ++h)
             for (int64_t k = 0; k < n_keys; ++k) {
@@ -289,7 +289,7 @@ template <int D, bool Whole, HeadMeanSums Sums>
                 f[k] += rounded(probabilities<D>(hs[h], rp, j0 + k, r0));
             }
         for (int64_t k = 0; k < n_keys; ++k)
-            m[k] = to_doubles<D>(divided_by_heads<row_lanes::Floats<D>, float>(f[k], H));
+            m[k] = to_doubles<D>(divided_by_heads<Floats<D>, float>(f[k], H));
     } else {
         for (int64_t k = 0; k < n_keys; ++k)
             m[k] = to_doubles<D>(probabilities<D>(hs[0], rp, j0 + k, r0));
@@ -309,7 +309,7 @@ template <int D, bool Whole, HeadMeanSums Sums>
                                                    int64_t n, const HeadMeanOut& out) {
     const int64_t n_keys = Whole ? D : nj;
     Doubles<D> m[D] = {};
-    head_sums<D, Whole, Sums>(hs, H, rp, j0, n_keys, r0, m);
+    head_sums<D, Sums>(hs, H, rp, j0, n_keys, r0, m);
     transpose_levels<D / 2>(m);  // m[r]: row r0 + r's keys from j0
     for (int64_t r = 0; r < n; ++r) {
         const int64_t at = out.slot ? out.slot[r0 + r] : r0 + r;
