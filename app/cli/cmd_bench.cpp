@@ -73,16 +73,6 @@ nlohmann::json bench_accuracy(const std::shared_ptr<Model>& model, const ModelOp
     return out;
 }
 
-// The bench's prompts: from the eval split of the task suite (kv prompts with 16-28 pairs are
-// ~110-190 tokens long; the benchmark asks for prompts of about 64-200 tokens).
-std::vector<std::string> bench_prompts(const BenchOptions& o) {
-    tasks::TaskGenerator gen(7, tasks::Split::Eval, tasks::Difficulty{3, 16, 28, 3, 8});
-    std::vector<std::string> prompts;
-    prompts.reserve(static_cast<size_t>(o.prompts));
-    for (int i = 0; i < o.prompts; ++i) prompts.push_back(gen.next(o.prompt_family).prompt);
-    return prompts;
-}
-
 // One mode's timed runs on one model: per policy, the metrics of its median repeat against
 // `none` on each prompt, and the median repeat's wall time.
 struct ModeRuns {
@@ -241,7 +231,7 @@ int run_bench(BenchOptions o) {
     if (modes.empty()) throw InputError("--mode: expected cache-only, own or both");
     if (o.prompts < 1 || o.repeats < 1)
         throw InputError("--prompts and --repeats must be positive");
-    const auto prompts = bench_prompts(o);
+    const auto prompts = tasks::benchmark_prompts(o.prompts, o.prompt_family);
     const auto models = o.also.models(o.model);
     nlohmann::json per_model = nlohmann::json::array();
     for (const auto& mo : models) per_model.push_back(bench_model(mo, o, names, modes, prompts));

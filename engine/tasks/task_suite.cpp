@@ -34,6 +34,14 @@ bool TaskGenerator::in_split(const std::string& content) const {
     return eval == (m_split == Split::Eval);
 }
 
+std::vector<std::string> benchmark_prompts(int n, const std::string& family) {
+    TaskGenerator gen(7, Split::Eval, Difficulty{3, 16, 28, 3, 8});
+    std::vector<std::string> prompts;
+    prompts.reserve(static_cast<size_t>(std::max(n, 0)));
+    for (int i = 0; i < n; ++i) prompts.push_back(gen.next(family).prompt);
+    return prompts;
+}
+
 TaskItem TaskGenerator::next(const std::string& family) {
     for (int attempt = 0; attempt < 1000; ++attempt) {
         TaskItem item;

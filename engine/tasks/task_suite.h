@@ -56,6 +56,12 @@ private:
     std::vector<std::string> m_verses;
 };
 
+// The benchmarks' prompts: the first n of `family` from the eval split at seed 7, kv prompts
+// with 16-28 pairs (~110-190 tokens; the benchmark asks for prompts of about 64-200
+// tokens). One definition for `cachelens-cli bench` and cachelens-bench-steps, so that their
+// figures are on the same prompts. Throws std::invalid_argument for an unknown family.
+std::vector<std::string> benchmark_prompts(int n, const std::string& family);
+
 // The task item a prompt is, when it is written as one of the scored families writes its prompts
 // ("What is 047 + 385?", "Reverse the list: 1 7 9", "Remember: king=417, sea=338. What is sea?"),
 // with the answer computed from the prompt; nullopt for any other text. Lets the app show whether

@@ -1,0 +1,234 @@
+// bench_steps: where a policy's efficiency (speedup / FLOP ratio, POLICIES.md section 4) goes.
+// `cachelens-cli bench` gives one figure per run; this splits each policy's run into its cached
+// steps (fewer FLOPs than a full forward) and its full ones, and a cached step's time into its
+// layers and the rest of the step (embedding, LM head, sampler, the policy's own reads of the
+// attention, per-step set-up), each against `none`'s rate in the same run, at each thread count.
+// Runs go round-robin over the policies (none first) so that the VM's slow phases land on all
+// alike; per prompt the median-wall repeat counts, as in the bench. Prints a table, writes JSON.
+// Not a test: numbers only.
+//   cachelens-bench-steps [--model DIR] [--policies elastic,d2cache] [--prompts 2] [--repeats 3]
+//                         [--threads 1,2] [--json FILE]
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/base/cpu_clones.h"
+#include "engine/generation/generator.h"
+#include "engine/generation/policy_registry.h"
+#include "engine/model/model.h"
+#include "engine/tasks/task_suite.h"
+#include "engine/trace/trace_store.h"
+
+namespace {
+
+struct Options {
+    std::string model_dir, json_file, policies_csv = "elastic,d2cache,dllm-cache,fast-dual";
+    int prompts = 2, repeats = 3;
+    int64_t gen_length = 256, block_length = 32, steps = 256;
+    std::vector<int> threads{1, 2};
+};
+
+// FLOPs and milliseconds summed over a kind of step.
+struct StepTotals {
+    int64_t steps = 0;
+    double wall_ms = 0, layer_ms = 0, flops = 0;
+
+    void add(const cl::trace::StepRecord& s) {
+        ++steps;
+        wall_ms += s.wall_ms;
+        for (float ms : s.layer_ms) layer_ms += ms;
+        flops += s.flops;
+    }
+    StepTotals& operator+=(const StepTotals& o) {
+        steps += o.steps;
+        wall_ms += o.wall_ms;
+        layer_ms += o.layer_ms;
+        flops += o.flops;
+        return *this;
+    }
+};
+
+// One run split by kind of step: cached (fewer FLOPs than a full forward at that step) or full.
+struct RunSplit {
+    double wall_ms = 0;  // the run's, as the bench times it
+    StepTotals cached, full;
+
+    StepTotals all() const {
+        StepTotals a = cached;
+        a += full;
+        return a;
+    }
+};
+
+cl::GenerationConfig sampler_config(const Options& o) {
+    cl::GenerationConfig c;
+    c.gen_length = o.gen_length;
+    c.block_length = o.block_length;
+    c.steps = o.steps;
+    return c;
+}
+
+RunSplit run_once(const std::shared_ptr<cl::Model>& model, const std::string& prompt,
+                  const std::string& policy, const Options& o, int threads) {
+    cl::GenerationRequest req;
+    req.prompt_text = prompt;
+    req.config = sampler_config(o);
+    req.policy = policy;
+    req.threads = threads;
+    cl::trace::TraceStore store;  // step records only: nothing asks for attention maps
+    cl::Generator gen(model, req, &store);
+    RunSplit out;
+    out.wall_ms = gen.run().wall_ms;
+    for (const auto& s : store.steps(req.run_id))
+        (s->flops < s->flops_full ? out.cached : out.full).add(*s);
+    return out;
+}
+
+// Per policy, the median-wall repeat of each prompt, summed over the prompts.
+std::map<std::string, RunSplit> median_runs(const std::shared_ptr<cl::Model>& model,
+                                            const std::vector<std::string>& prompts,
+                                            const std::vector<std::string>& names, const Options& o,
+                                            int threads) {
+    std::map<std::string, RunSplit> out;
+    for (const auto& prompt : prompts) {
+        (void)run_once(model, prompt, "none", o, threads);  // warm-up
+        std::map<std::string, std::vector<RunSplit>> reps;
+        for (int r = 0; r < o.repeats; ++r)
+            for (const auto& n : names) reps[n].push_back(run_once(model, prompt, n, o, threads));
+        for (auto& [n, runs] : reps) {
+            std::sort(runs.begin(), runs.end(),
+                      [](const RunSplit& a, const RunSplit& b) { return a.wall_ms < b.wall_ms; });
+            const RunSplit& med = runs[runs.size() / 2];
+            out[n].wall_ms += med.wall_ms;
+            out[n].cached += med.cached;
+            out[n].full += med.full;
+        }
+    }
+    return out;
+}
+
+double rate(double flops, double ms) {
+    return ms > 0 ? flops / ms : 0.0;
+}
+
+// A policy's row: its rates against none's (whose steps are all full).
+nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSplit& none,
+                          int threads) {
+    const StepTotals base = none.all();
+    const double none_rate = rate(base.flops, base.wall_ms);
+    const double none_layer_rate = rate(base.flops, base.layer_ms);
+    const StepTotals& c = p.cached;
+    const double cached_share = p.all().wall_ms > 0 ? c.wall_ms / p.all().wall_ms : 0.0;
+    const double per_step = c.steps > 0 ? (c.wall_ms - c.layer_ms) / c.steps : 0.0;
+    nlohmann::json row = {
+        {"threads", threads},
+        {"policy", n},
+        {"efficiency", rate(p.all().flops, p.wall_ms) / rate(base.flops, none.wall_ms)},
+        {"cached_steps", c.steps},
+        {"full_steps", p.full.steps},
+        {"cached_time_share", cached_share},
+        {"cached_efficiency", rate(c.flops, c.wall_ms) / none_rate},
+        {"cached_layer_efficiency", rate(c.flops, c.layer_ms) / none_layer_rate},
+        {"cached_outside_layers_ms", per_step},
+        {"cached_outside_layers_share", c.wall_ms > 0 ? 1.0 - c.layer_ms / c.wall_ms : 0.0},
+        {"full_efficiency", rate(p.full.flops, p.full.wall_ms) / none_rate},
+        {"none_outside_layers_share", 1.0 - base.layer_ms / base.wall_ms}};
+    std::printf("%7d %-12s %6.2f %7lld %6lld %8.0f%% %8.2f %8.2f %9.3f %6.0f%% %6.2f\n", threads,
+                n.c_str(), row["efficiency"].get<double>(), (long long)c.steps,
+                (long long)p.full.steps, 100 * cached_share, row["cached_efficiency"].get<double>(),
+                row["cached_layer_efficiency"].get<double>(), per_step,
+                100 * row["cached_outside_layers_share"].get<double>(),
+                row["full_efficiency"].get<double>());
+    return row;
+}
+
+std::vector<std::string> parse_policies(const std::string& csv) {
+    std::vector<std::string> names{"none"};
+    std::stringstream ss(csv);
+    for (std::string x; std::getline(ss, x, ',');) {
+        if (x.empty() || x == "none") continue;
+        if (cl::find_policy(x) == nullptr)
+            throw std::invalid_argument("--policies: unknown policy '" + x + "'");
+        names.push_back(x);
+    }
+    return names;
+}
+
+void run(const Options& o) {
+    const auto names = parse_policies(o.policies_csv);
+    std::filesystem::path dir =
+        o.model_dir.empty() ? cl::default_model_dir() : std::filesystem::path(o.model_dir);
+    if (dir.empty())
+        throw std::runtime_error("--model: no model given and no embedded default model");
+    auto model = cl::Model::load(dir, cl::LoadOptions{});
+    const auto prompts = cl::tasks::benchmark_prompts(o.prompts, "kv");
+    // G, B and T before any run (the prompt's length is checked by each run).
+    sampler_config(o).validate(model->config().max_sequence_length, 0);
+    std::printf(
+        "model %s, G=%lld B=%lld T=%lld, %d kv prompts x %d repeats (median-wall repeat per "
+        "prompt), LibTorch %s (BLAS: %s), row kernels %s\n"
+        "efficiency = FLOP rate / none's; cached steps: fewer FLOPs than a full forward\n"
+        "%7s %-12s %6s %7s %6s %9s %8s %8s %9s %7s %6s\n",
+        model->name().c_str(), (long long)o.gen_length, (long long)o.block_length,
+        (long long)o.steps, o.prompts, o.repeats, cl::libtorch_version(), cl::blas_threading(),
+        cl::cpu::vector_isa(), "threads", "policy", "eff", "cached", "full", "cached_t", "eff_c",
+        "layers_c", "other_ms", "other", "eff_f");
+    nlohmann::json rows = nlohmann::json::array();
+    for (int t : o.threads) {
+        cl::set_thread_count(t);
+        const auto runs = median_runs(model, prompts, names, o, t);
+        for (const auto& n : names)
+            if (n != "none") rows.push_back(policy_row(n, runs.at(n), runs.at("none"), t));
+        const StepTotals base = runs.at("none").all();
+        std::printf("%7d %-12s %.0f ms a run, %.3f ms a step outside the layers (%.1f%%)\n", t,
+                    "none", runs.at("none").wall_ms / o.prompts,
+                    (base.wall_ms - base.layer_ms) / static_cast<double>(base.steps),
+                    100 * (1 - base.layer_ms / base.wall_ms));
+    }
+    if (!o.json_file.empty())
+        std::ofstream(o.json_file) << nlohmann::json{{"model", model->name()},
+                                                     {"gen_length", o.gen_length},
+                                                     {"block_length", o.block_length},
+                                                     {"steps", o.steps},
+                                                     {"prompts", o.prompts},
+                                                     {"repeats", o.repeats},
+                                                     {"row_kernels", cl::cpu::vector_isa()},
+                                                     {"rows", rows}}
+                                          .dump(2)
+                                   << '\n';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Each policy's efficiency split into its cached and full steps, layers and rest"};
+    Options o;
+    app.add_option("--model", o.model_dir, "Model folder (default: the embedded model)");
+    app.add_option("--policies", o.policies_csv, "Comma-separated policies (none is the baseline)")
+        ->capture_default_str();
+    app.add_option("--prompts", o.prompts, "Prompts from the task suite's eval split (kv)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100));
+    app.add_option("--repeats", o.repeats, "Timed repeats per (prompt, policy); median kept")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    app.add_option("--gen-length", o.gen_length, "Generated tokens G")->capture_default_str();
+    app.add_option("--block-length", o.block_length, "Block length B")->capture_default_str();
+    app.add_option("--steps", o.steps, "Denoising steps T")->capture_default_str();
+    app.add_option("--threads", o.threads, "CPU thread counts to measure")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 256));
+    app.add_option("--json", o.json_file, "Write the results as JSON");
+    CLI11_PARSE(app, argc, argv);
+    try {
+        run(o);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "cachelens-bench-steps: error: %s\n", e.what());
+        return 2;
+    }
+    return 0;
+}
