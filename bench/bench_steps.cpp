@@ -21,6 +21,7 @@
 #include "engine/generation/policy_registry.h"
 #include "engine/model/model.h"
 #include "engine/tasks/task_suite.h"
+#include "engine/trace/metrics.h"
 #include "engine/trace/trace_store.h"
 
 namespace {
@@ -53,8 +54,9 @@ struct StepTotals {
 };
 
 // One run split by kind of step: cached (fewer FLOPs than a full forward at that step) or full.
+// Efficiencies come from the steps' wall times, as the bench's (trace::run_metrics).
 struct RunSplit {
-    double wall_ms = 0;  // the run's, as the bench times it
+    double wall_ms = 0;  // the run's, to pick the median repeat
     StepTotals cached, full;
 
     StepTotals all() const {
@@ -88,7 +90,8 @@ RunSplit run_once(const std::shared_ptr<cl::Model>& model, const std::string& pr
     return out;
 }
 
-// Per policy, the median-wall repeat of each prompt, summed over the prompts.
+// Per policy, the median-wall repeat of each prompt, summed over the prompts (the bench averages
+// each prompt's efficiency instead).
 std::map<std::string, RunSplit> median_runs(const std::shared_ptr<cl::Model>& model,
                                             const std::vector<std::string>& prompts,
                                             const std::vector<std::string>& names, const Options& o,
@@ -111,36 +114,31 @@ std::map<std::string, RunSplit> median_runs(const std::shared_ptr<cl::Model>& mo
     return out;
 }
 
-double rate(double flops, double ms) {
-    return ms > 0 ? flops / ms : 0.0;
-}
-
-// A policy's row: its rates against none's (whose steps are all full).
+// A policy's row: each kind of step's efficiency against none's (whose steps are all full), the
+// layers' against none's layers.
 nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSplit& none,
                           int threads) {
-    const StepTotals base = none.all();
-    const double none_rate = rate(base.flops, base.wall_ms);
-    const double none_layer_rate = rate(base.flops, base.layer_ms);
-    const StepTotals& c = p.cached;
-    const double cached_share = p.all().wall_ms > 0 ? c.wall_ms / p.all().wall_ms : 0.0;
-    const double per_step = c.steps > 0 ? (c.wall_ms - c.layer_ms) / c.steps : 0.0;
+    using cl::trace::efficiency;
+    const StepTotals base = none.all(), all = p.all(), &c = p.cached;
+    const double other_ms = c.steps > 0 ? (c.wall_ms - c.layer_ms) / c.steps : 0.0;
     nlohmann::json row = {
         {"threads", threads},
         {"policy", n},
-        {"efficiency", rate(p.all().flops, p.wall_ms) / rate(base.flops, none.wall_ms)},
+        {"efficiency", efficiency(all.flops, all.wall_ms, base.flops, base.wall_ms)},
         {"cached_steps", c.steps},
         {"full_steps", p.full.steps},
-        {"cached_time_share", cached_share},
-        {"cached_efficiency", rate(c.flops, c.wall_ms) / none_rate},
-        {"cached_layer_efficiency", rate(c.flops, c.layer_ms) / none_layer_rate},
-        {"cached_outside_layers_ms", per_step},
+        {"cached_time_share", all.wall_ms > 0 ? c.wall_ms / all.wall_ms : 0.0},
+        {"cached_efficiency", efficiency(c.flops, c.wall_ms, base.flops, base.wall_ms)},
+        {"cached_layer_efficiency", efficiency(c.flops, c.layer_ms, base.flops, base.layer_ms)},
+        {"cached_outside_layers_ms", other_ms},
         {"cached_outside_layers_share", c.wall_ms > 0 ? 1.0 - c.layer_ms / c.wall_ms : 0.0},
-        {"full_efficiency", rate(p.full.flops, p.full.wall_ms) / none_rate},
+        {"full_efficiency", efficiency(p.full.flops, p.full.wall_ms, base.flops, base.wall_ms)},
         {"none_outside_layers_share", 1.0 - base.layer_ms / base.wall_ms}};
     std::printf("%7d %-12s %6.2f %7lld %6lld %8.0f%% %8.2f %8.2f %9.3f %6.0f%% %6.2f\n", threads,
                 n.c_str(), row["efficiency"].get<double>(), (long long)c.steps,
-                (long long)p.full.steps, 100 * cached_share, row["cached_efficiency"].get<double>(),
-                row["cached_layer_efficiency"].get<double>(), per_step,
+                (long long)p.full.steps, 100 * row["cached_time_share"].get<double>(),
+                row["cached_efficiency"].get<double>(),
+                row["cached_layer_efficiency"].get<double>(), other_ms,
                 100 * row["cached_outside_layers_share"].get<double>(),
                 row["full_efficiency"].get<double>());
     return row;

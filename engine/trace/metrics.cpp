@@ -89,6 +89,12 @@ void extend_throughput_series(const RunSteps& run, std::vector<ThroughputSample>
     }
 }
 
+double efficiency(double flops, double wall_ms, double base_flops, double base_wall_ms) {
+    if (wall_ms <= 0 || flops <= 0 || base_wall_ms <= 0 || base_flops <= 0) return NAN;
+    const double speedup = base_wall_ms / wall_ms, flop_ratio = base_flops / flops;
+    return speedup / flop_ratio;
+}
+
 RunMetrics run_metrics(const RunSteps& run, const RunSteps* baseline, int32_t upto) {
     RunMetrics m;
     const Totals t = totals(*run.steps, upto);
@@ -107,7 +113,7 @@ RunMetrics run_metrics(const RunSteps& run, const RunSteps* baseline, int32_t up
     if (t.n == 0 || b.n == 0) return m;
     m.speedup = t.wall > 0 ? b.wall / t.wall : NAN;
     m.flop_ratio = t.flops > 0 ? b.flops / t.flops : NAN;
-    m.efficiency = m.speedup / m.flop_ratio;
+    m.efficiency = efficiency(t.flops, t.wall, b.flops, b.wall);
     m.agreement = agreement(*t.last, *b.last, run.prompt_len);
     m.first_divergence = first_divergence(*run.steps, *b.last, upto);
     return m;

@@ -39,6 +39,11 @@ struct RunMetrics {
     int32_t first_divergence = -1;  // first step committing a token the baseline has otherwise
 };
 
+// Efficiency (POLICIES.md section 4): speedup / FLOP ratio, the run's FLOP rate over the
+// baseline's, for any part of two runs (their steps up to t here; their cached or full steps in
+// cachelens-bench-steps). NaN without time or FLOPs on either side.
+double efficiency(double flops, double wall_ms, double base_flops, double base_wall_ms);
+
 // What tokens_per_s means, in the words every front end shows (the header's tooltip, the chart).
 inline constexpr const char* kTokensPerSecondDefinition =
     "tokens/s = decoded response tokens before the first EOS / engine wall time of the steps so "
