@@ -3,9 +3,10 @@
 // steps (fewer FLOPs than a full forward) and its full ones, and a cached step's time into its
 // layers and the rest of the step (embedding, LM head, sampler, the policy's own reads of the
 // attention, per-step set-up), each against `none`'s rate in the same run, at each thread count.
-// Runs go round-robin over the policies (none first) so that the VM's slow phases land on all
-// alike; per prompt the median-wall repeat counts, as in the bench. Prints a table, writes JSON.
-// Not a test: numbers only.
+// Every policy on the same sampler (as `cachelens-cli bench --mode cache-only`: one token a step,
+// low confidence). Runs go round-robin over the policies (none first) so that the VM's slow phases
+// land on all alike; per prompt the median-wall repeat counts, as in the bench. Prints a table,
+// writes JSON. Not a test: numbers only.
 //   cachelens-bench-steps [--model DIR] [--policies elastic,d2cache] [--prompts 2] [--repeats 3]
 //                         [--threads 1,2] [--json FILE]
 #include <CLI/CLI.hpp>

@@ -30,6 +30,16 @@ std::shared_ptr<const StepRecord> step(int32_t index, std::vector<int32_t> token
     return s;
 }
 
+// Efficiency of any part of two runs (cachelens-bench-steps: their cached or full steps): the
+// run's FLOP rate over the baseline's; NaN where either side has no time or no FLOPs.
+TEST(Metrics, EfficiencyIsTheRatioOfFlopRates) {
+    EXPECT_DOUBLE_EQ(efficiency(80, 10, 300, 30), (80.0 / 10.0) / (300.0 / 30.0));
+    EXPECT_DOUBLE_EQ(efficiency(300, 30, 300, 30), 1.0);
+    EXPECT_TRUE(std::isnan(efficiency(0, 10, 300, 30)));  // a part without cached steps
+    EXPECT_TRUE(std::isnan(efficiency(80, 0, 300, 30)));
+    EXPECT_TRUE(std::isnan(efficiency(80, 10, 300, 0)));
+}
+
 TEST(Metrics, SpeedupFlopRatioEfficiencyAgreementAndDivergence) {
     const StepList base{step(0, {1, 2, 5, kMask, kMask, kMask}, {2}, 10, 100),
                         step(1, {1, 2, 5, 6, kMask, kMask}, {3}, 10, 100),
