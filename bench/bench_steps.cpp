@@ -45,6 +45,9 @@ struct StepTotals {
         for (float ms : s.layer_ms) layer_ms += ms;
         flops += s.flops;
     }
+    // The share of the time outside the layers, and its ms a step.
+    double outside_layers_share() const { return wall_ms > 0 ? 1.0 - layer_ms / wall_ms : 0.0; }
+    double outside_layers_ms() const { return steps > 0 ? (wall_ms - layer_ms) / steps : 0.0; }
     StepTotals& operator+=(const StepTotals& o) {
         steps += o.steps;
         wall_ms += o.wall_ms;
@@ -121,7 +124,6 @@ nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSpli
                           int threads) {
     using cl::trace::efficiency;
     const StepTotals base = none.all(), all = p.all(), &c = p.cached;
-    const double other_ms = c.steps > 0 ? (c.wall_ms - c.layer_ms) / c.steps : 0.0;
     nlohmann::json row = {
         {"threads", threads},
         {"policy", n},
@@ -131,17 +133,16 @@ nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSpli
         {"cached_time_share", all.wall_ms > 0 ? c.wall_ms / all.wall_ms : 0.0},
         {"cached_efficiency", efficiency(c.flops, c.wall_ms, base.flops, base.wall_ms)},
         {"cached_layer_efficiency", efficiency(c.flops, c.layer_ms, base.flops, base.layer_ms)},
-        {"cached_outside_layers_ms", other_ms},
-        {"cached_outside_layers_share", c.wall_ms > 0 ? 1.0 - c.layer_ms / c.wall_ms : 0.0},
+        {"cached_outside_layers_ms", c.outside_layers_ms()},
+        {"cached_outside_layers_share", c.outside_layers_share()},
         {"full_efficiency", efficiency(p.full.flops, p.full.wall_ms, base.flops, base.wall_ms)},
-        {"none_outside_layers_share", 1.0 - base.layer_ms / base.wall_ms}};
+        {"none_outside_layers_share", base.outside_layers_share()}};
     std::printf("%7d %-12s %6.2f %7lld %6lld %8.0f%% %8.2f %8.2f %9.3f %6.0f%% %6.2f\n", threads,
                 n.c_str(), row["efficiency"].get<double>(), (long long)c.steps,
                 (long long)p.full.steps, 100 * row["cached_time_share"].get<double>(),
                 row["cached_efficiency"].get<double>(),
-                row["cached_layer_efficiency"].get<double>(), other_ms,
-                100 * row["cached_outside_layers_share"].get<double>(),
-                row["full_efficiency"].get<double>());
+                row["cached_layer_efficiency"].get<double>(), c.outside_layers_ms(),
+                100 * c.outside_layers_share(), row["full_efficiency"].get<double>());
     return row;
 }
 
@@ -157,8 +158,16 @@ std::vector<std::string> parse_policies(const std::string& csv) {
     return names;
 }
 
+// Whether the JSON file can be written, before minutes of runs: opened for appending, so that an
+// existing file keeps its contents until the results replace them.
+void check_writable(const std::string& path) {
+    if (!path.empty() && !std::ofstream(path, std::ios::app))
+        throw std::runtime_error("--json: cannot write '" + path + "'");
+}
+
 void run(const Options& o) {
     const auto names = parse_policies(o.policies_csv);
+    check_writable(o.json_file);
     std::filesystem::path dir =
         o.model_dir.empty() ? cl::default_model_dir() : std::filesystem::path(o.model_dir);
     if (dir.empty())
@@ -184,21 +193,21 @@ void run(const Options& o) {
             if (n != "none") rows.push_back(policy_row(n, runs.at(n), runs.at("none"), t));
         const StepTotals base = runs.at("none").all();
         std::printf("%7d %-12s %.0f ms a run, %.3f ms a step outside the layers (%.1f%%)\n", t,
-                    "none", runs.at("none").wall_ms / o.prompts,
-                    (base.wall_ms - base.layer_ms) / static_cast<double>(base.steps),
-                    100 * (1 - base.layer_ms / base.wall_ms));
+                    "none", runs.at("none").wall_ms / o.prompts, base.outside_layers_ms(),
+                    100 * base.outside_layers_share());
     }
-    if (!o.json_file.empty())
-        std::ofstream(o.json_file) << nlohmann::json{{"model", model->name()},
-                                                     {"gen_length", o.gen_length},
-                                                     {"block_length", o.block_length},
-                                                     {"steps", o.steps},
-                                                     {"prompts", o.prompts},
-                                                     {"repeats", o.repeats},
-                                                     {"row_kernels", cl::cpu::vector_isa()},
-                                                     {"rows", rows}}
-                                          .dump(2)
-                                   << '\n';
+    if (o.json_file.empty()) return;
+    const nlohmann::json out = {{"model", model->name()},
+                                {"gen_length", o.gen_length},
+                                {"block_length", o.block_length},
+                                {"steps", o.steps},
+                                {"prompts", o.prompts},
+                                {"repeats", o.repeats},
+                                {"row_kernels", cl::cpu::vector_isa()},
+                                {"rows", rows}};
+    std::ofstream file(o.json_file);
+    file << out.dump(2) << '\n';
+    if (!file) throw std::runtime_error("--json: writing '" + o.json_file + "' failed");
 }
 
 }  // namespace
