@@ -35,11 +35,13 @@ struct DriftSums {
 void window_head_mean_cpu(const float* probs, ProbsShape s, const int32_t* rows, int64_t window,
                           double* out, double* column_sums = nullptr);
 
-// window_head_mean_cpu's out and column_sums where the head means are at hand already: means
-// (rows, keys) float64 the head means of the attention's rows (the CPU attention sums them in its
-// own pass: engine/model/row_attention.h, HeadMeanSums::Float32), out (W, keys) rows[w]'s.
-void window_rows_cpu(const double* means, int64_t keys, const int32_t* rows, int64_t window,
-                     double* out, double* column_sums = nullptr);
+// window_head_mean_cpu's column_sums where the head means are at hand already: means (rows, keys)
+// float64 the head means of the attention's rows (the CPU attention sums them in its own pass:
+// engine/model/row_attention.h, HeadMeanSums::Float32), summed over the window rows rows[w]. The
+// means themselves are not copied: Elastic-Cache keeps the attention's tensor for the next step
+// (a copy of the window's rows and its allocation were 2.8% of a cached step).
+void window_column_sums_cpu(const double* means, int64_t keys, const int32_t* rows, int64_t window,
+                            double* column_sums);
 
 // The n keys with the largest column sum over the window's rows of attn (W, keys), excluded keys
 // (masked ones) skipped; ties to the lower key (select_top_k_cpu). Returned in ascending key order.
@@ -52,14 +54,16 @@ std::vector<int64_t> top_attended_keys_cpu(const double* column_sums, int64_t ke
                                            const uint8_t* excluded, int64_t n);
 
 // The drift test's sums over the previous window rows still present now (rows_now[w] >= 0: their
-// row in probs) and the tracked keys: now = head mean of probs, before = prev_attn (W, keys).
+// row in probs) and the tracked keys: now = head mean of probs, before = prev_attn (W, keys), or
+// with prev_rows (W) window row w's values at row prev_rows[w] of prev_attn.
 DriftSums drift_sums_cpu(const float* probs, ProbsShape s, const int32_t* rows_now, int64_t window,
-                         const double* prev_attn, const int64_t* tracked, int64_t n_tracked);
+                         const double* prev_attn, const int64_t* tracked, int64_t n_tracked,
+                         const int32_t* prev_rows = nullptr);
 
-// drift_sums_cpu where the head means (rows, keys) float64 are at hand (window_rows_cpu's means).
+// drift_sums_cpu where the head means (rows, keys) float64 are at hand (window_column_sums_cpu's).
 DriftSums drift_sums_of_means_cpu(const double* means, int64_t keys, const int32_t* rows_now,
                                   int64_t window, const double* prev_attn, const int64_t* tracked,
-                                  int64_t n_tracked);
+                                  int64_t n_tracked, const int32_t* prev_rows = nullptr);
 
 // ---- On the device (every pointer on the device) --------------------------------------------
 

@@ -61,14 +61,11 @@ void window_head_mean_cpu(const float* probs, ProbsShape s, const int32_t* rows,
         head_mean_row(probs, s, rows[w], sum.data(), out + w * s.keys, column_sums);
 }
 
-void window_rows_cpu(const double* means, int64_t keys, const int32_t* rows, int64_t window,
-                     double* out, double* column_sums) {
-    if (column_sums) std::fill(column_sums, column_sums + keys, 0.0);
-    for (int64_t w = 0; w < window; ++w) {
-        const double* mean = means + static_cast<int64_t>(rows[w]) * keys;
-        std::copy(mean, mean + keys, out + w * keys);
-        if (column_sums) add_to_column_sums(mean, keys, column_sums);
-    }
+void window_column_sums_cpu(const double* means, int64_t keys, const int32_t* rows, int64_t window,
+                            double* column_sums) {
+    std::fill(column_sums, column_sums + keys, 0.0);
+    for (int64_t w = 0; w < window; ++w)
+        add_to_column_sums(means + static_cast<int64_t>(rows[w]) * keys, keys, column_sums);
 }
 
 std::vector<int64_t> top_attended_keys_cpu(const double* column_sums, int64_t keys,
@@ -96,14 +93,16 @@ namespace {
 // The drift sums with now(row, key) the head mean of a row of this step's attention.
 template <class Now>
 DriftSums drift_sums_of(const Now& now_at, int64_t keys, const int32_t* rows_now, int64_t window,
-                        const double* prev_attn, const int64_t* tracked, int64_t n_tracked) {
+                        const double* prev_attn, const int32_t* prev_rows, const int64_t* tracked,
+                        int64_t n_tracked) {
     DriftSums out;
     for (int64_t w = 0; w < window; ++w) {
         if (rows_now[w] < 0) continue;
         out.shared = true;
+        const double* prev = prev_attn + (prev_rows ? prev_rows[w] : w) * keys;
         for (int64_t t = 0; t < n_tracked; ++t) {
             const double now = now_at(rows_now[w], tracked[t]);
-            const double before = prev_attn[w * keys + tracked[t]];
+            const double before = prev[tracked[t]];
             out.dot += now * before;
             out.now_sq += now * now;
             out.before_sq += before * before;
@@ -115,18 +114,19 @@ DriftSums drift_sums_of(const Now& now_at, int64_t keys, const int32_t* rows_now
 }  // namespace
 
 DriftSums drift_sums_cpu(const float* probs, ProbsShape s, const int32_t* rows_now, int64_t window,
-                         const double* prev_attn, const int64_t* tracked, int64_t n_tracked) {
+                         const double* prev_attn, const int64_t* tracked, int64_t n_tracked,
+                         const int32_t* prev_rows) {
     const auto now = [&](int32_t row, int64_t key) { return head_mean(probs, s, row, key); };
-    return drift_sums_of(now, s.keys, rows_now, window, prev_attn, tracked, n_tracked);
+    return drift_sums_of(now, s.keys, rows_now, window, prev_attn, prev_rows, tracked, n_tracked);
 }
 
 DriftSums drift_sums_of_means_cpu(const double* means, int64_t keys, const int32_t* rows_now,
                                   int64_t window, const double* prev_attn, const int64_t* tracked,
-                                  int64_t n_tracked) {
+                                  int64_t n_tracked, const int32_t* prev_rows) {
     const auto now = [&](int32_t row, int64_t key) {
         return means[static_cast<int64_t>(row) * keys + key];
     };
-    return drift_sums_of(now, keys, rows_now, window, prev_attn, tracked, n_tracked);
+    return drift_sums_of(now, keys, rows_now, window, prev_attn, prev_rows, tracked, n_tracked);
 }
 
 }  // namespace cl::cuda

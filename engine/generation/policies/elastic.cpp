@@ -51,7 +51,6 @@ public:
         m_cache = net.make_cache(seq_len, /*with_hidden=*/true);
         m_device = net.device();
         m_prev.assign(m_cache.size(), {});
-        m_tracked.assign(m_cache.size(), {});
     }
     void begin_step(const StepContext& ctx) override {
         m_ctx = ctx;
@@ -74,8 +73,8 @@ public:
             }
         };
         for (int64_t i : m_window) add(i);
-        for (const auto& t : m_tracked)
-            for (int64_t i : t) add(i);
+        for (const auto& prev : m_prev)
+            for (int64_t i : prev.window.tracked) add(i);
         for (int32_t d : *ctx.decoded_last_step) add(d);
         std::sort(m_queries.begin(), m_queries.end());
         m_rows = detail::RowSet::from_host(m_queries, m_device);
@@ -120,18 +119,16 @@ public:
         }
         // The window's head means, and the decoded keys it attends to most (column sums over the
         // window's rows, masked keys excluded): none without window rows.
-        auto window = elastic::window_attention({r.probs, r.probs_mean}, locals, *m_ctx.masked,
+        prev.window = elastic::window_attention({r.probs, r.probs_mean}, locals, *m_ctx.masked,
                                                 m_p.track_num);
-        prev.attn = std::move(window.attn);  // (W, L)
-        m_tracked[static_cast<size_t>(r.layer)] = std::move(window.tracked);
     }
     std::vector<detail::LayerCache>& cache() override { return m_cache; }
 
 private:
     Params m_p;
     struct PrevAttention {
-        std::vector<int64_t> rows;  // window query positions
-        torch::Tensor attn;         // (W, L) float64 head-mean attention of those rows
+        std::vector<int64_t> rows;        // window query positions
+        elastic::WindowAttention window;  // their head means and the keys they attend to most
     };
     // The first w masked positions from `from`.
     std::vector<int64_t> first_masks(const StepContext& ctx, int64_t from) const {
@@ -154,17 +151,16 @@ private:
     bool drift_test(const detail::LayerResult& attention) {
         const int layer = attention.layer;
         const auto& prev = m_prev[static_cast<size_t>(layer)];
-        const auto& tracked = m_tracked[static_cast<size_t>(layer)];
         const double gamma = m_p.gamma;
         if (gamma >= 1.0) return fire(layer, NAN, gamma);  // conservative setting: always refresh
-        if (prev.rows.empty() || tracked.empty()) return fire(layer, NAN, gamma);
+        if (prev.rows.empty() || prev.window.tracked.empty()) return fire(layer, NAN, gamma);
         // Cosine of the tracked columns over the window rows present in both steps (escalation
         // tests run on the query rows only).
         std::vector<int32_t> rows_now;
         rows_now.reserve(prev.rows.size());
         for (int64_t q : prev.rows) rows_now.push_back(probs_row(attention, q));
-        const auto sums = elastic::drift_sums({attention.probs, attention.probs_mean}, rows_now,
-                                              prev.attn, tracked);
+        const auto sums =
+            elastic::drift_sums({attention.probs, attention.probs_mean}, rows_now, prev.window);
         if (!sums.shared) return fire(layer, NAN, gamma);
         const double cos = sums.cosine();
         if (cos < gamma) return fire(layer, cos, gamma);
@@ -198,8 +194,7 @@ private:
     std::vector<int64_t> m_window, m_queries;
     std::vector<uint8_t> m_is_query;  // (L) 1 at the step's query positions
     detail::RowSet m_rows;
-    std::vector<PrevAttention> m_prev;
-    std::vector<std::vector<int64_t>> m_tracked;
+    std::vector<PrevAttention> m_prev;  // per layer
 };
 
 CL_REGISTER_POLICY(Elastic);

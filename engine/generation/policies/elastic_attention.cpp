@@ -3,6 +3,8 @@
 #include "engine/cuda/ranking.h"
 #include "engine/generation/device_stream.h"
 
+#include <numeric>
+
 namespace cl::policies::elastic {
 namespace {
 
@@ -24,6 +26,23 @@ torch::Tensor to_device(const std::vector<T>& v, torch::ScalarType type, torch::
         .to(device, type, /*non_blocking=*/false, /*copy=*/true);
 }
 
+// 0, 1, ..., W - 1: the window's rows of a (W, L) head mean computed for them.
+std::vector<int32_t> identity_rows(int64_t W) {
+    std::vector<int32_t> rows(static_cast<size_t>(W));
+    std::iota(rows.begin(), rows.end(), 0);
+    return rows;
+}
+
+// prev's window rows (W, L) float64 on `device`, in window order: the kernels read row w. Only
+// a CPU run keeps the attention's own means, so on a GPU this is its (W, L) as it is.
+torch::Tensor window_rows_on(const WindowAttention& prev, torch::Device device) {
+    const auto W = static_cast<int64_t>(prev.attn_rows.size());
+    if (prev.attn.size(0) == W && prev.attn_rows == identity_rows(W))
+        return prev.attn.to(device).contiguous();
+    return prev.attn.to(device).index_select(
+        0, to_device(prev.attn_rows, torch::kInt, device).to(torch::kLong));
+}
+
 }  // namespace
 
 namespace {
@@ -34,6 +53,7 @@ WindowAttention window_attention_on_device(const torch::Tensor& p, const std::ve
     const auto W = static_cast<int64_t>(rows.size()), L = p.size(2);
     WindowAttention out;
     out.attn = torch::empty({W, L}, p.options().dtype(torch::kFloat64));  // (W, L)
+    out.attn_rows = identity_rows(W);
     if (W == 0) return out;
     const auto stream = detail::current_stream(p);
     const auto d_rows = to_device(rows, torch::kInt, p.device());  // (W)
@@ -65,41 +85,51 @@ WindowAttention window_attention(const AttentionReads& attention, const std::vec
     if (p.is_cuda()) return window_attention_on_device(p, rows, excluded, n);  // (H, R, L)
     const auto W = static_cast<int64_t>(rows.size()), L = p.size(-1);
     WindowAttention out;
-    out.attn = torch::empty({W, L}, p.options().dtype(torch::kFloat64));  // (W, L)
-    if (W == 0) return out;
+    if (W == 0) {
+        out.attn = torch::empty({0, L}, p.options().dtype(torch::kFloat64));  // (0, L)
+        return out;
+    }
     std::vector<double> sums(static_cast<size_t>(L));  // (L)
-    if (means)
-        cuda::window_rows_cpu(p.data_ptr<double>(), L, rows.data(), W, out.attn.data_ptr<double>(),
-                              sums.data());
-    else
+    if (means) {
+        out.attn = p;  // (R, L): kept as it is, the window's rows where the attention put them
+        out.attn_rows = rows;
+        cuda::window_column_sums_cpu(p.data_ptr<double>(), L, rows.data(), W, sums.data());
+    } else {
+        out.attn = torch::empty({W, L}, p.options().dtype(torch::kFloat64));  // (W, L)
+        out.attn_rows = identity_rows(W);
         cuda::window_head_mean_cpu(p.data_ptr<float>(), shape_of(p), rows.data(), W,
                                    out.attn.data_ptr<double>(), sums.data());
+    }
     out.tracked = cuda::top_attended_keys_cpu(sums.data(), L, excluded.data(), n);
     return out;
 }
 
 cuda::DriftSums drift_sums(const AttentionReads& attention, const std::vector<int32_t>& rows_now,
-                           const torch::Tensor& prev_attn, const std::vector<int64_t>& tracked) {
+                           const WindowAttention& prev) {
     const auto W = static_cast<int64_t>(rows_now.size());
+    const auto& tracked = prev.tracked;
     const auto n = static_cast<int64_t>(tracked.size());
     if (attention.means.defined()) {  // (R, L) float64 on the CPU
         const auto means = attention.means.contiguous();
-        const auto prev = prev_attn.contiguous();  // (W, L) float64
+        const auto before = prev.attn.contiguous();  // (W', L) float64 on the CPU too
         return cuda::drift_sums_of_means_cpu(means.data_ptr<double>(), means.size(1),
-                                             rows_now.data(), W, prev.data_ptr<double>(),
-                                             tracked.data(), n);
+                                             rows_now.data(), W, before.data_ptr<double>(),
+                                             tracked.data(), n, prev.attn_rows.data());
     }
-    const auto p = probs_for_reads(attention.probs);          // (H, R, L)
-    const auto prev = prev_attn.to(p.device()).contiguous();  // (W, L) float64
-    if (!p.is_cuda())
+    const auto p = probs_for_reads(attention.probs);  // (H, R, L)
+    if (!p.is_cuda()) {
+        const auto before = prev.attn.contiguous();  // (W', L) float64 on the CPU too
         return cuda::drift_sums_cpu(p.data_ptr<float>(), shape_of(p), rows_now.data(), W,
-                                    prev.data_ptr<double>(), tracked.data(), n);
-    const auto d_rows = to_device(rows_now, torch::kInt, p.device());     // (W)
-    const auto d_tracked = to_device(tracked, torch::kLong, p.device());  // (n)
-    auto sums = torch::empty({3}, prev.options());                        // dot, now², before²
-    auto shared = torch::empty({1}, prev.options().dtype(torch::kInt));   // rows in both steps
+                                    before.data_ptr<double>(), tracked.data(), n,
+                                    prev.attn_rows.data());
+    }
+    const auto before = window_rows_on(prev, p.device());                  // (W, L) float64
+    const auto d_rows = to_device(rows_now, torch::kInt, p.device());      // (W)
+    const auto d_tracked = to_device(tracked, torch::kLong, p.device());   // (n)
+    auto sums = torch::empty({3}, before.options());                       // dot, now², before²
+    auto shared = torch::empty({1}, before.options().dtype(torch::kInt));  // rows in both steps
     cuda::drift_sums(p.data_ptr<float>(), shape_of(p), d_rows.data_ptr<int32_t>(), W,
-                     prev.data_ptr<double>(), d_tracked.data_ptr<int64_t>(), n,
+                     before.data_ptr<double>(), d_tracked.data_ptr<int64_t>(), n,
                      sums.data_ptr<double>(), shared.data_ptr<int32_t>(),
                      detail::current_stream(p));
     const auto host_sums = sums.to(torch::kCPU), host_shared = shared.to(torch::kCPU);

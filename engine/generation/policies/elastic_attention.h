@@ -17,8 +17,12 @@ namespace cl::policies::elastic {
 // What one layer's attention leaves for the next step's drift test: the window rows' head means
 // and the keys they attend to most.
 struct WindowAttention {
-    torch::Tensor attn;            // (W, L) float64 on probs' device: each window row's head mean
-    std::vector<int64_t> tracked;  // the n keys with the largest column sums of attn, ascending
+    // (W', L) float64 on probs' device: window row w's head mean is row attn_rows[w]. Where the
+    // attention summed the means itself, the attention's own (P, L) tensor (no copy); elsewhere
+    // (W, L) computed here, attn_rows[w] = w.
+    torch::Tensor attn;
+    std::vector<int32_t> attn_rows;  // (W)
+    std::vector<int64_t> tracked;    // the n keys with the largest column sums over the window
 };
 
 // One layer's attention as the policy gets it: the probabilities (H, R, L), or where the CPU
@@ -30,16 +34,16 @@ struct AttentionReads {
 };
 
 // rows (W) rows of the attention, excluded (L) keys never tracked (masked ones): the head means
-// (cuda::window_head_mean_cpu, or the attention's own: window_rows_cpu) and the most-attended keys
-// (most_attended_keys_cpu's ranking; none when W = 0). On the CPU the column sums come out of the
-// same pass.
+// (cuda::window_head_mean_cpu, or the attention's own with window_column_sums_cpu) and the
+// most-attended keys (most_attended_keys_cpu's ranking; none when W = 0). On the CPU the column
+// sums come out of the same pass.
 WindowAttention window_attention(const AttentionReads& attention, const std::vector<int32_t>& rows,
                                  const std::vector<uint8_t>& excluded, int64_t n);
 
 // The drift test's sums (cuda::drift_sums_cpu, or drift_sums_of_means_cpu): the attention now,
-// rows_now (W) the row of each tracked window row in it or -1, prev_attn (W, L) from
-// window_attention, tracked the keys.
+// rows_now (W) the row of each tracked window row in it or -1, prev the previous step's
+// window_attention at this layer (its head means and tracked keys).
 cuda::DriftSums drift_sums(const AttentionReads& attention, const std::vector<int32_t>& rows_now,
-                           const torch::Tensor& prev_attn, const std::vector<int64_t>& tracked);
+                           const WindowAttention& prev);
 
 }  // namespace cl::policies::elastic
