@@ -71,7 +71,9 @@ Transformer::Transformer(ModelConfig config, TransformerWeights weights, torch::
       m_weights(std::move(weights)),
       m_device(device),
       m_rope(m_config.rope_theta, m_config.head_dim(),
-             std::min<int64_t>(m_config.max_sequence_length, 16384), device) {}
+             std::min<int64_t>(m_config.max_sequence_length, 16384), device),
+      m_positions(torch::arange(std::min<int64_t>(m_config.max_sequence_length, 16384),
+                                torch::TensorOptions().dtype(torch::kLong).device(device))) {}
 
 std::vector<torch::Tensor> Transformer::parameters() const {
     std::vector<torch::Tensor> out;
@@ -360,7 +362,8 @@ torch::Tensor Transformer::forward_plan(const torch::Tensor& ids, LayerHooks& ho
     std::vector<int64_t> all(static_cast<size_t>(s.L));
     std::iota(all.begin(), all.end(), int64_t{0});
     s.all.host = std::move(all);
-    s.all.device = torch::arange(s.L, torch::TensorOptions().dtype(torch::kLong).device(m_device));
+    s.all.device = s.L <= m_positions.size(0) ? m_positions.narrow(0, 0, s.L)
+                                              : torch::arange(s.L, m_positions.options());
     std::tie(s.cos, s.sin) = m_rope.prefix(s.L);  // (L, Dh)
     for (int l = 0; l < static_cast<int>(m_config.n_layers); ++l) {
         const auto t0 = std::chrono::steady_clock::now();
