@@ -873,7 +873,8 @@ TEST(RowKernels, FewRowsProductEqualsTheFloat64ProductAtEveryTileEdge) {
     torch::InferenceMode g;
     // (N, 100) q inside (258, 100) q/k/v stored column-major: q^T (100, N) with row stride 258.
     // Past two 32-column tiles 86 columns leave a 16-column tile and 6 taken one at a time, 94 a
-    // 24-column tile (16 + 8) and 6, 72 an 8-column tile.
+    // 24-column tile (16 + 8) and 6, 72 an 8-column tile (on AVX2 without panels its last 24
+    // columns one tile of three vectors and 4 rows, whose bits the panels' tiles must match).
     const auto stacked = torch::empty_strided({258, 100}, {1, 258}).copy_(torch::randn({258, 100}));
     at_every_vector_width([&](const std::string& width) {
         SCOPED_TRACE(width);

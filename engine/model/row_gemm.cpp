@@ -68,17 +68,17 @@ template <class V>
     return v;
 }
 
-// The y columns of a tile: NV vectors of N floats, then NH of N / 2 (NV + NH <= 2; the half one
-// only in a tile of 1.5 or 0.5 vectors). One x value broadcast serves every vector of its row, and
-// the broadcasts, not the FMAs, bound a tile of a single vector: on a 594 x 32 @ 32 x 24 product
-// (a head's scores for 22 query rows, AVX-512) a 16 + 8 pass took no longer than 16 + 16.
-// y[0:MR, tile] (=, or += after the first block of k or with p.accumulate) x[0:MR, k0:k1] @
-// wt[k0:k1, tile].
-// UnitK: x's values of one row are adjacent (ldxk == 1), known at compile time.
+// The y columns of a tile: NV vectors of N floats, then NH of N / 2 (NV + NH <= 2, the half one
+// only in a tile of 1.5 or 0.5 vectors; or NV = 3 in a tile of 4 rows, AVX2's last 24 columns). One
+// x value broadcast serves every vector of its row, and the broadcasts, not the FMAs, bound a tile
+// of a single vector: on a 594 x 32 @ 32 x 24 product (a head's scores for 22 query rows, AVX-512)
+// a 16 + 8 pass took no longer than 16 + 16. y[0:MR, tile] (=, or += after the first block of k or
+// with p.accumulate) x[0:MR, k0:k1] @ wt[k0:k1, tile]. UnitK: x's values of one row are adjacent
+// (ldxk == 1), known at compile time.
 template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead>
 [[gnu::always_inline]] inline void tile_block(const FewRowsProduct& p, const float* x, Strip wt,
                                               Strip ahead, float* y, int64_t k0, int64_t k1) {
-    static_assert(NV + NH <= 2 && NH <= 1);
+    static_assert((NV + NH <= 2 && NH <= 1) || (NV == 3 && NH == 0 && MR <= 4));
     using V = Floats<N>;
     using Half = Floats<N / 2>;
     const int64_t ldxk = UnitK ? 1 : p.ldxk;
@@ -95,7 +95,7 @@ template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead>
             if constexpr (2 * N > kLineFloats) __builtin_prefetch(next + kLineFloats);
         }
         V w[NV > 0 ? NV : 1];
-#pragma GCC unroll 2
+#pragma GCC unroll 3
         for (int v = 0; v < NV; ++v) w[v] = load<V>(wk + v * N);
         Half wh{};
         if constexpr (NH > 0) wh = load<Half>(wk + half_at);
@@ -103,12 +103,12 @@ template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead>
         for (int m = 0; m < MR; ++m) {
             const float xm = x[m * p.ldx + k * ldxk];
             if constexpr (kSpelledOutFma) {
-#pragma GCC unroll 2
+#pragma GCC unroll 3
                 for (int v = 0; v < NV; ++v)
                     acc[m][v] = multiply_add<N>(broadcast<V>(xm), w[v], acc[m][v]);
                 if constexpr (NH > 0) half[m] = multiply_add<N>(broadcast<Half>(xm), wh, half[m]);
             } else {
-#pragma GCC unroll 2
+#pragma GCC unroll 3
                 for (int v = 0; v < NV; ++v) acc[m][v] += xm * w[v];
                 if constexpr (NH > 0) half[m] += xm * wh;
             }
@@ -117,7 +117,7 @@ template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead>
 #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m) {
         float* row = y + m * p.ldy;
-#pragma GCC unroll 2
+#pragma GCC unroll 3
         for (int v = 0; v < NV; ++v) {
             if (k0 > 0 || p.accumulate) acc[m][v] += load<V>(row + v * N);
             store(row + v * N, acc[m][v]);
@@ -140,40 +140,35 @@ template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead = false>
                                                 std::min(p.inner, k0 + kBlockK));
 }
 
-// Every row of the tile's columns from c: tiles of kTileRows rows, then the remainder.
-template <int N, int NV, int NH, bool UnitK>
+// The last rows of a column tile, fewer than a tile's: one tile of `left` (< MR + 1) rows.
+template <int N, int MR, int NV, int NH, bool UnitK>
+[[gnu::always_inline]] inline void remainder_tile(const FewRowsProduct& p, int64_t m, int64_t c,
+                                                  int64_t left) {
+    if constexpr (MR > 0) {
+        if (left == MR) {
+            tile<N, MR, NV, NH, UnitK>(p, m, c);
+            return;
+        }
+        remainder_tile<N, MR - 1, NV, NH, UnitK>(p, m, c, left);
+    }
+}
+
+// Every row of the tile's columns from c: tiles of Rows rows, then the remainder.
+template <int N, int NV, int NH, bool UnitK, int Rows = kTileRows>
 [[gnu::always_inline]] inline void column_tile(const FewRowsProduct& p, int64_t c) {
     int64_t m = 0;
     if constexpr (NV == 2) {
-        if (p.rows >= kTileRows && c + 4 * N <= p.columns) {
+        if (p.rows >= Rows && c + 4 * N <= p.columns) {
             // The first row tile asks for the next column tile's weights (a product's weights
             // come from L3: a step reads every layer's, 5 MB on the embedded model), which the
             // next tiles' FMAs then overlap. 25 products of a 6-layer step, GMAC/s on one core
             // of an AVX2 EPYC, without / with: R 16 25 / 30, R 32 26 / 30, R 439 22 / 35.
-            tile<N, kTileRows, NV, NH, UnitK, true>(p, 0, c, strip_at(p, c + 2 * N));
-            m = kTileRows;
+            tile<N, Rows, NV, NH, UnitK, true>(p, 0, c, strip_at(p, c + 2 * N));
+            m = Rows;
         }
     }
-    for (; m + kTileRows <= p.rows; m += kTileRows) tile<N, kTileRows, NV, NH, UnitK>(p, m, c);
-    switch (p.rows - m) {
-        case 5:
-            tile<N, 5, NV, NH, UnitK>(p, m, c);
-            break;
-        case 4:
-            tile<N, 4, NV, NH, UnitK>(p, m, c);
-            break;
-        case 3:
-            tile<N, 3, NV, NH, UnitK>(p, m, c);
-            break;
-        case 2:
-            tile<N, 2, NV, NH, UnitK>(p, m, c);
-            break;
-        case 1:
-            tile<N, 1, NV, NH, UnitK>(p, m, c);
-            break;
-        default:
-            break;
-    }
+    for (; m + Rows <= p.rows; m += Rows) tile<N, Rows, NV, NH, UnitK>(p, m, c);
+    remainder_tile<N, Rows - 1, NV, NH, UnitK>(p, m, c, p.rows - m);
 }
 
 // Columns past the last half-vector tile, one at a time, summed in the tiles' order and rounding.
@@ -200,11 +195,24 @@ template <int N>
 // Tiles of two vectors, then one and a half, one or a half, then single columns. A tile never
 // crosses a panel: a panel is as wide as the widest kernel's tile, a multiple of every narrower
 // tile's width, and a product's share starts at a multiple of kFewRowsTileColumns.
+// On AVX2, columns that end one vector past whole tiles (the scores of a cached step's 17-24 or
+// 65-72 queries) end in a tile of three vectors and 4 rows instead of one of two and one of one:
+// a tile of one vector costs as much as one of two (the broadcasts and the FMAs' latency bound
+// it), and the keys are read once for those columns, not twice. Scores of 451 keys x 32 for 24
+// queries, one core of an AVX2 EPYC: 10.5 -> 9.0 us (scratch harness, fastest of 41). Only where
+// the weights are not in panels (16 columns wide on AVX2), which such a tile would cross.
 template <int N, bool UnitK>
 [[gnu::always_inline]] inline void product_columns(const FewRowsProduct& p, int64_t c0,
                                                    int64_t c1) {
     int64_t c = c0;
-    for (; c + 2 * N <= c1; c += 2 * N) column_tile<N, 2, 0, UnitK>(p, c);
+    const bool three =
+        N == 8 && p.panel_columns == 0 && c1 - c0 >= 3 * N && (c1 - c0) % (2 * N) == N;
+    const int64_t pairs_end = three ? c1 - 3 * N : c1;
+    for (; c + 2 * N <= pairs_end; c += 2 * N) column_tile<N, 2, 0, UnitK>(p, c);
+    if (three) {
+        column_tile<N, 3, 0, UnitK, 4>(p, c);
+        return;
+    }
     const int64_t left = c1 - c;
     if (left >= N + N / 2) {
         column_tile<N, 1, 1, UnitK>(p, c);
