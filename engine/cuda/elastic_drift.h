@@ -32,12 +32,8 @@ struct DriftSums {
 // out (W, keys) float64: the head mean of probs row rows[w], for each w. rows[w] must be valid.
 // With column_sums (keys): also each key's sum of out over w from 0.0 in window order, the sums
 // most_attended_keys_cpu ranks (the same bits), in the same pass.
-// Keys [key_begin, key_end) only (key_end -1: to the last), the rest of out and column_sums left as
-// they are: each key's values come from its own sums, so threads may split the keys (the same
-// bits).
 void window_head_mean_cpu(const float* probs, ProbsShape s, const int32_t* rows, int64_t window,
-                          double* out, double* column_sums = nullptr, int64_t key_begin = 0,
-                          int64_t key_end = -1);
+                          double* out, double* column_sums = nullptr);
 
 // window_head_mean_cpu's column_sums where the head means are at hand already: means (rows, keys)
 // float64 the head means of the attention's rows (the CPU attention sums them in its own pass:

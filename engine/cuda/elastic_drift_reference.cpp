@@ -29,22 +29,21 @@ CL_CPU_CLONES void add_to_column_sums(const double* __restrict row, int64_t keys
     for (int64_t c = 0; c < keys; ++c) column_sums[c] += row[c];
 }
 
-// One window row's head mean at keys [k0, k1): sum (k1 - k0) float32 scratch, out (keys) the
-// mean, and where column_sums is given, each key's mean added to it. Cloned per instruction set:
-// every step is exact per lane (float sums in head order, one division, a widening, a float64 sum
-// in window order), so every width gives the same bits.
+// One window row's head mean: sum (keys) float32 scratch, out (keys) the mean, and where
+// column_sums is given, each key's mean added to it. Cloned per instruction set: every step is
+// exact per lane (float sums in head order, one division, a widening, a float64 sum in window
+// order), so every width gives the same bits.
 CL_CPU_CLONES void head_mean_row(const float* __restrict probs, ProbsShape s, int32_t row,
-                                 int64_t k0, int64_t k1, float* __restrict sum,
-                                 double* __restrict out, double* __restrict column_sums) {
-    const int64_t n = k1 - k0;
-    std::fill(sum, sum + n, 0.0F);
+                                 float* __restrict sum, double* __restrict out,
+                                 double* __restrict column_sums) {
+    std::fill(sum, sum + s.keys, 0.0F);
     for (int64_t h = 0; h < s.heads; ++h) {
-        const float* __restrict p = probs + (h * s.rows + row) * s.keys + k0;
-        for (int64_t c = 0; c < n; ++c) sum[c] += p[c];
+        const float* __restrict p = probs + (h * s.rows + row) * s.keys;
+        for (int64_t c = 0; c < s.keys; ++c) sum[c] += p[c];
     }
     const auto heads = static_cast<float>(s.heads);
-    for (int64_t c = 0; c < n; ++c) out[k0 + c] = static_cast<double>(sum[c] / heads);
-    if (column_sums) add_to_column_sums(out + k0, n, column_sums + k0);
+    for (int64_t c = 0; c < s.keys; ++c) out[c] = static_cast<double>(sum[c] / heads);
+    if (column_sums) add_to_column_sums(out, s.keys, column_sums);
 }
 
 }  // namespace
@@ -55,13 +54,11 @@ CL_CPU_CLONES void head_mean_row(const float* __restrict probs, ProbsShape s, in
 // ranking take 3.9 + 0.6 us a layer where the SSE2 head means and most_attended_keys_cpu's strided
 // column sums took 5.8 (16 window rows, 4 heads, 439 keys, AVX-512).
 void window_head_mean_cpu(const float* probs, ProbsShape s, const int32_t* rows, int64_t window,
-                          double* out, double* column_sums, int64_t key_begin, int64_t key_end) {
-    const int64_t k0 = key_begin, k1 = key_end < 0 ? s.keys : key_end;
-    if (k1 <= k0) return;
-    std::vector<float> sum(static_cast<size_t>(k1 - k0));  // (k1 - k0)
-    if (column_sums) std::fill(column_sums + k0, column_sums + k1, 0.0);
+                          double* out, double* column_sums) {
+    std::vector<float> sum(static_cast<size_t>(s.keys));  // (keys)
+    if (column_sums) std::fill(column_sums, column_sums + s.keys, 0.0);
     for (int64_t w = 0; w < window; ++w)
-        head_mean_row(probs, s, rows[w], k0, k1, sum.data(), out + w * s.keys, column_sums);
+        head_mean_row(probs, s, rows[w], sum.data(), out + w * s.keys, column_sums);
 }
 
 void window_column_sums_cpu(const double* means, int64_t keys, const int32_t* rows, int64_t window,

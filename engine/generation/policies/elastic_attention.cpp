@@ -26,9 +26,6 @@ torch::Tensor to_device(const std::vector<T>& v, torch::ScalarType type, torch::
         .to(device, type, /*non_blocking=*/false, /*copy=*/true);
 }
 
-// Fewest keys a thread takes of the window's head means (16 rows x 4 heads of each: ~2 us).
-constexpr int64_t kWindowKeysPerTask = 64;
-
 // 0, 1, ..., W - 1: the window's rows of a (W, L) head mean computed for them.
 std::vector<int32_t> identity_rows(int64_t W) {
     std::vector<int32_t> rows(static_cast<size_t>(W));
@@ -100,13 +97,8 @@ WindowAttention window_attention(const AttentionReads& attention, const std::vec
     } else {
         out.attn = torch::empty({W, L}, p.options().dtype(torch::kFloat64));  // (W, L)
         out.attn_rows = identity_rows(W);
-        // The threads split the keys (each key's mean and column sum from one thread, in window
-        // order: the same bits). At 2 threads (where the attention hands over probabilities, not
-        // means) it ran on the engine thread alone, 7% of a cached step while the other waited.
-        at::parallel_for(0, L, kWindowKeysPerTask, [&](int64_t begin, int64_t end) {
-            cuda::window_head_mean_cpu(p.data_ptr<float>(), shape_of(p), rows.data(), W,
-                                       out.attn.data_ptr<double>(), sums.data(), begin, end);
-        });
+        cuda::window_head_mean_cpu(p.data_ptr<float>(), shape_of(p), rows.data(), W,
+                                   out.attn.data_ptr<double>(), sums.data());
     }
     out.tracked = cuda::top_attended_keys_cpu(sums.data(), L, excluded.data(), n);
     return out;
