@@ -174,6 +174,26 @@ TEST(KernelReference, DriftSumsCountOnlyRowsPresentInBothSteps) {
     const std::vector<int32_t> gone{-1, -1};
     EXPECT_FALSE(
         drift_sums_cpu(probs.data(), s, gone.data(), 2, prev.data(), tracked.data(), 2).shared);
+    // The previous window rows read through a row map (Elastic-Cache keeps the attention's own
+    // means): rows 1 and 0 of `prev` placed at rows 0 and 2 of a 3-row buffer, mapped back, the
+    // same sums.
+    std::vector<double> kept(3 * 6, -7.0);
+    std::copy_n(prev.begin(), 6, kept.begin() + 2 * 6);  // window row 0 at row 2
+    std::copy_n(prev.begin() + 6, 6, kept.begin());      // window row 1 at row 0
+    const std::vector<int32_t> prev_rows{2, 0};
+    const auto mapped = drift_sums_cpu(probs.data(), s, rows_before.data(), 2, kept.data(),
+                                       tracked.data(), 2, prev_rows.data());
+    EXPECT_EQ(mapped.dot, same.dot);
+    EXPECT_EQ(mapped.now_sq, same.now_sq);
+    EXPECT_EQ(mapped.before_sq, same.before_sq);
+    // And where the means are at hand (the head means of every row of `probs`, one (3, 6) buffer).
+    std::vector<double> now_means(3 * 6);
+    const std::vector<int32_t> all_rows{0, 1, 2};
+    window_head_mean_cpu(probs.data(), s, all_rows.data(), 3, now_means.data());
+    const auto of_means = drift_sums_of_means_cpu(now_means.data(), 6, rows_before.data(), 2,
+                                                  kept.data(), tracked.data(), 2, prev_rows.data());
+    EXPECT_EQ(of_means.dot, same.dot);
+    EXPECT_EQ(of_means.before_sq, same.before_sq);
 }
 
 // ---- Kernels against the references (need a device) ------------------------------------------
