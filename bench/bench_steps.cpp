@@ -5,8 +5,9 @@
 // attention, per-step set-up), each against `none`'s rate in the same run, at each thread count.
 // Every policy on the same sampler (as `cachelens-cli bench --mode cache-only`: one token a step,
 // low confidence). Runs go round-robin over the policies (none first) so that the VM's slow phases
-// land on all alike; per prompt the median-wall repeat counts, as in the bench. Prints a table,
-// writes JSON. Not a test: numbers only.
+// land on all alike; per prompt the median-wall repeat counts, as in the bench. Beside it, each
+// round's run against that round's `none` run (eff_pair: the median and range over the rounds),
+// which the VM's phases move less. Prints a table, writes JSON. Not a test: numbers only.
 //   cachelens-bench-steps [--model DIR] [--policies elastic,d2cache] [--prompts 2] [--repeats 3]
 //                         [--threads 1,2] [--json FILE]
 #include <CLI/CLI.hpp>
@@ -95,33 +96,59 @@ RunSplit run_once(const std::shared_ptr<cl::Model>& model, const std::string& pr
 }
 
 // Per policy, the median-wall repeat of each prompt, summed over the prompts (the bench averages
-// each prompt's efficiency instead).
-std::map<std::string, RunSplit> median_runs(const std::shared_ptr<cl::Model>& model,
-                                            const std::vector<std::string>& prompts,
-                                            const std::vector<std::string>& names, const Options& o,
-                                            int threads) {
-    std::map<std::string, RunSplit> out;
+// each prompt's efficiency instead); and each round's efficiency against the `none` run of the
+// same round (prompt and repeat), seconds apart: the VM's slow and fast phases last minutes, so
+// these pairs cancel them where the medians, taken apart, do not.
+struct Measured {
+    std::map<std::string, RunSplit> medians;
+    std::map<std::string, std::vector<double>> paired;  // per policy, one per round
+};
+
+Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std::string>& prompts,
+                 const std::vector<std::string>& names, const Options& o, int threads) {
+    Measured out;
     for (const auto& prompt : prompts) {
         (void)run_once(model, prompt, "none", o, threads);  // warm-up
         std::map<std::string, std::vector<RunSplit>> reps;
-        for (int r = 0; r < o.repeats; ++r)
+        for (int r = 0; r < o.repeats; ++r) {
             for (const auto& n : names) reps[n].push_back(run_once(model, prompt, n, o, threads));
+            const StepTotals base = reps.at("none").back().all();
+            for (const auto& n : names) {
+                const StepTotals all = reps.at(n).back().all();
+                if (n != "none")
+                    out.paired[n].push_back(
+                        cl::trace::efficiency(all.flops, all.wall_ms, base.flops, base.wall_ms));
+            }
+        }
         for (auto& [n, runs] : reps) {
             std::sort(runs.begin(), runs.end(),
                       [](const RunSplit& a, const RunSplit& b) { return a.wall_ms < b.wall_ms; });
             const RunSplit& med = runs[runs.size() / 2];
-            out[n].wall_ms += med.wall_ms;
-            out[n].cached += med.cached;
-            out[n].full += med.full;
+            out.medians[n].wall_ms += med.wall_ms;
+            out.medians[n].cached += med.cached;
+            out.medians[n].full += med.full;
         }
     }
     return out;
 }
 
+// The median, lowest and highest of the rounds' paired efficiencies.
+struct Spread {
+    double median = 0, low = 0, high = 0;
+};
+
+Spread spread_of(std::vector<double> v) {
+    if (v.empty()) return {};
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    const double median = n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return {median, v.front(), v.back()};
+}
+
 // A policy's row: each kind of step's efficiency against none's (whose steps are all full), the
 // layers' against none's layers.
 nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSplit& none,
-                          int threads) {
+                          const Spread& paired, int threads) {
     using cl::trace::efficiency;
     const StepTotals base = none.all(), all = p.all(), &c = p.cached;
     nlohmann::json row = {
@@ -136,13 +163,17 @@ nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSpli
         {"cached_outside_layers_ms", c.outside_layers_ms()},
         {"cached_outside_layers_share", c.outside_layers_share()},
         {"full_efficiency", efficiency(p.full.flops, p.full.wall_ms, base.flops, base.wall_ms)},
-        {"none_outside_layers_share", base.outside_layers_share()}};
-    std::printf("%7d %-12s %6.2f %7lld %6lld %8.0f%% %8.2f %8.2f %9.3f %6.0f%% %6.2f\n", threads,
-                n.c_str(), row["efficiency"].get<double>(), (long long)c.steps,
-                (long long)p.full.steps, 100 * row["cached_time_share"].get<double>(),
-                row["cached_efficiency"].get<double>(),
-                row["cached_layer_efficiency"].get<double>(), c.outside_layers_ms(),
-                100 * c.outside_layers_share(), row["full_efficiency"].get<double>());
+        {"none_outside_layers_share", base.outside_layers_share()},
+        {"paired_efficiency_median", paired.median},
+        {"paired_efficiency_low", paired.low},
+        {"paired_efficiency_high", paired.high}};
+    std::printf(
+        "%7d %-12s %6.2f %7lld %6lld %8.0f%% %8.2f %8.2f %9.3f %6.0f%% %6.2f %6.2f %4.2f-%4.2f\n",
+        threads, n.c_str(), row["efficiency"].get<double>(), (long long)c.steps,
+        (long long)p.full.steps, 100 * row["cached_time_share"].get<double>(),
+        row["cached_efficiency"].get<double>(), row["cached_layer_efficiency"].get<double>(),
+        c.outside_layers_ms(), 100 * c.outside_layers_share(), row["full_efficiency"].get<double>(),
+        paired.median, paired.low, paired.high);
     return row;
 }
 
@@ -179,18 +210,22 @@ void run(const Options& o) {
     std::printf(
         "model %s, G=%lld B=%lld T=%lld, %d kv prompts x %d repeats (median-wall repeat per "
         "prompt), LibTorch %s (BLAS: %s), row kernels %s\n"
-        "efficiency = FLOP rate / none's; cached steps: fewer FLOPs than a full forward\n"
-        "%7s %-12s %6s %7s %6s %9s %8s %8s %9s %7s %6s\n",
+        "efficiency = FLOP rate / none's; cached steps: fewer FLOPs than a full forward; "
+        "eff_pair: each round against its own none run (median, range)\n"
+        "%7s %-12s %6s %7s %6s %9s %8s %8s %9s %7s %6s %6s %9s\n",
         model->name().c_str(), (long long)o.gen_length, (long long)o.block_length,
         (long long)o.steps, o.prompts, o.repeats, cl::libtorch_version(), cl::blas_threading(),
         cl::cpu::vector_isa(), "threads", "policy", "eff", "cached", "full", "cached_t", "eff_c",
-        "layers_c", "other_ms", "other", "eff_f");
+        "layers_c", "other_ms", "other", "eff_f", "eff_pair", "range");
     nlohmann::json rows = nlohmann::json::array();
     for (int t : o.threads) {
         cl::set_thread_count(t);
-        const auto runs = median_runs(model, prompts, names, o, t);
+        const auto measured = measure(model, prompts, names, o, t);
+        const auto& runs = measured.medians;
         for (const auto& n : names)
-            if (n != "none") rows.push_back(policy_row(n, runs.at(n), runs.at("none"), t));
+            if (n != "none")
+                rows.push_back(policy_row(n, runs.at(n), runs.at("none"),
+                                          spread_of(measured.paired.at(n)), t));
         const StepTotals base = runs.at("none").all();
         std::printf("%7d %-12s %.0f ms a run, %.3f ms a step outside the layers (%.1f%%)\n", t,
                     "none", runs.at("none").wall_ms / o.prompts, base.outside_layers_ms(),
