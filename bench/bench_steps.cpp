@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "engine/base/cpu_clones.h"
+#include "engine/base/stats.h"
 #include "engine/generation/generator.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/model/model.h"
@@ -114,10 +115,10 @@ Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std:
             for (const auto& n : names) reps[n].push_back(run_once(model, prompt, n, o, threads));
             const StepTotals base = reps.at("none").back().all();
             for (const auto& n : names) {
+                if (n == "none") continue;
                 const StepTotals all = reps.at(n).back().all();
-                if (n != "none")
-                    out.paired[n].push_back(
-                        cl::trace::efficiency(all.flops, all.wall_ms, base.flops, base.wall_ms));
+                out.paired[n].push_back(
+                    cl::trace::efficiency(all.flops, all.wall_ms, base.flops, base.wall_ms));
             }
         }
         for (auto& [n, runs] : reps) {
@@ -137,12 +138,10 @@ struct Spread {
     double median = 0, low = 0, high = 0;
 };
 
-Spread spread_of(std::vector<double> v) {
+Spread spread_of(const std::vector<double>& v) {
     if (v.empty()) return {};
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    const double median = n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    return {median, v.front(), v.back()};
+    const auto [low, high] = std::minmax_element(v.begin(), v.end());
+    return {cl::stats::median(v), *low, *high};
 }
 
 // A policy's row: each kind of step's efficiency against none's (whose steps are all full), the
@@ -256,7 +255,9 @@ int main(int argc, char** argv) {
     app.add_option("--prompts", o.prompts, "Prompts from the task suite's eval split (kv)")
         ->capture_default_str()
         ->check(CLI::Range(1, 100));
-    app.add_option("--repeats", o.repeats, "Timed repeats per (prompt, policy); median kept")
+    app.add_option("--repeats", o.repeats,
+                   "Timed repeats per (prompt, policy): the median kept; each round paired with "
+                   "its none run")
         ->capture_default_str()
         ->check(CLI::Range(1, 1000));
     app.add_option("--gen-length", o.gen_length, "Generated tokens G")->capture_default_str();

@@ -66,13 +66,22 @@ RowSet LayerHooks::select_rows(int layer, const torch::Tensor&, const torch::Ten
                            " asked for a probe but its hooks do not select rows");
 }
 
+namespace {
+
+// Positions the model keeps tables for (RoPE's, the all-rows index); a longer forward computes
+// its own.
+int64_t tabled_positions(const ModelConfig& c) {
+    return std::min<int64_t>(c.max_sequence_length, 16384);
+}
+
+}  // namespace
+
 Transformer::Transformer(ModelConfig config, TransformerWeights weights, torch::Device device)
     : m_config(std::move(config)),
       m_weights(std::move(weights)),
       m_device(device),
-      m_rope(m_config.rope_theta, m_config.head_dim(),
-             std::min<int64_t>(m_config.max_sequence_length, 16384), device),
-      m_positions(torch::arange(std::min<int64_t>(m_config.max_sequence_length, 16384),
+      m_rope(m_config.rope_theta, m_config.head_dim(), tabled_positions(m_config), device),
+      m_positions(torch::arange(tabled_positions(m_config),
                                 torch::TensorOptions().dtype(torch::kLong).device(device))) {}
 
 std::vector<torch::Tensor> Transformer::parameters() const {

@@ -37,8 +37,10 @@ std::vector<int32_t> identity_rows(int64_t W) {
 // a CPU run keeps the attention's own means, so on a GPU this is its (W, L) as it is.
 torch::Tensor window_rows_on(const WindowAttention& prev, torch::Device device) {
     const auto W = static_cast<int64_t>(prev.attn_rows.size());
-    if (prev.attn.size(0) == W && prev.attn_rows == identity_rows(W))
-        return prev.attn.to(device).contiguous();
+    bool in_order = prev.attn.size(0) == W;
+    for (int64_t w = 0; in_order && w < W; ++w)
+        in_order = prev.attn_rows[static_cast<size_t>(w)] == w;
+    if (in_order) return prev.attn.to(device).contiguous();
     return prev.attn.to(device).index_select(
         0, to_device(prev.attn_rows, torch::kInt, device).to(torch::kLong));
 }
@@ -109,20 +111,20 @@ cuda::DriftSums drift_sums(const AttentionReads& attention, const std::vector<in
     const auto W = static_cast<int64_t>(rows_now.size());
     const auto& tracked = prev.tracked;
     const auto n = static_cast<int64_t>(tracked.size());
-    if (attention.means.defined()) {  // (R, L) float64 on the CPU
-        const auto means = attention.means.contiguous();
-        const auto before = prev.attn.contiguous();  // (W', L) float64 on the CPU too
-        return cuda::drift_sums_of_means_cpu(means.data_ptr<double>(), means.size(1),
-                                             rows_now.data(), W, before.data_ptr<double>(),
-                                             tracked.data(), n, prev.attn_rows.data());
-    }
-    const auto p = probs_for_reads(attention.probs);  // (H, R, L)
-    if (!p.is_cuda()) {
-        const auto before = prev.attn.contiguous();  // (W', L) float64 on the CPU too
+    if (!prev.attn.is_cuda()) {  // a CPU run: the attention's means or probabilities
+        const auto before = prev.attn.contiguous();  // (W', L) float64
+        if (attention.means.defined()) {             // (R, L) float64
+            const auto means = attention.means.contiguous();
+            return cuda::drift_sums_of_means_cpu(means.data_ptr<double>(), means.size(1),
+                                                 rows_now.data(), W, before.data_ptr<double>(),
+                                                 tracked.data(), n, prev.attn_rows.data());
+        }
+        const auto p = probs_for_reads(attention.probs);  // (H, R, L)
         return cuda::drift_sums_cpu(p.data_ptr<float>(), shape_of(p), rows_now.data(), W,
                                     before.data_ptr<double>(), tracked.data(), n,
                                     prev.attn_rows.data());
     }
+    const auto p = probs_for_reads(attention.probs);                       // (H, R, L)
     const auto before = window_rows_on(prev, p.device());                  // (W, L) float64
     const auto d_rows = to_device(rows_now, torch::kInt, p.device());      // (W)
     const auto d_tracked = to_device(tracked, torch::kLong, p.device());   // (n)
