@@ -11,11 +11,11 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "engine/base/cpu_clones.h"
+#include "engine/base/json_file.h"
 #include "engine/base/stats.h"
 #include "engine/cuda/device_memory.h"
 #include "engine/generation/sampler.h"
@@ -118,6 +118,7 @@ void bench_sampler(const Options& o, int64_t V, nlohmann::json& out) {
 }
 
 void run(const Options& o) {
+    cl::check_json_writable(o.json_file);
     std::filesystem::path dir =
         o.model_dir.empty() ? cl::default_model_dir() : std::filesystem::path(o.model_dir);
     if (dir.empty())
@@ -171,7 +172,7 @@ void run(const Options& o) {
         }
     }
     if (!device.is_cuda()) bench_sampler(o, model->config().vocab_size, out);
-    if (!o.json_file.empty()) std::ofstream(o.json_file) << out.dump(2) << '\n';
+    if (!o.json_file.empty()) cl::write_json_file(o.json_file, out);
 }
 
 }  // namespace

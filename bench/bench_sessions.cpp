@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/base/json_file.h"
 #include "engine/base/stats.h"
 #include "engine/generation/generator.h"
 #include "engine/tasks/task_suite.h"
@@ -48,10 +48,8 @@ void time_open(const std::string& open_file, int repeats, const std::string& jso
         "on demand): median %.1f ms\n",
         cl::stats::median(meta), cl::stats::median(full));
     if (!json_file.empty())
-        std::ofstream(json_file) << nlohmann::json{
-            {"open_meta_ms", cl::stats::median(meta)},
-            {"full_load_ms",
-             cl::stats::median(full)}}.dump(2);
+        cl::write_json_file(json_file, {{"open_meta_ms", cl::stats::median(meta)},
+                                        {"full_load_ms", cl::stats::median(full)}});
 }
 
 // One policy's generation time without a sink, with the full trace and with the recorder, and
@@ -153,6 +151,7 @@ int main(int argc, char** argv) {
                    "attention on demand)");
     CLI11_PARSE(app, argc, argv);
     try {
+        cl::check_json_writable(json_file);
         if (!open_file.empty()) {
             time_open(open_file, repeats, json_file);
             return 0;
@@ -192,7 +191,7 @@ int main(int argc, char** argv) {
         }
         std::filesystem::remove(out + ".tmp");
         time_read_side(out, repeats, j);
-        if (!json_file.empty()) std::ofstream(json_file) << j.dump(2) << '\n';
+        if (!json_file.empty()) cl::write_json_file(json_file, j);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cachelens-bench-sessions: error: %s\n", e.what());
         return 2;

@@ -13,13 +13,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
 #include "app/desktop/engine_bridge.h"
 #include "engine/base/assets.h"
+#include "engine/base/json_file.h"
 #include "engine/base/process_memory.h"
 #include "engine/generation/policy_registry.h"
 
@@ -82,6 +82,12 @@ int main(int argc, char** argv) {
     app.add_option("--json", json_file, "Also write the samples as JSON");
     CLI11_PARSE(app, argc, argv);
     if (model_dir.empty()) model_dir = (cl::assets_dir() / "models" / "cachelens-tiny").string();
+    try {
+        cl::check_json_writable(json_file);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "cachelens-bench-soak: error: %s\n", e.what());
+        return 2;
+    }
 
     const auto session = std::filesystem::temp_directory_path() /
                          ("cachelens-soak-" + std::to_string(getpid()) + ".clsession");
@@ -136,12 +142,17 @@ int main(int argc, char** argv) {
         "resident memory after warm-up (10%%): %.1f MB -> %.1f MB at the end: %+.2f%% "
         "(limit %.1f%%); %d generations reported an error\n",
         warm, last, growth, max_growth, errors);
-    if (!json_file.empty())
-        std::ofstream(json_file) << nlohmann::json{
-            {"generations", generations},
-            {"warm_rss_mb", warm},
-            {"final_rss_mb", last},
-            {"growth_percent", growth},
-            {"samples", samples}}.dump(2);
+    if (!json_file.empty()) {
+        try {
+            cl::write_json_file(json_file, {{"generations", generations},
+                                            {"warm_rss_mb", warm},
+                                            {"final_rss_mb", last},
+                                            {"growth_percent", growth},
+                                            {"samples", samples}});
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "cachelens-bench-soak: error: %s\n", e.what());
+            return 2;
+        }
+    }
     return growth > max_growth ? 1 : 0;
 }

@@ -13,12 +13,12 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "engine/base/cpu_clones.h"
+#include "engine/base/json_file.h"
 #include "engine/base/stats.h"
 #include "engine/generation/generator.h"
 #include "engine/generation/policy_registry.h"
@@ -188,16 +188,9 @@ std::vector<std::string> parse_policies(const std::string& csv) {
     return names;
 }
 
-// Whether the JSON file can be written, before minutes of runs: opened for appending, so that an
-// existing file keeps its contents until the results replace them.
-void check_writable(const std::string& path) {
-    if (!path.empty() && !std::ofstream(path, std::ios::app))
-        throw std::runtime_error("--json: cannot write '" + path + "'");
-}
-
 void run(const Options& o) {
     const auto names = parse_policies(o.policies_csv);
-    check_writable(o.json_file);
+    cl::check_json_writable(o.json_file);
     std::filesystem::path dir =
         o.model_dir.empty() ? cl::default_model_dir() : std::filesystem::path(o.model_dir);
     if (dir.empty())
@@ -239,9 +232,7 @@ void run(const Options& o) {
                                 {"repeats", o.repeats},
                                 {"row_kernels", cl::cpu::vector_isa()},
                                 {"rows", rows}};
-    std::ofstream file(o.json_file);
-    file << out.dump(2) << '\n';
-    if (!file) throw std::runtime_error("--json: writing '" + o.json_file + "' failed");
+    cl::write_json_file(o.json_file, out);
 }
 
 }  // namespace

@@ -5,11 +5,11 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 
+#include "engine/base/json_file.h"
 #include "engine/base/stats.h"
 #include "viz/viz_context.h"
 
@@ -111,6 +111,12 @@ int main(int argc, char** argv) {
     app.add_option("--frames", frames)->capture_default_str();
     app.add_option("--json", json_file, "Write results as JSON");
     CLI11_PARSE(app, argc, argv);
+    try {
+        cl::check_json_writable(json_file);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "cachelens-bench-viz: error: %s\n", e.what());
+        return 2;
+    }
     const char* names[] = {"none", "dkv-decode", "elastic", "fast-dual", "d2cache", "dllm-cache"};
     std::vector<cl::viz::RunView> runs;
     runs.reserve(static_cast<size_t>(columns));
@@ -153,14 +159,17 @@ int main(int argc, char** argv) {
                 *std::max_element(still.begin(), still.end()));
     std::printf("%-10s %10.2f %10.2f\n", "scrubbing", cl::stats::median(scrub),
                 *std::max_element(scrub.begin(), scrub.end()));
-    if (!json_file.empty())
-        std::ofstream(json_file) << nlohmann::json{{"columns", columns},
-                                                   {"gen_length", gen},
-                                                   {"steps", steps},
-                                                   {"static_median_ms", cl::stats::median(still)},
-                                                   {"scrub_median_ms", cl::stats::median(scrub)}}
-                                        .dump(2)
-                                 << '\n';
     ImGui::DestroyContext();
+    if (json_file.empty()) return 0;
+    try {
+        cl::write_json_file(json_file, {{"columns", columns},
+                                        {"gen_length", gen},
+                                        {"steps", steps},
+                                        {"static_median_ms", cl::stats::median(still)},
+                                        {"scrub_median_ms", cl::stats::median(scrub)}});
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "cachelens-bench-viz: error: %s\n", e.what());
+        return 2;
+    }
     return 0;
 }

@@ -84,6 +84,29 @@ TEST(Cli, BadInputExitsTwoWithOneLineNamingTheFile) {
     EXPECT_NE(r.out.find("model.safetensors"), std::string::npos) << r.out;
 }
 
+// --json is checked before the runs that fill it: an unwritable path fails at once (the bench would
+// otherwise run for minutes first), a run that fails later leaves no new file behind and an
+// existing file as it was.
+TEST(Cli, JsonFileCheckedBeforeTheRuns) {
+    auto dir = test::temp_dir("cli");
+    const auto unwritable = (dir / "no-such-dir" / "bench.json").string();
+    auto r = cli("bench --policies none --prompts 1 --json " + unwritable);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find(unwritable + ": cannot open for writing"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("none"), std::string::npos) << "no run before the check: " << r.out;
+
+    const auto fresh = dir / "fresh.json";  // the run fails on its settings, after the check
+    r = cli("generate --prompt hi --gen-length 7 --block-length 3 --json " + fresh.string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_FALSE(std::filesystem::exists(fresh));
+
+    const auto kept = dir / "kept.json";
+    test::write_file(kept, "{\"earlier\": 1}");
+    r = cli("generate --prompt hi --gen-length 7 --block-length 3 --json " + kept.string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(test::read_file(kept), "{\"earlier\": 1}");
+}
+
 TEST(Cli, UsageErrorsExitTwo) {
     auto dir = test::temp_dir("cli");
     auto model = dir / "m";

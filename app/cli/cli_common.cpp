@@ -65,13 +65,6 @@ void PromptOptions::add_to(CLI::App& app) {
                  "Encode the prompt as is, without LLaDA's chat template");
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& j) {
-    std::ofstream out(path);
-    if (!out) throw InputError(path, "cannot open for writing");
-    out << j.dump(2) << '\n';
-    if (!out) throw InputError(path, "write failed");
-}
-
 std::string read_text_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path, "cannot open file");

@@ -74,7 +74,5 @@ void add_attention_bits_option(CLI::App& app, int& bits);
 
 std::vector<std::string> split_list(const std::string& csv);
 std::string read_text_file(const std::string& path);  // throws InputError
-// Writes `j` (indented, one trailing newline) for --json; throws InputError naming the file.
-void write_json_file(const std::string& path, const nlohmann::json& j);
 
 }  // namespace cl::cli

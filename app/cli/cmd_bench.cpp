@@ -14,6 +14,7 @@
 #include "app/cli/task_scoring.h"
 #include "engine/base/cpu_clones.h"
 #include "engine/base/errors.h"
+#include "engine/base/json_file.h"
 #include "engine/base/stats.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/tasks/task_suite.h"
@@ -210,6 +211,7 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
 }
 
 int run_bench(BenchOptions o) {
+    check_json_writable(o.json_file);  // before the runs that fill it
     if (o.sampler.gen_length < 0) o.sampler.gen_length = 256;
     if (o.sampler.block_length < 0) o.sampler.block_length = 32;
     if (o.sampler.steps < 0) o.sampler.steps = o.sampler.gen_length;

@@ -10,6 +10,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/comparison.h"
 #include "engine/base/errors.h"
+#include "engine/base/json_file.h"
 #include "engine/generation/policy_registry.h"
 #include "sessions/session_writer.h"
 
@@ -107,6 +108,7 @@ nlohmann::json print_model_runs(const ModelRuns& m, bool name_model, int label_w
 }
 
 int run_compare(const CompareOptions& o) {
+    check_json_writable(o.json_file);  // before the runs that fill it
     const std::string text = o.prompt.text();
     const auto specs = column_specs(o);
     auto recorder = open_recorder(o);

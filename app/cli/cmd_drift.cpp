@@ -9,6 +9,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/task_scoring.h"
 #include "engine/base/errors.h"
+#include "engine/base/json_file.h"
 #include "engine/generation/generator.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/tasks/task_suite.h"
@@ -105,6 +106,7 @@ nlohmann::json report_json(const trace::DriftReport& r, double ltr, int items, i
 }
 
 int run_drift(const DriftOptions& o) {
+    check_json_writable(o.json_file);  // before the runs that fill it
     auto model = o.model.load();
     const auto families = split_list(o.tasks);
     check_scored_families(families);

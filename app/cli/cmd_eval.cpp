@@ -8,6 +8,7 @@
 #include "app/cli/progress.h"
 #include "app/cli/task_scoring.h"
 #include "engine/base/errors.h"
+#include "engine/base/json_file.h"
 #include "engine/generation/policy_registry.h"
 
 namespace cl::cli {
@@ -65,6 +66,7 @@ void eval_model(const ModelOptions& mo, const EvalOptions& o, bool name_model,
 }
 
 int run_eval(const EvalOptions& o) {
+    check_json_writable(o.json_file);  // before the runs that fill it
     const auto families = split_list(o.tasks);
     check_scored_families(families);
     check_item_count(o.items, 100000);

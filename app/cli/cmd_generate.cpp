@@ -8,6 +8,7 @@
 #include "app/cli/jsonl_trace_sink.h"
 #include "app/cli/terminal_view.h"
 #include "engine/base/errors.h"
+#include "engine/base/json_file.h"
 #include "engine/generation/generator.h"
 #include "sessions/session_writer.h"
 
@@ -31,6 +32,7 @@ struct GenerateOptions {
 };
 
 int run_generate(const GenerateOptions& o) {
+    check_json_writable(o.json_file);  // before the runs that fill it
     auto model = o.model.load();
     GenerationRequest req;
     req.prompt_text = o.prompt.text();

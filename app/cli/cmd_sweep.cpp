@@ -18,6 +18,7 @@
 #include "app/cli/sweep_slurm.h"
 #include "app/cli/sweep_spec.h"
 #include "engine/base/errors.h"
+#include "engine/base/json_file.h"
 
 extern char** environ;
 
@@ -90,6 +91,7 @@ int run_local_workers(const SweepCliOptions& o, size_t total, size_t at_start) {
 }
 
 int run_sweep(const SweepCliOptions& o) {
+    check_json_writable(o.json_file);  // before the runs that fill it
     const auto spec = load_sweep_spec(o.spec_file);
     const auto points = expand_points(spec);
     SweepModels models(o.threads);

@@ -9,6 +9,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/task_scoring.h"
 #include "engine/base/errors.h"
+#include "engine/base/json_file.h"
 #include "engine/base/stats.h"
 #include "engine/generation/policy_registry.h"
 #include "sessions/reports.h"
@@ -107,6 +108,7 @@ void record_sweep(const std::string& path, const trace::AccuracySweep& sweep) {
 }
 
 int run_sweep_steps(const SweepOptions& o) {
+    check_json_writable(o.json_file);  // before the runs that fill it
     check_scored_families(split_list(o.tasks));
     check_item_count(o.items, 100000);
     const auto counts = parse_step_counts(o.step_counts);
