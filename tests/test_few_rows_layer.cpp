@@ -26,10 +26,12 @@ struct Layer {
 };
 
 // A loaded tiny LLaDA model's first layer (grouped-query heads: 4 over 2), in panels as a CPU
-// load stores it; with_bias adds q, k, v biases as Dream's layers have.
-Layer tiny_layer(bool with_bias) {
+// load stores it; with_bias adds q, k, v biases as Dream's layers have. d_model 64 has heads of
+// 16 values, whose columns are not whole tiles, so few_rows_qkv splits them by rows at 2 threads;
+// 128 has heads of 32, split by kv heads.
+Layer tiny_layer(bool with_bias, int64_t d_model = 64) {
     Layer l;
-    l.model = Model::load(test::make_tiny_model("few_rows_layer", 64, 1, 4, 2));
+    l.model = Model::load(test::make_tiny_model("few_rows_layer", d_model, 1, 4, 2));
     l.w = l.model->net().weights().layers.at(0);
     l.heads = l.model->config().n_heads;
     l.kv_heads = l.model->config().n_kv_heads;
@@ -120,16 +122,19 @@ TEST(FewRowsLayer, EqualsTheOpByOpPathBitForBit) {
     torch::manual_seed(21);
     torch::InferenceMode g;
     for (const bool with_bias : {false, true}) {
-        const auto l = tiny_layer(with_bias);
-        for (const int threads : {1, 2}) {
-            const test::ScopedThreads scope(threads);
-            // 1 row, one thread's share (6), two uneven shares, a cached step's 22, the most.
-            for (const int64_t R : {1, 6, 7, 13, 22, 127}) {
-                const std::string at = std::to_string(R) + " rows, " + std::to_string(threads) +
-                                       " threads" + (with_bias ? ", biases" : "");
-                expect_same_qkv(l, R, at);
-                expect_same_output_and_mlp(l, R, at);
-                expect_same_features(l, R, at);
+        for (const int64_t d_model : {64, 128}) {
+            const auto l = tiny_layer(with_bias, d_model);
+            for (const int threads : {1, 2, 3}) {
+                const test::ScopedThreads scope(threads);
+                // 1 row, one thread's share (6), two uneven shares, a cached step's 22, the most.
+                for (const int64_t R : {1, 6, 7, 13, 22, 127}) {
+                    const std::string at =
+                        std::to_string(R) + " rows, d_model " + std::to_string(d_model) + ", " +
+                        std::to_string(threads) + " threads" + (with_bias ? ", biases" : "");
+                    expect_same_qkv(l, R, at);
+                    expect_same_output_and_mlp(l, R, at);
+                    expect_same_features(l, R, at);
+                }
             }
         }
     }

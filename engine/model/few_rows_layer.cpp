@@ -5,6 +5,7 @@
 #include "engine/model/row_norm_rope.h"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -29,9 +30,10 @@ bool in_panels(const torch::Tensor& w, const torch::Tensor& panels) {
     return w.defined() && cpu_float(panels) && panels.numel() == w.numel();
 }
 
-// y (rows, N) = (or += with accumulate) x (rows, K) @ the weight whose panels these are.
+// y[:, c0:c1] (rows, N) = (or += with accumulate) x (rows, K) @ the weight whose panels these
+// are, the columns [c0, c1) of it (c0 a multiple of kFewRowsTileColumns); every column by default.
 void rows_product(const float* x, int64_t rows, int64_t K, const torch::Tensor& panels, int64_t N,
-                  float* y, bool accumulate) {
+                  float* y, bool accumulate, int64_t c0 = 0, int64_t c1 = -1) {
     FewRowsProduct p;
     p.x = x;
     p.ldx = K;
@@ -43,7 +45,7 @@ void rows_product(const float* x, int64_t rows, int64_t K, const torch::Tensor& 
     p.inner = K;
     p.columns = N;
     p.accumulate = accumulate;
-    few_rows_product(p, 0, N);
+    few_rows_product(p, c0, c1 < 0 ? N : c1);
 }
 
 // Each thread its share of rows [0, R): body(begin, end).
@@ -60,10 +62,16 @@ struct QkvOut {
     int64_t R;
 };
 
-// qkv rows [b, b + n) (n, (H + 2 Hkv) Dh) -> their rows of q and k rotated, and of v.
+// The kv heads [first, last) of a share, with their query heads: H / Hkv each.
+struct KvHeads {
+    int64_t first, last;
+};
+
+// qkv rows [b, b + n) (n, (H + 2 Hkv) Dh) -> their rows of q and k rotated, and of v, for the kv
+// heads `kv` and their query heads (the other heads' columns are not read).
 void scatter_heads(const float* qkv, int64_t b, int64_t n, int64_t H, int64_t Hkv, int64_t Dh,
-                   const float* cos, const float* sin, const QkvOut& out) {
-    const int64_t width = (H + 2 * Hkv) * Dh;
+                   const float* cos, const float* sin, const QkvOut& out, KvHeads kv) {
+    const int64_t width = (H + 2 * Hkv) * Dh, g = H / Hkv;
     const auto rotate = [&](int64_t column, float* dst) {  // one head's (n, Dh) block
         RopeRows in;
         in.x = qkv + column;
@@ -75,17 +83,19 @@ void scatter_heads(const float* qkv, int64_t b, int64_t n, int64_t H, int64_t Hk
         in.head_dim = Dh;
         rope_rows(in, dst);
     };
-    for (int64_t h = 0; h < H; ++h) rotate(h * Dh, out.q + (h * out.R + b) * Dh);
-    for (int64_t h = 0; h < Hkv; ++h) rotate((H + h) * Dh, out.k + (h * out.R + b) * Dh);
-    for (int64_t h = 0; h < Hkv; ++h)
+    for (int64_t h = kv.first * g; h < kv.last * g; ++h)
+        rotate(h * Dh, out.q + (h * out.R + b) * Dh);
+    for (int64_t h = kv.first; h < kv.last; ++h) rotate((H + h) * Dh, out.k + (h * out.R + b) * Dh);
+    for (int64_t h = kv.first; h < kv.last; ++h)
         for (int64_t r = 0; r < n; ++r)
             std::copy_n(qkv + r * width + (H + Hkv + h) * Dh, Dh, out.v + (h * out.R + b + r) * Dh);
 }
 
-// cache (Hkv, L, Dh) rows at positions[b, b + n) = fresh (Hkv, R, Dh) rows [b, b + n).
-void write_cache_rows(const float* fresh, float* cache, int64_t Hkv, int64_t R, int64_t L,
+// cache (Hkv, L, Dh) rows at positions[b, b + n) = fresh (Hkv, R, Dh) rows [b, b + n), of the kv
+// heads `kv`.
+void write_cache_rows(const float* fresh, float* cache, KvHeads kv, int64_t R, int64_t L,
                       int64_t Dh, const int64_t* positions, int64_t b, int64_t n) {
-    for (int64_t h = 0; h < Hkv; ++h)
+    for (int64_t h = kv.first; h < kv.last; ++h)
         for (int64_t r = b; r < b + n; ++r)
             std::copy_n(fresh + (h * R + r) * Dh, Dh, cache + (h * L + positions[r]) * Dh);
 }
@@ -135,6 +145,56 @@ torch::Tensor stacked_bias(const LayerWeights& w) {
     return torch::cat({w.q_bias, w.k_bias, w.v_bias}).to(torch::kFloat32).contiguous();
 }
 
+// few_rows_qkv's work, by shares: rows [b, b + n) through the kv heads `kv` (and their query
+// heads): the rows' norm, their q, k and v columns of those heads, bias, RoPE and the cache writes.
+struct QkvShares {
+    const LayerWeights& w;
+    const float* h;     // (R, D)
+    const float* bias;  // ((H + 2 Hkv) Dh) or nullptr
+    const float *cos, *sin;
+    QkvOut out;
+    LayerCache* cache;
+    const int64_t* positions;
+    int64_t H, Hkv, Dh, L;
+    float eps;
+
+    void run(int64_t b, int64_t n, KvHeads kv) const {
+        const int64_t D = w.attn_norm.size(0), width = (H + 2 * Hkv) * Dh, g = H / Hkv;
+        float* xn = thread_scratch(static_cast<size_t>(n * (D + width)));  // (n, D)
+        float* qkv = xn + n * D;                                           // (n, width)
+        rms_norm_rows(h + b * D, w.attn_norm.data_ptr<float>(), xn, n, D, eps);
+        // The heads' q, k and v columns: [q of kv's query heads | k of kv | v of kv], or every
+        // column in one product where the share has every head.
+        const bool every_head = kv.first == 0 && kv.last == Hkv;
+        const std::array<std::array<int64_t, 2>, 3> columns{
+            {{kv.first * g * Dh, every_head ? width : kv.last * g * Dh},
+             {(H + kv.first) * Dh, (H + kv.last) * Dh},
+             {(H + Hkv + kv.first) * Dh, (H + Hkv + kv.last) * Dh}}};
+        for (size_t i = 0; i < (every_head ? 1U : columns.size()); ++i) {
+            const auto [c0, c1] = columns[i];
+            rows_product(xn, n, D, w.qkv_panels, width, qkv, /*accumulate=*/false, c0, c1);
+            if (bias)
+                for (int64_t r = 0; r < n; ++r)
+                    for (int64_t c = c0; c < c1; ++c) qkv[r * width + c] += bias[c];
+        }
+        scatter_heads(qkv, b, n, H, Hkv, Dh, cos, sin, out, kv);
+        if (!cache) return;
+        write_cache_rows(out.k, cache->k.data_ptr<float>(), kv, out.R, L, Dh, positions, b, n);
+        write_cache_rows(out.v, cache->v.data_ptr<float>(), kv, out.R, L, Dh, positions, b, n);
+    }
+};
+
+// Whether few_rows_qkv gives each thread a share of the kv heads (every row) rather than of the
+// rows (every head): where there are threads and heads to share and the heads' columns start on
+// whole tiles. Each thread then reads only its heads' weights, and writes the q, k and v that the
+// same thread's attention tasks read (attend splits its tasks by kv heads the same way), where the
+// rows' shares had every q, k and v cross to the other core.
+bool splits_by_kv_heads(int64_t R, int64_t H, int64_t Hkv, int64_t Dh) {
+    return at::get_num_threads() >= 2 && !at::in_parallel_region() && Hkv >= 2 &&
+           R >= kMinRowsPerShare && Dh % kFewRowsTileColumns == 0 &&
+           (H / Hkv * Dh) % kFewRowsTileColumns == 0;
+}
+
 }  // namespace
 
 bool fits_few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
@@ -156,36 +216,35 @@ bool fits_few_rows_features(const LayerWeights& w, const torch::Tensor& h, int64
 QkvHeads few_rows_qkv(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& cos,
                       const torch::Tensor& sin, int64_t heads, int64_t kv_heads, double eps,
                       LayerCache* kv_cache, const std::vector<int64_t>& positions) {
-    const int64_t R = h.size(0), D = h.size(1), Dh = w.q_proj.size(0) / heads;
-    const int64_t width = (heads + 2 * kv_heads) * Dh;
+    const int64_t R = h.size(0), Dh = w.q_proj.size(0) / heads;
     const auto opts = h.options();
     QkvHeads out{torch::empty({heads, R, Dh}, opts), torch::empty({kv_heads, R, Dh}, opts),
                  torch::empty({kv_heads, R, Dh}, opts)};
-    const QkvOut to{out.q.data_ptr<float>(), out.k.data_ptr<float>(), out.v.data_ptr<float>(), R};
     const int64_t L = kv_cache ? kv_cache->k.size(1) : 0;
     if (kv_cache) check_positions("few_rows_qkv", positions, R, L);
     const auto bias = stacked_bias(w);
     const auto cos_c = cos.contiguous(), sin_c = sin.contiguous();  // (R, Dh)
-    for_row_shares(R, [&](int64_t b, int64_t e) {
-        const int64_t n = e - b;
-        float* xn = thread_scratch(static_cast<size_t>(n * (D + width)));  // (n, D)
-        float* qkv = xn + n * D;                                           // (n, width)
-        rms_norm_rows(h.data_ptr<float>() + b * D, w.attn_norm.data_ptr<float>(), xn, n, D,
-                      static_cast<float>(eps));
-        rows_product(xn, n, D, w.qkv_panels, width, qkv, /*accumulate=*/false);
-        if (bias.defined()) {
-            const float* b_values = bias.data_ptr<float>();
-            for (int64_t r = 0; r < n; ++r)
-                for (int64_t c = 0; c < width; ++c) qkv[r * width + c] += b_values[c];
-        }
-        scatter_heads(qkv, b, n, heads, kv_heads, Dh, cos_c.data_ptr<float>(),
-                      sin_c.data_ptr<float>(), to);
-        if (!kv_cache) return;
-        write_cache_rows(to.k, kv_cache->k.data_ptr<float>(), kv_heads, R, L, Dh, positions.data(),
-                         b, n);
-        write_cache_rows(to.v, kv_cache->v.data_ptr<float>(), kv_heads, R, L, Dh, positions.data(),
-                         b, n);
-    });
+    const QkvShares job{
+        w,
+        h.data_ptr<float>(),
+        bias.defined() ? bias.data_ptr<float>() : nullptr,
+        cos_c.data_ptr<float>(),
+        sin_c.data_ptr<float>(),
+        {out.q.data_ptr<float>(), out.k.data_ptr<float>(), out.v.data_ptr<float>(), R},
+        kv_cache,
+        positions.data(),
+        heads,
+        kv_heads,
+        Dh,
+        L,
+        static_cast<float>(eps)};
+    if (splits_by_kv_heads(R, heads, kv_heads, Dh)) {
+        at::parallel_for(0, kv_heads, 1, [&](int64_t first, int64_t last) {
+            job.run(0, R, {first, last});
+        });
+    } else {
+        for_row_shares(R, [&](int64_t b, int64_t e) { job.run(b, e - b, {0, kv_heads}); });
+    }
     return out;
 }
 

@@ -4,7 +4,13 @@
 // it), in one parallel region. Op by op, each op was a region of its own split by columns, and
 // every op's inputs crossed to the other core and its outputs back (an empty region costs about
 // 1 us on a 2-core EPYC, one whose worker reads 12 KB the main thread just wrote 5-12 us); fused,
-// a 2-thread Elastic run took 10% less time, fast-dual 7% (README, session 31). The feature-cache
+// a 2-thread Elastic run took 10% less time, fast-dual 7% (README, session 31). At 2 threads or
+// more the q/k/v pass instead gives each thread a share of the kv heads for every row, where the
+// heads' columns are whole tiles: each thread reads only its heads' weights and writes the q, k, v
+// its own attention tasks read (attend splits by kv heads the same way); cached steps at 2 threads,
+// old and new libraries alternated, medians of 16-30 pairs: Elastic 0.958-0.968 of the time,
+// fast-dual 0.917, dLLM-Cache 0.972, d2Cache 1.011 (10 pairs; its attention takes rows through
+// every head). The feature-cache
 // layer's variant (few_rows_features) writes the rows' outputs into the cached features instead.
 // The sums are the op-by-op path's: the same kernels on the same rows (few_rows_product's order
 // of summation does not depend on the rows or columns a call takes), so the results are equal
