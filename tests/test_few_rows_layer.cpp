@@ -50,30 +50,43 @@ std::vector<int64_t> some_positions(int64_t R) {
     return {chosen.data_ptr<int64_t>(), chosen.data_ptr<int64_t>() + R};
 }
 
-void expect_same_qkv(const Layer& l, int64_t R, const std::string& at) {
+// R random rows at random positions of a K/V cache, twice (the two paths' caches).
+struct QkvInputs {
+    torch::Tensor h;  // (R, D)
+    std::vector<int64_t> positions;
+    torch::Tensor cos, sin;  // (R, Dh)
+    detail::LayerCache fused, other;
+};
+
+QkvInputs qkv_inputs(const Layer& l, int64_t R) {
     const int64_t D = l.w.attn_norm.size(0), Dh = l.w.q_proj.size(0) / l.heads;
-    const auto h = torch::randn({R, D});
-    const auto positions = some_positions(R);
+    QkvInputs in;
+    in.h = torch::randn({R, D});
+    in.positions = some_positions(R);
     const detail::RopeTables rope(10000.0, Dh, kKeys, torch::kCPU);
-    const auto [cos, sin] = rope.at(torch::tensor(positions));  // (R, Dh)
-    detail::LayerCache fused, op_by_op;
-    fused.k = torch::randn({l.kv_heads, kKeys, Dh});
-    fused.v = torch::randn({l.kv_heads, kKeys, Dh});
-    op_by_op.k = fused.k.clone();
-    op_by_op.v = fused.v.clone();
-    ASSERT_TRUE(detail::fits_few_rows_layer(l.w, h, &fused)) << at;
-    const auto got =
-        detail::few_rows_qkv(l.w, h, cos, sin, l.heads, l.kv_heads, l.eps, &fused, positions);
-    const auto want = detail::project_qkv(l.w, detail::rms_norm(h, l.w.attn_norm, l.eps), cos, sin,
-                                          l.heads, l.kv_heads);
-    const auto index = torch::tensor(positions);
-    op_by_op.k.index_copy_(1, index, want.k);
-    op_by_op.v.index_copy_(1, index, want.v);
+    std::tie(in.cos, in.sin) = rope.at(torch::tensor(in.positions));
+    in.fused.k = torch::randn({l.kv_heads, kKeys, Dh});
+    in.fused.v = torch::randn({l.kv_heads, kKeys, Dh});
+    in.other.k = in.fused.k.clone();
+    in.other.v = in.fused.v.clone();
+    return in;
+}
+
+void expect_same_qkv(const Layer& l, int64_t R, const std::string& at) {
+    auto in = qkv_inputs(l, R);
+    ASSERT_TRUE(detail::fits_few_rows_layer(l.w, in.h, &in.fused)) << at;
+    const auto got = detail::few_rows_qkv(l.w, in.h, in.cos, in.sin, l.heads, l.kv_heads, l.eps,
+                                          &in.fused, in.positions);
+    const auto want = detail::project_qkv(l.w, detail::rms_norm(in.h, l.w.attn_norm, l.eps), in.cos,
+                                          in.sin, l.heads, l.kv_heads);
+    const auto index = torch::tensor(in.positions);
+    in.other.k.index_copy_(1, index, want.k);
+    in.other.v.index_copy_(1, index, want.v);
     EXPECT_TRUE(torch::equal(got.q, want.q)) << at << ": q";
     EXPECT_TRUE(torch::equal(got.k, want.k)) << at << ": k";
     EXPECT_TRUE(torch::equal(got.v, want.v)) << at << ": v";
-    EXPECT_TRUE(torch::equal(fused.k, op_by_op.k)) << at << ": the K cache";
-    EXPECT_TRUE(torch::equal(fused.v, op_by_op.v)) << at << ": the V cache";
+    EXPECT_TRUE(torch::equal(in.fused.k, in.other.k)) << at << ": the K cache";
+    EXPECT_TRUE(torch::equal(in.fused.v, in.other.v)) << at << ": the V cache";
 }
 
 void expect_same_output_and_mlp(const Layer& l, int64_t R, const std::string& at) {
@@ -138,6 +151,57 @@ TEST(FewRowsLayer, EqualsTheOpByOpPathBitForBit) {
             }
         }
     }
+}
+
+// The q/k/v pass and the attention in one region (each thread its kv heads through both) against
+// the two calls: the same q, k, v, cache, output and kept probabilities, bit for bit.
+void expect_same_qkv_attention(const Layer& l, int64_t R, bool with_probs, const std::string& at) {
+    auto in = qkv_inputs(l, R);
+    ASSERT_TRUE(detail::fuses_qkv_and_attention(in.h, in.fused, l.heads, l.kv_heads)) << at;
+    const std::vector<int64_t> kept = {0, R / 2, R - 1};  // rows whose probabilities are kept
+    torch::Tensor got_probs, want_probs;
+    const auto got = detail::few_rows_qkv_attention(
+        l.w, in.h, in.cos, in.sin, l.heads, l.kv_heads, l.eps, in.fused, in.positions,
+        with_probs ? &got_probs : nullptr, with_probs ? &kept : nullptr);
+    const auto qkv = detail::few_rows_qkv(l.w, in.h, in.cos, in.sin, l.heads, l.kv_heads, l.eps,
+                                          &in.other, in.positions);
+    const auto want =
+        detail::attend(qkv.q, in.other.k, in.other.v, with_probs ? &want_probs : nullptr,
+                       with_probs ? &kept : nullptr);
+    EXPECT_TRUE(torch::equal(got.qkv.q, qkv.q)) << at << ": q";
+    EXPECT_TRUE(torch::equal(got.qkv.k, qkv.k)) << at << ": k";
+    EXPECT_TRUE(torch::equal(got.qkv.v, qkv.v)) << at << ": v";
+    EXPECT_TRUE(torch::equal(in.fused.k, in.other.k)) << at << ": the K cache";
+    EXPECT_TRUE(torch::equal(in.fused.v, in.other.v)) << at << ": the V cache";
+    EXPECT_TRUE(torch::equal(got.attn, want)) << at << ": attention output";
+    if (with_probs) {
+        EXPECT_TRUE(torch::equal(got_probs, want_probs)) << at << ": probabilities";
+    }
+}
+
+TEST(FewRowsLayer, QkvAndAttentionInOneRegionEqualTheTwoCalls) {
+    torch::manual_seed(22);
+    torch::InferenceMode g;
+    for (const bool with_bias : {false, true}) {
+        const auto l = tiny_layer(with_bias, 128);  // heads of 32 values: whole tiles
+        for (const int threads : {2, 3}) {
+            const test::ScopedThreads scope(threads);
+            for (const int64_t R : {6, 13, 22, 127})  // 127: two chunks of query rows a kv head
+                for (const bool with_probs : {false, true})
+                    expect_same_qkv_attention(
+                        l, R, with_probs,
+                        std::to_string(R) + " rows, " + std::to_string(threads) + " threads" +
+                            (with_probs ? ", probabilities" : "") + (with_bias ? ", biases" : ""));
+        }
+    }
+    const test::ScopedThreads one(1);
+    const auto l = tiny_layer(false, 128);
+    detail::LayerCache cache;
+    cache.k = torch::randn({l.kv_heads, kKeys, 32});
+    cache.v = torch::randn({l.kv_heads, kKeys, 32});
+    EXPECT_FALSE(
+        detail::fuses_qkv_and_attention(torch::randn({22, 128}), cache, l.heads, l.kv_heads))
+        << "one thread keeps the rows' pass and the attention's own region (and its head means)";
 }
 
 TEST(FewRowsLayer, TakesOnlyWhatItsKernelsCan) {

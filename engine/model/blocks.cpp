@@ -367,41 +367,6 @@ constexpr int64_t kHeadMeanFloatsPerTask = 32768;
 // Scores of every head kept per task where the attention makes the head mean: half of a 1 MB L2.
 constexpr int64_t kMeanTaskScoreFloats = 131072;
 
-// The fixed part of one column_attention call: the tensors' memory and strides.
-struct ColumnCall {
-    const float *q, *k, *v;
-    float* out;
-    float* probs;                      // (B, H, P, L) or nullptr
-    const std::vector<int64_t>* slot;  // query row -> row of probs, -1: none; or nullptr
-    int64_t H, Hkv, g, R, L, Dh, P;
-    float scale;
-
-    // Kv head n of batch b, query rows [r0, r0 + rows), into out (and probs).
-    ColumnAttention at(int64_t b, int64_t n, int64_t r0, int64_t rows) const {
-        ColumnAttention a;
-        a.q = q + ((b * H + n * g) * R + r0) * Dh;  // (g, R, Dh)
-        a.q_head_stride = R * Dh;
-        a.q_row_stride = Dh;
-        a.k = k + (b * Hkv + n) * L * Dh;  // (L, Dh)
-        a.v = v + (b * Hkv + n) * L * Dh;
-        a.k_row_stride = a.v_row_stride = Dh;
-        a.out = out + (b * R + r0) * H * Dh + n * g * Dh;  // head j at column j Dh
-        a.out_head_stride = Dh;
-        a.out_row_stride = H * Dh;
-        if (probs) {  // (g, P, L): row r0 + r at r0 + r, or at its slot
-            a.probs = probs + ((b * H + n * g) * P + (slot ? 0 : r0)) * L;
-            a.probs_head_stride = P * L;
-            if (slot) a.probs_slot = slot->data() + r0;
-        }
-        a.heads = g;
-        a.rows = rows;
-        a.keys = L;
-        a.head_dim = Dh;
-        a.scale = scale;
-        return a;
-    }
-};
-
 // Query rows per task where each task takes every head of its rows (the head mean from the
 // scores, which every head's scores must stay for): as many tasks as threads, at most
 // kColumnChunkRows / g rows each and few enough that all heads' scores stay within
@@ -430,40 +395,15 @@ int64_t rows_per_mean_task(int64_t R, int64_t H, int64_t g, int64_t L) {
 torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows,
                              torch::Tensor* head_mean_out, torch::Tensor* probs_mean_out) {
-    const int64_t H = q.size(-3), Hkv = k.size(-3), R = q.size(-2), Dh = q.size(-1), L = k.size(-2);
-    const int64_t g = H / Hkv, batches = q.numel() / (H * R * Dh);
-    const auto qc = q.contiguous(), kc = k.contiguous(), vc = v.contiguous();  // no copies here
-    auto out = torch::empty({batches, R, H * Dh}, q.options());                // (B, R, H*Dh)
-    // slot[r]: the row of the kept probabilities that query row r fills, or -1.
-    std::vector<int64_t> slot;
-    if (probs_rows) {
-        slot.assign(static_cast<size_t>(R), -1);
-        for (size_t i = 0; i < probs_rows->size(); ++i)
-            slot[static_cast<size_t>((*probs_rows)[i])] = static_cast<int64_t>(i);
-    }
-    const int64_t P = probs_rows ? static_cast<int64_t>(probs_rows->size()) : R;
     // The float32 head mean of the kept rows instead of their probabilities, where one thread runs
     // the attention. Split over threads, the mean's tasks (rows through every kv head) each read
     // every kv head's K and V, the probabilities' (a kv head each) one: Elastic-Cache's paired
     // steps at 2 threads were 1.1-2.4% slower so (same-path pairs 0.989-1.007), at 1 thread
     // 0.7-2.7% faster.
     const bool probs_mean = probs_mean_out && probs_rows && at::get_num_threads() == 1;
-    const auto probs =
-        probs_out && !probs_mean ? torch::empty({batches, H, P, L}, q.options()) : torch::Tensor();
-    const ColumnCall call{qc.data_ptr<float>(),
-                          kc.data_ptr<float>(),
-                          vc.data_ptr<float>(),
-                          out.data_ptr<float>(),
-                          probs.defined() ? probs.data_ptr<float>() : nullptr,
-                          probs_rows ? &slot : nullptr,
-                          H,
-                          Hkv,
-                          g,
-                          R,
-                          L,
-                          Dh,
-                          P,
-                          static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)))};
+    const ColumnAttentionTasks call(q, k, v, probs_out && !probs_mean, probs_rows);
+    const int64_t H = call.H, Hkv = call.Hkv, g = call.g, R = call.R, L = call.L, Dh = call.Dh;
+    const int64_t P = call.P, batches = call.batches;
     torch::Tensor mean, kept_mean;  // (B, R, L), (B, P, L) float64
     if (head_mean_out || probs_mean) {
         if (head_mean_out) mean = torch::empty({batches, R, L}, q.options().dtype(torch::kFloat64));
@@ -491,49 +431,26 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
                                      {mean.data_ptr<double>() + (b * R + r0) * L});
                 if (kept_mean.defined())
                     column_head_mean(a, scratches.data(), Hkv,
-                                     {kept_mean.data_ptr<double>() + b * P * L, slot.data() + r0,
-                                      HeadMeanSums::Float32});
+                                     {kept_mean.data_ptr<double>() + b * P * L,
+                                      call.slot.data() + r0, HeadMeanSums::Float32});
             }
         });
     } else {
-        const int64_t rc = std::max<int64_t>(1, std::min(R, kColumnChunkRows / g));  // rows a task
-        const int64_t chunks = (R + rc - 1) / rc;
+        const int64_t chunks = call.chunks();
         at::parallel_for(0, batches * Hkv * chunks, 1, [&](int64_t begin, int64_t end) {
-            float* scratch =
-                thread_scratch(static_cast<size_t>(column_attention_scratch(g, rc, L, Dh)));
-            for (int64_t item = begin; item < end; ++item) {
-                const int64_t b = item / (Hkv * chunks), n = item / chunks % Hkv;
-                const int64_t r0 = item % chunks * rc;
-                column_attention(call.at(b, n, r0, std::min(rc, R - r0)), scratch);
-            }
+            for (int64_t item = begin; item < end; ++item)
+                call.run(item / (Hkv * chunks), item / chunks % Hkv, item % chunks);
         });
     }
-    if (probs.defined()) {
-        auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., H, P, L)
-        shape.back() = L;
-        shape[shape.size() - 2] = P;
-        *probs_out = probs.view(shape);
-    }
-    auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., R, H*Dh)
+    auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., R, L)
     shape.erase(shape.end() - 3);
     shape.back() = L;
     if (head_mean_out) *head_mean_out = mean.view(shape);  // (..., R, L)
     if (probs_mean) {                                      // (..., P, L)
         shape[shape.size() - 2] = P;
         *probs_mean_out = kept_mean.view(shape);
-        shape[shape.size() - 2] = R;
     }
-    shape.back() = H * Dh;
-    return out.view(shape);
-}
-
-// Where attend_columns runs: LibTorch 2.x has its fused attention instead, another device or
-// dtype keeps LibTorch's ops, and so does training (the kernel writes into buffers, which autograd
-// cannot follow).
-bool uses_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-    return TORCH_VERSION_MAJOR < 2 && q.device().is_cpu() && q.scalar_type() == torch::kFloat32 &&
-           q.size(-2) > 0 && k.size(-2) > 0 && !q.requires_grad() && !k.requires_grad() &&
-           !v.requires_grad();
+    return call.result(probs_out);
 }
 
 }  // namespace
@@ -546,10 +463,94 @@ float* thread_scratch(size_t n) {
     return buffer.data();
 }
 
+ColumnAttentionTasks::ColumnAttentionTasks(const torch::Tensor& q_in, const torch::Tensor& k_in,
+                                           const torch::Tensor& v_in, bool want_probs,
+                                           const std::vector<int64_t>* probs_rows)
+    : q(q_in.contiguous()),  // no copies in a forward: its q, k, v are contiguous
+      k(k_in.contiguous()),
+      v(v_in.contiguous()),
+      H(q.size(-3)),
+      Hkv(k.size(-3)),
+      g(H / Hkv),
+      R(q.size(-2)),
+      L(k.size(-2)),
+      Dh(q.size(-1)),
+      P(probs_rows ? static_cast<int64_t>(probs_rows->size()) : R),
+      batches(q.numel() / (H * R * Dh)),
+      scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)))) {
+    out = torch::empty({batches, R, H * Dh}, q.options());  // (B, R, H*Dh)
+    if (probs_rows) {  // slot[r]: the row of the kept probabilities that query row r fills, or -1
+        slot.assign(static_cast<size_t>(R), -1);
+        for (size_t i = 0; i < probs_rows->size(); ++i)
+            slot[static_cast<size_t>((*probs_rows)[i])] = static_cast<int64_t>(i);
+    }
+    if (want_probs) probs = torch::empty({batches, H, P, L}, q.options());
+}
+
+ColumnAttention ColumnAttentionTasks::at(int64_t b, int64_t n, int64_t r0, int64_t rows) const {
+    ColumnAttention a;
+    a.q = q.data_ptr<float>() + ((b * H + n * g) * R + r0) * Dh;  // (g, R, Dh)
+    a.q_head_stride = R * Dh;
+    a.q_row_stride = Dh;
+    a.k = k.data_ptr<float>() + (b * Hkv + n) * L * Dh;  // (L, Dh)
+    a.v = v.data_ptr<float>() + (b * Hkv + n) * L * Dh;
+    a.k_row_stride = a.v_row_stride = Dh;
+    a.out = out.data_ptr<float>() + (b * R + r0) * H * Dh + n * g * Dh;  // head j at column j Dh
+    a.out_head_stride = Dh;
+    a.out_row_stride = H * Dh;
+    if (probs.defined()) {  // (g, P, L): row r0 + r at r0 + r, or at its slot
+        a.probs = probs.data_ptr<float>() + ((b * H + n * g) * P + (slot.empty() ? r0 : 0)) * L;
+        a.probs_head_stride = P * L;
+        if (!slot.empty()) a.probs_slot = slot.data() + r0;
+    }
+    a.heads = g;
+    a.rows = rows;
+    a.keys = L;
+    a.head_dim = Dh;
+    a.scale = scale;
+    return a;
+}
+
+int64_t ColumnAttentionTasks::chunk_rows() const {
+    return std::max<int64_t>(1, std::min(R, kColumnChunkRows / g));
+}
+
+int64_t ColumnAttentionTasks::chunks() const {
+    return (R + chunk_rows() - 1) / chunk_rows();
+}
+
+void ColumnAttentionTasks::run(int64_t b, int64_t n, int64_t c) const {
+    const int64_t rc = chunk_rows();
+    float* scratch = thread_scratch(static_cast<size_t>(column_attention_scratch(g, rc, L, Dh)));
+    column_attention(at(b, n, c * rc, std::min(rc, R - c * rc)), scratch);
+}
+
+torch::Tensor ColumnAttentionTasks::result(torch::Tensor* probs_out) const {
+    if (probs_out && probs.defined()) {
+        auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., H, P, L)
+        shape.back() = L;
+        shape[shape.size() - 2] = P;
+        *probs_out = probs.view(shape);
+    }
+    auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., R, H*Dh)
+    shape.erase(shape.end() - 3);
+    shape.back() = H * Dh;
+    return out.view(shape);
+}
+
+// Where attend_columns runs: LibTorch 2.x has its fused attention instead, another device or
+// dtype keeps LibTorch's ops, and so does training (the kernel writes into buffers, which autograd
+// cannot follow).
+bool uses_column_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+    return TORCH_VERSION_MAJOR < 2 && q.device().is_cpu() && q.scalar_type() == torch::kFloat32 &&
+           q.size(-2) > 0 && k.size(-2) > 0 && !q.requires_grad() && !k.requires_grad() &&
+           !v.requires_grad();
+}
+
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows,
                      torch::Tensor* head_mean_out, torch::Tensor* probs_mean_out) {
-    if (uses_columns(q, k, v))
+    if (uses_column_attention(q, k, v))
         return attend_columns(q, k, v, probs_out, probs_rows, head_mean_out, probs_mean_out);
     const int64_t H = q.size(-3), Hkv = k.size(-3), Dh = q.size(-1);
     auto keys = k, values = v;  // (..., Hkv, L, Dh)

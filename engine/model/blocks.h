@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include "engine/model/row_attention.h"
+
 #include <initializer_list>
 #include <utility>
 
@@ -119,6 +121,39 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
                      const std::vector<int64_t>* probs_rows = nullptr,
                      torch::Tensor* head_mean_out = nullptr,
                      torch::Tensor* probs_mean_out = nullptr);
+
+// attend()'s CPU column kernel (row_attention.h) taken apart: the operands, the output's and the
+// probabilities' memory, and one task per query-row chunk of a kv head (its H / Hkv query heads),
+// for attend's own parallel region and for a caller that runs a kv head's attention in a region of
+// its own (few_rows_qkv_attention: each thread its kv heads' q/k/v pass, then their attention).
+struct ColumnAttentionTasks {
+    // q (..., H, R, Dh), k and v (..., Hkv, L, Dh) where uses_column_attention; allocates the
+    // output and, with want_probs, the probabilities of every query row, or of probs_rows' rows
+    // only (ascending indices into R).
+    ColumnAttentionTasks(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                         bool want_probs, const std::vector<int64_t>* probs_rows);
+    // Kv head n of batch b, query rows [r0, r0 + rows), into out (and probs).
+    ColumnAttention at(int64_t b, int64_t n, int64_t r0, int64_t rows) const;
+    // Query rows per chunk, and chunks per kv head: a chunk's scores fit a core's L2.
+    int64_t chunk_rows() const;
+    int64_t chunks() const;
+    // Chunk c of kv head n of batch b, on the calling thread (in its thread_scratch).
+    void run(int64_t b, int64_t n, int64_t c) const;
+    // attend's result (..., R, H*Dh); where the probabilities were wanted they go to *probs_out
+    // as (..., H, P, L).
+    torch::Tensor result(torch::Tensor* probs_out) const;
+
+    torch::Tensor q, k, v;      // contiguous: (B, H, R, Dh), (B, Hkv, L, Dh)
+    torch::Tensor out;          // (B, R, H*Dh)
+    torch::Tensor probs;        // (B, H, P, L), or undefined
+    std::vector<int64_t> slot;  // query row -> its row of probs, -1: none; empty: row r at r
+    int64_t H, Hkv, g, R, L, Dh, P, batches;
+    float scale;  // 1 / sqrt(Dh)
+};
+
+// Whether attend takes the column kernel for these operands: LibTorch 1.x (2.x has its own fused
+// attention), float32 on the CPU, no gradients.
+bool uses_column_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 
 // probs (..., H, R, L) -> (..., R, L) float64: on the CPU in float32 row_head_mean.h's head mean
 // (the float64 sum over the heads in order, divided by H); elsewhere the mean in probs' own type,

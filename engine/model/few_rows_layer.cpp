@@ -145,14 +145,44 @@ torch::Tensor stacked_bias(const LayerWeights& w) {
     return torch::cat({w.q_bias, w.k_bias, w.v_bias}).to(torch::kFloat32).contiguous();
 }
 
-// few_rows_qkv's work, by shares: rows [b, b + n) through the kv heads `kv` (and their query
-// heads): the rows' norm, their q, k and v columns of those heads, bias, RoPE and the cache writes.
-struct QkvShares {
+// few_rows_qkv's pass over the rows h (R, D): its fresh q, k, v (allocated), operands and the work
+// of a share: rows [b, b + n) through the kv heads `kv` (and their query heads), the rows' norm,
+// their q, k and v columns of those heads, bias, RoPE and the cache writes.
+struct QkvPass {
+    QkvPass(const char* caller, const LayerWeights& weights, const torch::Tensor& rows,
+            const torch::Tensor& cos_rows, const torch::Tensor& sin_rows, int64_t heads,
+            int64_t kv_heads, double norm_eps, LayerCache* kv_cache,
+            const std::vector<int64_t>& row_positions)
+        : w(weights),
+          h(rows.data_ptr<float>()),
+          bias_values(stacked_bias(weights)),
+          cos_values(cos_rows.contiguous()),
+          sin_values(sin_rows.contiguous()),
+          cache(kv_cache),
+          positions(row_positions.data()),
+          H(heads),
+          Hkv(kv_heads),
+          Dh(weights.q_proj.size(0) / heads),
+          L(kv_cache ? kv_cache->k.size(1) : 0),
+          eps(static_cast<float>(norm_eps)) {
+        const int64_t R = rows.size(0);
+        if (cache) check_positions(caller, row_positions, R, L);
+        const auto opts = rows.options();
+        fresh = {torch::empty({H, R, Dh}, opts), torch::empty({Hkv, R, Dh}, opts),
+                 torch::empty({Hkv, R, Dh}, opts)};
+        out = {fresh.q.data_ptr<float>(), fresh.k.data_ptr<float>(), fresh.v.data_ptr<float>(), R};
+        bias = bias_values.defined() ? bias_values.data_ptr<float>() : nullptr;
+        cos = cos_values.data_ptr<float>();
+        sin = sin_values.data_ptr<float>();
+    }
+
     const LayerWeights& w;
-    const float* h;     // (R, D)
-    const float* bias;  // ((H + 2 Hkv) Dh) or nullptr
-    const float *cos, *sin;
-    QkvOut out;
+    const float* h;  // (R, D)
+    torch::Tensor bias_values, cos_values, sin_values;
+    const float* bias = nullptr;                 // ((H + 2 Hkv) Dh) or nullptr
+    const float *cos = nullptr, *sin = nullptr;  // (R, Dh)
+    QkvHeads fresh;                              // the rows' q, k, v
+    QkvOut out{};                                // fresh's memory
     LayerCache* cache;
     const int64_t* positions;
     int64_t H, Hkv, Dh, L;
@@ -216,36 +246,42 @@ bool fits_few_rows_features(const LayerWeights& w, const torch::Tensor& h, int64
 QkvHeads few_rows_qkv(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& cos,
                       const torch::Tensor& sin, int64_t heads, int64_t kv_heads, double eps,
                       LayerCache* kv_cache, const std::vector<int64_t>& positions) {
-    const int64_t R = h.size(0), Dh = w.q_proj.size(0) / heads;
-    const auto opts = h.options();
-    QkvHeads out{torch::empty({heads, R, Dh}, opts), torch::empty({kv_heads, R, Dh}, opts),
-                 torch::empty({kv_heads, R, Dh}, opts)};
-    const int64_t L = kv_cache ? kv_cache->k.size(1) : 0;
-    if (kv_cache) check_positions("few_rows_qkv", positions, R, L);
-    const auto bias = stacked_bias(w);
-    const auto cos_c = cos.contiguous(), sin_c = sin.contiguous();  // (R, Dh)
-    const QkvShares job{
-        w,
-        h.data_ptr<float>(),
-        bias.defined() ? bias.data_ptr<float>() : nullptr,
-        cos_c.data_ptr<float>(),
-        sin_c.data_ptr<float>(),
-        {out.q.data_ptr<float>(), out.k.data_ptr<float>(), out.v.data_ptr<float>(), R},
-        kv_cache,
-        positions.data(),
-        heads,
-        kv_heads,
-        Dh,
-        L,
-        static_cast<float>(eps)};
-    if (splits_by_kv_heads(R, heads, kv_heads, Dh)) {
+    const QkvPass pass("few_rows_qkv", w, h, cos, sin, heads, kv_heads, eps, kv_cache, positions);
+    const int64_t R = h.size(0);
+    if (splits_by_kv_heads(R, heads, kv_heads, pass.Dh)) {
         at::parallel_for(0, kv_heads, 1, [&](int64_t first, int64_t last) {
-            job.run(0, R, {first, last});
+            pass.run(0, R, {first, last});
         });
     } else {
-        for_row_shares(R, [&](int64_t b, int64_t e) { job.run(b, e - b, {0, kv_heads}); });
+        for_row_shares(R, [&](int64_t b, int64_t e) { pass.run(b, e - b, {0, kv_heads}); });
     }
-    return out;
+    return pass.fresh;
+}
+
+bool fuses_qkv_and_attention(const torch::Tensor& h, const LayerCache& kv_cache, int64_t heads,
+                             int64_t kv_heads) {
+    const int64_t Dh = kv_cache.k.size(-1);
+    return h.dim() == 2 && splits_by_kv_heads(h.size(0), heads, kv_heads, Dh) &&
+           uses_column_attention(h, kv_cache.k, kv_cache.v);
+}
+
+QkvAttention few_rows_qkv_attention(const LayerWeights& w, const torch::Tensor& h,
+                                    const torch::Tensor& cos, const torch::Tensor& sin,
+                                    int64_t heads, int64_t kv_heads, double eps,
+                                    LayerCache& kv_cache, const std::vector<int64_t>& positions,
+                                    torch::Tensor* probs_out,
+                                    const std::vector<int64_t>* probs_rows) {
+    const QkvPass pass("few_rows_qkv_attention", w, h, cos, sin, heads, kv_heads, eps, &kv_cache,
+                       positions);
+    const ColumnAttentionTasks attention(pass.fresh.q, kv_cache.k, kv_cache.v, probs_out != nullptr,
+                                         probs_rows);
+    const int64_t R = h.size(0), chunks = attention.chunks();
+    at::parallel_for(0, kv_heads, 1, [&](int64_t first, int64_t last) {
+        pass.run(0, R, {first, last});
+        for (int64_t n = first; n < last; ++n)
+            for (int64_t c = 0; c < chunks; ++c) attention.run(0, n, c);
+    });
+    return {pass.fresh, attention.result(probs_out)};
 }
 
 void few_rows_output_and_mlp(const LayerWeights& w, const torch::Tensor& h,

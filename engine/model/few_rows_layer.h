@@ -10,7 +10,9 @@
 // its own attention tasks read (attend splits by kv heads the same way); cached steps at 2 threads,
 // old and new libraries alternated, medians of 16-30 pairs: Elastic 0.958-0.968 of the time,
 // fast-dual 0.917, dLLM-Cache 0.972, d2Cache 1.011 (10 pairs; its attention takes rows through
-// every head). The feature-cache
+// every head). Where the attention follows on attend's column kernel, the two then run in one
+// region (few_rows_qkv_attention): against the split alone, medians of 16-20 pairs, Elastic 0.943
+// (gamma 0) and 0.951, fast-dual 0.948, dLLM-Cache 0.968, d2Cache 0.981. The feature-cache
 // layer's variant (few_rows_features) writes the rows' outputs into the cached features instead.
 // The sums are the op-by-op path's: the same kernels on the same rows (few_rows_product's order
 // of summation does not depend on the rows or columns a call takes), so the results are equal
@@ -37,6 +39,28 @@ bool fits_few_rows_layer(const LayerWeights& w, const torch::Tensor& h, const La
 QkvHeads few_rows_qkv(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& cos,
                       const torch::Tensor& sin, int64_t heads, int64_t kv_heads, double eps,
                       LayerCache* kv_cache, const std::vector<int64_t>& positions);
+
+// Whether few_rows_qkv_attention takes the rows h (R, D) of a layer with this K/V cache: at 2
+// threads or more, heads whose columns are whole tiles, and the attention on attend's column
+// kernel; with fits_few_rows_layer(w, h, &kv_cache) as well.
+bool fuses_qkv_and_attention(const torch::Tensor& h, const LayerCache& kv_cache, int64_t heads,
+                             int64_t kv_heads);
+
+// few_rows_qkv into kv_cache and then attend(q, kv_cache.k, kv_cache.v, probs_out, probs_rows) in
+// one parallel region: each thread takes its share of the kv heads through both, and no thread
+// waits for another between them, since a kv head's attention reads only the q, k and v its own
+// pass wrote and the cache rows of earlier steps. One region where there were two (a fork and a
+// join less per layer); the same bits as the two calls.
+struct QkvAttention {
+    QkvHeads qkv;        // the rows' fresh q, k, v, as few_rows_qkv's
+    torch::Tensor attn;  // (R, H*Dh), as attend's
+};
+QkvAttention few_rows_qkv_attention(const LayerWeights& w, const torch::Tensor& h,
+                                    const torch::Tensor& cos, const torch::Tensor& sin,
+                                    int64_t heads, int64_t kv_heads, double eps,
+                                    LayerCache& kv_cache, const std::vector<int64_t>& positions,
+                                    torch::Tensor* probs_out,
+                                    const std::vector<int64_t>* probs_rows);
 
 // Whether few_rows_features takes the feature layer of these weights: every row's residual h
 // (L, D) and the cached features (attn_out, ffn_out (L, D)) float32 contiguous on the CPU, `rows`
