@@ -176,10 +176,9 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
     // A cached step's few rows on the CPU: norm to the cache writes in one pass per thread.
     const bool fused = !all && fits_few_rows_layer(w, h, write_kv ? &lc : nullptr);
     const bool some = reads.probs && reads.positions && !reads.positions->empty();
+    const auto probs_rows = some ? query_rows_of(*reads.positions, rows) : std::vector<int64_t>{};
     if (fused && write_kv && !reads.head_mean &&
         fuses_qkv_and_attention(h, lc, m_config.n_heads, m_config.n_kv_heads)) {
-        const auto probs_rows =
-            some ? query_rows_of(*reads.positions, rows) : std::vector<int64_t>{};
         auto both = few_rows_qkv_attention(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
                                            m_config.rms_norm_eps, lc, rows->host, reads.probs,
                                            some ? &probs_rows : nullptr);
@@ -211,7 +210,6 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
         k_all = with_rows(lc.k, *rows, qkv.k);
         v_all = with_rows(lc.v, *rows, qkv.v);
     }
-    const auto probs_rows = some ? query_rows_of(*reads.positions, rows) : std::vector<int64_t>{};
     return attend(qkv.q, k_all, v_all, reads.probs, some ? &probs_rows : nullptr, reads.head_mean,
                   reads.probs_mean);  // (R, H*Dh)
 }
