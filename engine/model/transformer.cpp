@@ -177,6 +177,9 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
     const bool fused = !all && fits_few_rows_layer(w, h, write_kv ? &lc : nullptr);
     const bool some = reads.probs && reads.positions && !reads.positions->empty();
     const auto probs_rows = some ? query_rows_of(*reads.positions, rows) : std::vector<int64_t>{};
+    // At 2+ threads the q/k/v pass and the attention share one region where the attention makes
+    // no head means; reads.probs_mean needs none here, since at 2+ threads attend hands over the
+    // probabilities instead of their mean either way.
     if (fused && write_kv && !reads.head_mean &&
         fuses_qkv_and_attention(h, lc, m_config.n_heads, m_config.n_kv_heads)) {
         auto both = few_rows_qkv_attention(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
