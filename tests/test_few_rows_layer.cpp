@@ -3,6 +3,7 @@
 // counts on both sides of a thread's share.
 #include <torch/torch.h>
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,18 @@ void expect_same_output_and_mlp(const Layer& l, int64_t R, const std::string& at
     want = detail::gated_mlp(l.w, detail::rms_norm(want, l.w.ff_norm, l.eps), want);
     EXPECT_TRUE(torch::equal(got, want))
         << at << ": max difference " << (got - want).abs().max().item<double>();
+    // With side work: the same rows, and the shares of its range cover each value once.
+    std::mutex taken_lock;
+    std::vector<int> taken(static_cast<size_t>(kKeys), 0);
+    const detail::SideWork side{kKeys, [&](int64_t begin, int64_t end) {
+                                    const std::lock_guard<std::mutex> hold(taken_lock);
+                                    for (int64_t j = begin; j < end; ++j)
+                                        ++taken[static_cast<size_t>(j)];
+                                }};
+    auto with_side = residual.clone();
+    detail::few_rows_output_and_mlp(l.w, with_side, attn, l.eps, &side);
+    EXPECT_TRUE(torch::equal(with_side, want)) << at << ": with side work";
+    EXPECT_EQ(taken, std::vector<int>(static_cast<size_t>(kKeys), 1)) << at << ": side work";
 }
 
 // The feature-cache layer (dLLM-Cache): fresh outputs into the cached features, every row's

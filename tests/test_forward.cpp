@@ -14,6 +14,7 @@
 #include "engine/model/row_activation.h"
 #include "engine/model/row_attention.h"
 #include "engine/model/row_gemm.h"
+#include "engine/model/row_head_mean.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
 #include "plan_test_util.h"
@@ -580,6 +581,16 @@ TEST(Attention, KeptRowsHeadMeanFromTheAttentionsOwnPassIsElasticsWindowMean) {
                     EXPECT_TRUE(
                         torch::equal(kept_probs, probs.index_select(1, torch::tensor(kept))))
                         << where;
+                    // whose mean the output projection's region then sums a share of the keys
+                    // per thread (head_mean_f32_keys): the same bits, wherever the shares split
+                    auto shares = torch::empty({W, c.keys}, torch::kFloat64);
+                    for (const int64_t split : {int64_t{0}, c.keys / 3, c.keys - 1}) {
+                        for (const auto& [j0, j1] :
+                             {std::pair{int64_t{0}, split}, std::pair{split, c.keys}})
+                            detail::head_mean_f32_keys(kept_probs.data_ptr<float>(), c.heads, W,
+                                                       c.keys, j0, j1, shares.data_ptr<double>());
+                        EXPECT_TRUE(torch::equal(shares, want)) << where << ", split " << split;
+                    }
                 } else {
                     EXPECT_FALSE(kept_probs.defined()) << where;
                     ASSERT_EQ(mean.sizes(), (std::vector<int64_t>{W, c.keys})) << where;
@@ -591,6 +602,60 @@ TEST(Attention, KeptRowsHeadMeanFromTheAttentionsOwnPassIsElasticsWindowMean) {
             }
         }
     });
+}
+
+// Elastic-Cache's plan (a row subset at every layer, the float32 head mean of a few kept rows)
+// gets that mean at every thread count, to the bit: at 1 thread from the attention's own pass, at 2
+// and 3 beside the kept rows' probabilities (the attention splits by kv heads there), summed in the
+// output projection's region a share of the keys per thread (row_layer's probs_mean_work). 31
+// computed rows: two shares of the region at 2 threads, three at 3. d_model 128 over 4 heads: the
+// heads' columns are whole tiles, so the q/k/v pass and the attention share a region too.
+TEST(Forward, KeptRowsHeadMeanIsTheSameAtEveryThreadCount) {
+    auto model = Model::load(test::make_tiny_model("m", 128, 2, 4, 2));
+    auto& net = model->net();
+    const int64_t L = 150;
+    const auto ids = torch::tensor(some_ids(L, model->config().vocab_size));
+    std::vector<int64_t> computed, kept;
+    for (int64_t r = 1; r < L; r += 5) computed.push_back(r);
+    for (size_t i = 0; i < computed.size(); i += 3) kept.push_back(computed[i]);
+    const auto subset = row_set(computed);
+    torch::InferenceMode g;
+    std::vector<torch::Tensor> means[4];  // per thread count, per layer: (P, L) float64
+    for (const int t : {1, 2, 3}) {
+        auto cache = net.make_cache(L, true);
+        detail::RowSet rows;
+        {
+            const ScopedThreads one(1);  // the same cache at every thread count
+            run_plan(net, ids, cache, rows);
+        }
+        const ScopedThreads threads(t);
+        run_plan(
+            net, ids, cache, rows,
+            [&](int) {
+                detail::LayerPlan p;
+                p.all_rows = false;
+                p.rows = subset;
+                p.want_probs = true;
+                p.want_probs_mean = true;
+                p.probs_positions = kept;
+                return p;
+            },
+            [&](const detail::LayerResult& r) {
+                EXPECT_EQ(r.probs.defined(), t > 1) << t << " threads, layer " << r.layer;
+                means[t].push_back(r.probs_mean);
+            });
+        ASSERT_EQ(means[t].size(), 2U) << t << " threads";
+    }
+    for (int l = 0; l < 2; ++l) {
+        const auto& one = means[1][static_cast<size_t>(l)];
+        ASSERT_TRUE(one.defined()) << "layer " << l;
+        ASSERT_EQ(one.sizes(), (std::vector<int64_t>{static_cast<int64_t>(kept.size()), L}));
+        for (const int t : {2, 3}) {
+            const auto& got = means[t][static_cast<size_t>(l)];
+            ASSERT_TRUE(got.defined()) << t << " threads, layer " << l;
+            EXPECT_TRUE(torch::equal(got, one)) << t << " threads, layer " << l;
+        }
+    }
 }
 
 // row_attention's kernel called directly, one kv head: query-row counts around its 8-column

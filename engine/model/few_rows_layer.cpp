@@ -285,11 +285,12 @@ QkvAttention few_rows_qkv_attention(const LayerWeights& w, const torch::Tensor& 
 }
 
 void few_rows_output_and_mlp(const LayerWeights& w, const torch::Tensor& h,
-                             const torch::Tensor& attn, double eps) {
+                             const torch::Tensor& attn, double eps, const SideWork* side) {
     const int64_t R = h.size(0), D = h.size(1), A = attn.size(1), F = w.ff_proj.size(0);
     const auto a = attn.contiguous();  // (R, H*Dh)
     for_row_shares(R, [&](int64_t b, int64_t e) {
         const int64_t n = e - b;
+        if (side) side->run(side->range * b / R, side->range * e / R);
         float* rows = h.data_ptr<float>() + b * D;  // (n, D)
         float* scratch = thread_scratch(static_cast<size_t>(mlp_scratch(n, D, F)));
         rows_product(a.data_ptr<float>() + b * A, n, A, w.attn_out_panels, D, rows, true);

@@ -24,6 +24,7 @@
 #include "engine/model/blocks.h"
 #include "engine/model/layer_plan.h"
 
+#include <functional>
 #include <vector>
 
 namespace cl::detail {
@@ -75,9 +76,18 @@ bool fits_few_rows_features(const LayerWeights& w, const torch::Tensor& h, int64
 void few_rows_features(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& attn,
                        const std::vector<int64_t>& positions, LayerCache& features, double eps);
 
+// Work over a range of its own that runs in few_rows_output_and_mlp's region beside the rows:
+// each thread's share [b, e) of the R rows also runs run(range * b / R, range * e / R), so the
+// shares cover [0, range) once (a layer's read of its attention, on the threads that would
+// otherwise wait for it).
+struct SideWork {
+    int64_t range = 0;
+    std::function<void(int64_t begin, int64_t end)> run;
+};
+
 // h (R, D) += attn (R, H*Dh) @ attn_out^T, then h += the gated MLP of norm(h) with ff_norm: in
-// place, the rows' residual stream after the layer.
+// place, the rows' residual stream after the layer; with side, its work too.
 void few_rows_output_and_mlp(const LayerWeights& w, const torch::Tensor& h,
-                             const torch::Tensor& attn, double eps);
+                             const torch::Tensor& attn, double eps, const SideWork* side = nullptr);
 
 }  // namespace cl::detail

@@ -47,8 +47,10 @@ struct LayerPlan {
     bool want_head_mean = false;
     // With want_probs and probs_positions, where the CPU kernel runs the attention: instead of
     // those rows' probabilities, their float32 head mean (engine/cuda/elastic_drift.h's, which
-    // Elastic-Cache's window tracking and drift test read), summed in the attention's own pass;
-    // elsewhere the probabilities come as asked.
+    // Elastic-Cache's window tracking and drift test read), summed in the attention's own pass at
+    // one thread; at 2+ threads the probabilities, and for a few-rows layer their mean as well,
+    // summed in the output projection's region (escalate sees the probabilities only); elsewhere
+    // the probabilities come as asked.
     bool want_probs_mean = false;
 
     // Feature-cache mode (dLLM-Cache): every row keeps a live residual stream; rows that are not
@@ -74,7 +76,7 @@ struct LayerResult {
     torch::Tensor probs;  // (H, R, L) when asked for, else undefined; (H, P, L) with positions:
     std::vector<int64_t> probs_positions;  // the plan's: the P positions of probs' rows
     torch::Tensor head_mean;   // (R, L) float64 with want_head_mean (blocks.h, head_mean_f64)
-    torch::Tensor probs_mean;  // (P, L) float64 with want_probs_mean where given, probs undefined
+    torch::Tensor probs_mean;  // (P, L) float64 with want_probs_mean where given (LayerPlan)
     torch::Tensor k, v;        // (Hkv, R, Dh) the fresh K/V of the computed rows (K after RoPE)
     double ms = 0.0;
 };

@@ -1,10 +1,10 @@
 // The float64 head mean of one layer's attention probabilities, d2Cache's rollout's A_l (its
-// rows): each probability (float32) widened, summed over the heads in head order from the first
-// head's value, then divided by the head count (times its reciprocal where that is a power of two:
-// exact, so the same bits). Two ways to the same bits: from the (H, R, L) probabilities
-// (head_mean_rows, the definition), or from the scores the CPU attention leaves in its scratch
-// (row_attention.h, column_head_mean), which never writes the probabilities.
-// No torch here: blocks.cpp hands it the tensors' memory.
+// rows), and (head_mean_f32_keys) the float32-sum head mean Elastic-Cache reads: each probability
+// (float32) widened, summed over the heads in head order from the first head's value, then divided
+// by the head count (times its reciprocal where that is a power of two: exact, so the same bits).
+// Two ways to the same bits: from the (H, R, L) probabilities (head_mean_rows, the definition), or
+// from the scores the CPU attention leaves in its scratch (row_attention.h, column_head_mean),
+// which never writes the probabilities. No torch here: blocks.cpp hands it the tensors' memory.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,13 @@ namespace cl::detail {
 // p (H, R, L) float32 -> rows [r0, r1) of m (R, L) float64, the head mean.
 void head_mean_rows(const float* p, int64_t H, int64_t R, int64_t L, int64_t r0, int64_t r1,
                     double* m);
+
+// p (H, R, L) float32 -> keys [j0, j1) of every row of m (R, L) float64, the float32-sum head
+// mean (HeadMeanSums::Float32 in row_attention.h, engine/cuda/elastic_drift.h's): summed over the
+// heads in head order in float32, divided by the head count there, widened. A share of the keys
+// per thread (the sums of a key never cross another's), where the kv heads were each thread's.
+void head_mean_f32_keys(const float* p, int64_t H, int64_t R, int64_t L, int64_t j0, int64_t j1,
+                        double* m);
 
 // A head mean's division of a sum (an S, double or float, or a vector of them) by the head count:
 // times the reciprocal where the count is a power of two (exact, so the same bits as the division;

@@ -1,6 +1,7 @@
 #include "engine/model/transformer.h"
 
 #include "engine/model/few_rows_layer.h"
+#include "engine/model/row_head_mean.h"
 
 #include <algorithm>
 #include <chrono>
@@ -159,6 +160,23 @@ std::vector<int64_t> query_rows_of(const std::vector<int64_t>& positions, const 
     return out;
 }
 
+// Where the kept rows' float32 head mean was asked for and attend handed over their
+// probabilities instead (at 2+ threads, where each thread takes a share of the kv heads, no pass
+// sees every head of a row): the mean, r.probs_mean (P, L) float64, as work for the output
+// projection's and MLP's region, each thread a share of the keys. Elastic-Cache summed it on the
+// engine thread while the other waited (3.8% of its steps at 2 threads, perf). No work where r
+// has no such probabilities.
+SideWork probs_mean_work(LayerResult& r) {
+    const auto& p = r.probs;  // (H, P, L)
+    if (!p.defined() || r.probs_mean.defined() || !uses_row_kernels(p) || p.dim() != 3 ||
+        !p.is_contiguous())
+        return {};
+    const int64_t H = p.size(0), P = p.size(1), L = p.size(2);
+    r.probs_mean = torch::empty({P, L}, p.options().dtype(torch::kFloat64));  // (P, L)
+    return {L, [probs = p.data_ptr<float>(), mean = r.probs_mean.data_ptr<double>(), H, P, L](
+                   int64_t j0, int64_t j1) { head_mean_f32_keys(probs, H, P, L, j0, j1, mean); }};
+}
+
 }  // namespace
 
 torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, const RowSet* rows,
@@ -179,7 +197,7 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
     const auto probs_rows = some ? query_rows_of(*reads.positions, rows) : std::vector<int64_t>{};
     // At 2+ threads the q/k/v pass and the attention share one region where the attention makes
     // no head means; reads.probs_mean needs none here, since at 2+ threads attend hands over the
-    // probabilities instead of their mean either way.
+    // probabilities instead of their mean either way (row_layer sums it: probs_mean_work).
     if (fused && write_kv && !reads.head_mean &&
         fuses_qkv_and_attention(h, lc, m_config.n_heads, m_config.n_kv_heads)) {
         auto both = few_rows_qkv_attention(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
@@ -356,7 +374,8 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     // s.h is this forward's own tensor (gather_inputs' gather or the previous layer's sums), so
     // the residual adds may go into it.
     if (rows && fits_few_rows_layer(w, s.h, nullptr)) {  // each thread its rows, in place
-        few_rows_output_and_mlp(w, s.h, attn, m_config.rms_norm_eps);
+        const auto means = reads.probs_mean ? probs_mean_work(r) : SideWork{};
+        few_rows_output_and_mlp(w, s.h, attn, m_config.rms_norm_eps, means.run ? &means : nullptr);
     } else {
         s.h = add_linear(s.h, attn, w.attn_out, w.attn_out_panels);
         s.h = gated_mlp(w, norm(s.h, w.ff_norm), s.h);

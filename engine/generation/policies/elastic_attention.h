@@ -26,8 +26,9 @@ struct WindowAttention {
 };
 
 // One layer's attention as the policy gets it: the probabilities (H, R, L), or where the CPU
-// attention summed their head means in its own pass (LayerPlan::want_probs_mean), those (R, L)
-// float64 instead (probs undefined). R: the rows kept (LayerResult::probs_positions).
+// forward summed their head means (LayerPlan::want_probs_mean), those (R, L) float64, read in
+// their place (at one thread the probabilities are then undefined). R: the rows kept
+// (LayerResult::probs_positions).
 struct AttentionReads {
     const torch::Tensor& probs;
     const torch::Tensor& means;
