@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/model/blocks.h"
@@ -215,6 +216,68 @@ TEST(FewRowsLayer, QkvAndAttentionInOneRegionEqualTheTwoCalls) {
     EXPECT_FALSE(
         detail::fuses_qkv_and_attention(torch::randn({22, 128}), cache, l.heads, l.kv_heads))
         << "one thread keeps the rows' pass and the attention's own region (and its head means)";
+}
+
+// The whole layer in one region (few_rows_layer) against its parts, few_rows_qkv_attention and
+// then few_rows_output_and_mlp: the same q, k, v, caches, attention output, kept probabilities
+// and rows, bit for bit. The midpoint runs once, on the calling thread, after the attention (its
+// probabilities are there), and its side work runs in the output's region; a midpoint that stops
+// the layer leaves the rows as they came and its side work undone.
+void expect_same_layer(const Layer& l, int64_t R, bool go_on, const std::string& at) {
+    auto in = qkv_inputs(l, R);
+    const std::vector<int64_t> kept = {0, R / 2, R - 1};
+    torch::Tensor got_probs, want_probs;
+    auto h = in.h.clone();
+    const auto caller = std::this_thread::get_id();
+    int midpoints = 0;
+    std::mutex taken_lock;
+    std::vector<int> taken(static_cast<size_t>(kKeys), 0);
+    const auto got = detail::few_rows_layer(
+        l.w, h, in.cos, in.sin, l.heads, l.kv_heads, l.eps, in.fused, in.positions, &got_probs,
+        &kept, [&] {
+            ++midpoints;
+            EXPECT_EQ(std::this_thread::get_id(), caller) << at;
+            EXPECT_TRUE(got_probs.defined()) << at;
+            return detail::LayerMidpoint{go_on,
+                                         {kKeys, [&](int64_t begin, int64_t end) {
+                                              const std::lock_guard<std::mutex> hold(taken_lock);
+                                              for (int64_t j = begin; j < end; ++j)
+                                                  ++taken[static_cast<size_t>(j)];
+                                          }}};
+        });
+    const auto want =
+        detail::few_rows_qkv_attention(l.w, in.h, in.cos, in.sin, l.heads, l.kv_heads, l.eps,
+                                       in.other, in.positions, &want_probs, &kept);
+    auto want_h = in.h.clone();
+    detail::few_rows_output_and_mlp(l.w, want_h, want.attn, l.eps);
+    EXPECT_EQ(midpoints, 1) << at;
+    EXPECT_EQ(got.finished, go_on) << at;
+    EXPECT_TRUE(torch::equal(got.qkv.q, want.qkv.q)) << at << ": q";
+    EXPECT_TRUE(torch::equal(got.qkv.k, want.qkv.k)) << at << ": k";
+    EXPECT_TRUE(torch::equal(got.qkv.v, want.qkv.v)) << at << ": v";
+    EXPECT_TRUE(torch::equal(in.fused.k, in.other.k)) << at << ": the K cache";
+    EXPECT_TRUE(torch::equal(in.fused.v, in.other.v)) << at << ": the V cache";
+    EXPECT_TRUE(torch::equal(got.attn, want.attn)) << at << ": attention output";
+    EXPECT_TRUE(torch::equal(got_probs, want_probs)) << at << ": probabilities";
+    EXPECT_TRUE(torch::equal(h, go_on ? want_h : in.h)) << at << ": rows";
+    EXPECT_EQ(taken, std::vector<int>(static_cast<size_t>(kKeys), go_on ? 1 : 0)) << at;
+}
+
+TEST(FewRowsLayer, TheLayerInOneRegionEqualsItsParts) {
+    torch::manual_seed(23);
+    torch::InferenceMode g;
+    for (const bool with_bias : {false, true}) {
+        const auto l = tiny_layer(with_bias, 128);  // heads of 32 values: whole tiles
+        for (const int threads : {2, 3}) {
+            const test::ScopedThreads scope(threads);
+            for (const int64_t R : {6, 13, 22, 127})
+                for (const bool go_on : {true, false})
+                    expect_same_layer(l, R, go_on,
+                                      std::to_string(R) + " rows, " + std::to_string(threads) +
+                                          " threads" + (go_on ? "" : ", stopped") +
+                                          (with_bias ? ", biases" : ""));
+        }
+    }
 }
 
 TEST(FewRowsLayer, TakesOnlyWhatItsKernelsCan) {

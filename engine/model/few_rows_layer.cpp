@@ -1,5 +1,6 @@
 #include "engine/model/few_rows_layer.h"
 
+#include "engine/model/phased_region.h"
 #include "engine/model/row_activation.h"
 #include "engine/model/row_gemm.h"
 #include "engine/model/row_norm_rope.h"
@@ -8,6 +9,7 @@
 #include <array>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace cl::detail {
 
@@ -225,6 +227,26 @@ bool splits_by_kv_heads(int64_t R, int64_t H, int64_t Hkv, int64_t Dh) {
            (H / Hkv * Dh) % kFewRowsTileColumns == 0;
 }
 
+// Rows [b, e) of few_rows_output_and_mlp (a = attn contiguous (R, H*Dh)), and their part of side.
+void output_and_mlp_rows(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& a,
+                         double eps, int64_t b, int64_t e, const SideWork* side) {
+    const int64_t R = h.size(0), D = h.size(1), A = a.size(1), F = w.ff_proj.size(0), n = e - b;
+    // The side work first: its reads (the attention's probabilities) were written just before,
+    // and the products' weights would push them out of the cache.
+    if (side) side->run(side->range * b / R, side->range * e / R);
+    float* rows = h.data_ptr<float>() + b * D;  // (n, D)
+    float* scratch = thread_scratch(static_cast<size_t>(mlp_scratch(n, D, F)));
+    rows_product(a.data_ptr<float>() + b * A, n, A, w.attn_out_panels, D, rows, true);
+    mlp_rows(w, rows, n, static_cast<float>(eps), scratch, rows, /*accumulate=*/true);
+}
+
+// The rows [b, e) of R for the shares [first, last) of `shares`: as for_row_shares, at least
+// kMinRowsPerShare rows a share, so shares past R / kMinRowsPerShare get none.
+std::pair<int64_t, int64_t> row_share(int64_t R, int64_t first, int64_t last, int64_t shares) {
+    const int64_t used = std::clamp<int64_t>(R / kMinRowsPerShare, 1, shares);
+    return {R * std::min(first, used) / used, R * std::min(last, used) / used};
+}
+
 }  // namespace
 
 bool fits_few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
@@ -286,16 +308,45 @@ QkvAttention few_rows_qkv_attention(const LayerWeights& w, const torch::Tensor& 
 
 void few_rows_output_and_mlp(const LayerWeights& w, const torch::Tensor& h,
                              const torch::Tensor& attn, double eps, const SideWork* side) {
-    const int64_t R = h.size(0), D = h.size(1), A = attn.size(1), F = w.ff_proj.size(0);
     const auto a = attn.contiguous();  // (R, H*Dh)
-    for_row_shares(R, [&](int64_t b, int64_t e) {
-        const int64_t n = e - b;
-        if (side) side->run(side->range * b / R, side->range * e / R);
-        float* rows = h.data_ptr<float>() + b * D;  // (n, D)
-        float* scratch = thread_scratch(static_cast<size_t>(mlp_scratch(n, D, F)));
-        rows_product(a.data_ptr<float>() + b * A, n, A, w.attn_out_panels, D, rows, true);
-        mlp_rows(w, rows, n, static_cast<float>(eps), scratch, rows, /*accumulate=*/true);
-    });
+    for_row_shares(h.size(0),
+                   [&](int64_t b, int64_t e) { output_and_mlp_rows(w, h, a, eps, b, e, side); });
+}
+
+FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
+                                  const torch::Tensor& cos, const torch::Tensor& sin, int64_t heads,
+                                  int64_t kv_heads, double eps, LayerCache& kv_cache,
+                                  const std::vector<int64_t>& positions, torch::Tensor* probs_out,
+                                  const std::vector<int64_t>* probs_rows,
+                                  const std::function<LayerMidpoint()>& midpoint) {
+    const QkvPass pass("few_rows_layer", w, h, cos, sin, heads, kv_heads, eps, &kv_cache,
+                       positions);
+    const ColumnAttentionTasks attention(pass.fresh.q, kv_cache.k, kv_cache.v, probs_out != nullptr,
+                                         probs_rows);
+    const int64_t R = h.size(0), chunks = attention.chunks();
+    FewRowsLayerResult out{pass.fresh, {}, false};
+    LayerMidpoint mid;
+    run_in_phases(
+        {[&](int64_t first, int64_t last, int64_t shares) {  // each share its kv heads, as fused
+             const KvHeads kv{kv_heads * first / shares, kv_heads * last / shares};
+             if (kv.first == kv.last) return;
+             pass.run(0, R, kv);
+             for (int64_t n = kv.first; n < kv.last; ++n)
+                 for (int64_t c = 0; c < chunks; ++c) attention.run(0, n, c);
+         },
+         [&](int64_t first, int64_t, int64_t) {  // the calling thread: the output, the midpoint
+             if (first != 0) return;
+             out.attn = attention.result(probs_out);  // (R, H*Dh), contiguous
+             mid = midpoint();
+         },
+         [&](int64_t first, int64_t last, int64_t shares) {  // each share its rows
+             if (!mid.go_on) return;
+             const auto [b, e] = row_share(R, first, last, shares);
+             if (b < e)
+                 output_and_mlp_rows(w, h, out.attn, eps, b, e, mid.side.run ? &mid.side : nullptr);
+         }});
+    out.finished = mid.go_on;
+    return out;
 }
 
 void few_rows_features(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& attn,

@@ -63,6 +63,40 @@ QkvAttention few_rows_qkv_attention(const LayerWeights& w, const torch::Tensor& 
                                     torch::Tensor* probs_out,
                                     const std::vector<int64_t>* probs_rows);
 
+// Work over a range of its own that runs in few_rows_output_and_mlp's region beside the rows:
+// each thread's share [b, e) of the R rows also runs run(range * b / R, range * e / R), so the
+// shares cover [0, range) once (a layer's read of its attention, on the threads that would
+// otherwise wait for it).
+struct SideWork {
+    int64_t range = 0;
+    std::function<void(int64_t begin, int64_t end)> run;
+};
+
+// What few_rows_layer does between the attention and the output projection, on the calling
+// thread while the others wait: go_on false ends the layer there (h as it came in; the caller
+// takes the layer on another way), side: work for the output projection's region.
+struct LayerMidpoint {
+    bool go_on = true;
+    SideWork side;
+};
+
+struct FewRowsLayerResult {
+    QkvHeads qkv;           // the rows' fresh q, k, v
+    torch::Tensor attn;     // (R, H*Dh)
+    bool finished = false;  // the output projection and MLP ran: h is the layer's output
+};
+
+// few_rows_qkv_attention, then midpoint() on the calling thread, then (where it goes on)
+// few_rows_output_and_mlp with its side work, in one region (run_in_phases) with barriers where
+// there were two regions: a fork and a join less per layer, the same bits. Where
+// fuses_qkv_and_attention(h, kv_cache, heads, kv_heads) holds.
+FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
+                                  const torch::Tensor& cos, const torch::Tensor& sin, int64_t heads,
+                                  int64_t kv_heads, double eps, LayerCache& kv_cache,
+                                  const std::vector<int64_t>& positions, torch::Tensor* probs_out,
+                                  const std::vector<int64_t>* probs_rows,
+                                  const std::function<LayerMidpoint()>& midpoint);
+
 // Whether few_rows_features takes the feature layer of these weights: every row's residual h
 // (L, D) and the cached features (attn_out, ffn_out (L, D)) float32 contiguous on the CPU, `rows`
 // computed rows, few enough, every product's weights in panels.
@@ -75,15 +109,6 @@ bool fits_few_rows_features(const LayerWeights& w, const torch::Tensor& h, int64
 // += ffn_out in place (cached rows add their cached outputs).
 void few_rows_features(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& attn,
                        const std::vector<int64_t>& positions, LayerCache& features, double eps);
-
-// Work over a range of its own that runs in few_rows_output_and_mlp's region beside the rows:
-// each thread's share [b, e) of the R rows also runs run(range * b / R, range * e / R), so the
-// shares cover [0, range) once (a layer's read of its attention, on the threads that would
-// otherwise wait for it).
-struct SideWork {
-    int64_t range = 0;
-    std::function<void(int64_t begin, int64_t end)> run;
-};
 
 // h (R, D) += attn (R, H*Dh) @ attn_out^T, then h += the gated MLP of norm(h) with ff_norm: in
 // place, the rows' residual stream after the layer; with side, its work too.

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -160,6 +162,25 @@ std::vector<int64_t> query_rows_of(const std::vector<int64_t>& positions, const 
     return out;
 }
 
+}  // namespace
+
+// A row layer's work after the attention of its planned rows, which attention_rows may run in the
+// attention's own region (few_rows_layer) instead of leaving it to row_layer: the midpoint (the
+// policy's look at the attention), then the output projection and MLP of those rows into h.
+struct LayerRest {
+    std::function<LayerMidpoint()> midpoint;
+    bool few_rows = false;             // the output and MLP may run as few_rows_output_and_mlp
+    std::optional<LayerMidpoint> mid;  // what the midpoint said, once it ran
+    bool finished = false;             // the output and MLP ran in the attention's region
+    // The midpoint's answer, asked once.
+    const LayerMidpoint& ask() {
+        if (!mid) mid = midpoint();
+        return *mid;
+    }
+};
+
+namespace {
+
 // Where the kept rows' float32 head mean was asked for and attend handed over their
 // probabilities instead (at 2+ threads, where each thread takes a share of the kv heads, no pass
 // sees every head of a row): the mean, r.probs_mean (P, L) float64, as work for the output
@@ -181,7 +202,8 @@ SideWork probs_mean_work(LayerResult& r) {
 
 torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, const RowSet* rows,
                                           PlanState& s, LayerCache& lc, bool write_kv,
-                                          const AttentionReads& reads, QkvHeads* fresh_out) const {
+                                          const AttentionReads& reads, QkvHeads* fresh_out,
+                                          LayerRest* rest) const {
     const auto& w = m_weights.layers[static_cast<size_t>(layer)];
     const bool all = rows == nullptr;
     if (!all && (!s.rows_cos.defined() || s.rope_rows != rows->host)) {
@@ -200,6 +222,15 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
     // probabilities instead of their mean either way (row_layer sums it: probs_mean_work).
     if (fused && write_kv && !reads.head_mean &&
         fuses_qkv_and_attention(h, lc, m_config.n_heads, m_config.n_kv_heads)) {
+        if (rest && rest->few_rows) {  // the whole layer in one region
+            auto layer =
+                few_rows_layer(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
+                               m_config.rms_norm_eps, lc, rows->host, reads.probs,
+                               some ? &probs_rows : nullptr, [rest] { return rest->ask(); });
+            rest->finished = layer.finished;
+            if (fresh_out) *fresh_out = layer.qkv;
+            return layer.attn;  // (R, H*Dh)
+        }
         auto both = few_rows_qkv_attention(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
                                            m_config.rms_norm_eps, lc, rows->host, reads.probs,
                                            some ? &probs_rows : nullptr);
@@ -332,6 +363,21 @@ void Transformer::gather_inputs(int l, const LayerPlan& plan, const LayerCache& 
     s.h = full.index_select(0, rows.device);
 }
 
+torch::Tensor Transformer::escalated_attention(int l, const LayerPlan& plan, const RowSet& rows,
+                                               LayerCache& lc, PlanState& s, LayerResult& r,
+                                               const AttentionReads& reads, QkvHeads& fresh) const {
+    r.escalated = true;
+    if (!lc.hidden.defined())
+        throw std::logic_error("forward_plan: escalation needs a hidden cache");
+    // With write_hidden the cache took the fresh rows before the attention, so it is already every
+    // row's input (one copy of (L, D), not three).
+    auto full = lc.hidden.clone();  // (L, D)
+    if (!plan.write_hidden) write_rows(full, rows, s.h);
+    s.h = full;
+    return attention_rows(l, s.h, nullptr, s, lc, plan.write_kv,
+                          {&r.probs, reads.positions, reads.head_mean, reads.probs_mean}, &fresh);
+}
+
 LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, LayerCache& lc,
                                    PlanState& s) const {
     const auto& w = m_weights.layers[static_cast<size_t>(l)];
@@ -348,37 +394,34 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     const AttentionReads reads{(plan.want_probs || may_escalate) ? &r.probs : nullptr,
                                &plan.probs_positions, plan.want_head_mean ? &r.head_mean : nullptr,
                                plan.want_probs_mean ? &r.probs_mean : nullptr};
-    auto attn = attention_rows(l, s.h, rows, s, lc, plan.write_kv, reads, &fresh);
-    if (r.probs.defined() || r.probs_mean.defined()) r.probs_positions = plan.probs_positions;
-    r.layer = l;
-    r.rows = rows;
-    if (may_escalate && hooks.escalate(r)) {
-        // Recompute the layer for every row: fresh rows keep their inputs, others come from the
-        // hidden cache.
-        r.escalated = true;
-        if (!lc.hidden.defined())
-            throw std::logic_error("forward_plan: escalation needs a hidden cache");
-        // With write_hidden the cache took the fresh rows above, so it is already every row's
-        // input (one copy of (L, D), not three).
-        auto full = lc.hidden.clone();  // (L, D)
-        if (!plan.write_hidden) write_rows(full, *rows, s.h);
-        s.h = full;
+    LayerRest rest;
+    rest.few_rows = rows && fits_few_rows_layer(w, s.h, nullptr);
+    rest.midpoint = [&]() -> LayerMidpoint {
+        if (r.probs.defined() || r.probs_mean.defined()) r.probs_positions = plan.probs_positions;
+        r.layer = l;
+        r.rows = rows;
+        if (may_escalate && hooks.escalate(r)) return {false, {}};
+        return {true, reads.probs_mean && rest.few_rows ? probs_mean_work(r) : SideWork{}};
+    };
+    auto attn = attention_rows(l, s.h, rows, s, lc, plan.write_kv, reads, &fresh, &rest);
+    if (!rest.ask().go_on) {
+        attn = escalated_attention(l, plan, *rows, lc, s, r, reads, fresh);
         plan.all_rows = true;
         rows = nullptr;
-        attn =
-            attention_rows(l, s.h, nullptr, s, lc, plan.write_kv,
-                           {&r.probs, reads.positions, reads.head_mean, reads.probs_mean}, &fresh);
     }
     r.k = fresh.k;
     r.v = fresh.v;
     // s.h is this forward's own tensor (gather_inputs' gather or the previous layer's sums), so
     // the residual adds may go into it.
-    if (rows && fits_few_rows_layer(w, s.h, nullptr)) {  // each thread its rows, in place
-        const auto means = reads.probs_mean ? probs_mean_work(r) : SideWork{};
-        few_rows_output_and_mlp(w, s.h, attn, m_config.rms_norm_eps, means.run ? &means : nullptr);
-    } else {
-        s.h = add_linear(s.h, attn, w.attn_out, w.attn_out_panels);
-        s.h = gated_mlp(w, norm(s.h, w.ff_norm), s.h);
+    if (!rest.finished) {                        // else the attention's region ran them
+        if (rows && rest.few_rows) {             // each thread its rows, in place
+            const auto& side = rest.ask().side;  // asked above
+            few_rows_output_and_mlp(w, s.h, attn, m_config.rms_norm_eps,
+                                    side.run ? &side : nullptr);
+        } else {
+            s.h = add_linear(s.h, attn, w.attn_out, w.attn_out_panels);
+            s.h = gated_mlp(w, norm(s.h, w.ff_norm), s.h);
+        }
     }
     if (plan.all_rows) {
         s.prev = &s.all;

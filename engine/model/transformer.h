@@ -26,6 +26,8 @@ struct AttentionReads {
     torch::Tensor* probs_mean = nullptr;
 };
 
+struct LayerRest;  // transformer.cpp
+
 class Transformer {
 public:
     Transformer(ModelConfig config, TransformerWeights weights, torch::Device device);
@@ -61,13 +63,20 @@ private:
     LayerResult row_layer(int l, LayerPlan plan, LayerHooks& hooks, LayerCache& lc,
                           PlanState& s) const;
     void gather_inputs(int l, const LayerPlan& plan, const LayerCache& lc, PlanState& s) const;
+    // Layer l escalated (LayerHooks::escalate) after the attention of `rows`: the attention again
+    // for every row, whose inputs come from the hidden cache, into r and fresh. Returns (L, H*Dh).
+    torch::Tensor escalated_attention(int l, const LayerPlan& plan, const RowSet& rows,
+                                      LayerCache& lc, PlanState& s, LayerResult& r,
+                                      const AttentionReads& reads, QkvHeads& fresh) const;
     // Attention block for the rows with inputs h (R, D), normalised here: fresh Q/K/V for the rows,
     // K/V of every other row from `lc` (written back when write_kv). Returns the heads' outputs (R,
     // H*Dh) before the output projection, which the caller adds to the residual or keeps.
-    // reads: what else the attention hands back, where asked for.
+    // reads: what else the attention hands back, where asked for. rest: the rest of the layer,
+    // which runs in the attention's region where it can (LayerRest).
     torch::Tensor attention_rows(int layer, const torch::Tensor& h, const RowSet* rows,
                                  PlanState& s, LayerCache& lc, bool write_kv,
-                                 const AttentionReads& reads, QkvHeads* fresh_out) const;
+                                 const AttentionReads& reads, QkvHeads* fresh_out,
+                                 LayerRest* rest = nullptr) const;
     torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w) const;
 
     ModelConfig m_config;

@@ -1,0 +1,119 @@
+// run_in_phases (phased_region.h): phases in one parallel region with barriers between them. Each
+// phase must see every write of the phases before it, whichever thread made it; each share must
+// run once per phase; a throwing share must stop the region without leaving another waiting.
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/model/phased_region.h"
+#include "scoped_threads.h"
+
+namespace cl {
+namespace {
+
+using detail::PhaseWork;
+
+// Busy for a while that differs by share, so that the shares arrive at the barriers out of order.
+void stagger(int64_t share) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50 * share);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+
+TEST(PhasedRegion, EachPhaseSeesEveryWriteOfThePhasesBefore) {
+    for (const int threads : {1, 2, 3, 4}) {
+        const test::ScopedThreads scope(threads);
+        const int64_t shares = detail::phase_shares();
+        EXPECT_EQ(shares, threads);
+        constexpr int kRounds = 50, kPhases = 4;
+        for (int round = 0; round < kRounds; ++round) {
+            // Phase p: each share checks that every share wrote its slot of phase p - 1, then
+            // writes its own slot of phase p and counts its run.
+            std::vector<std::atomic<int>> written(static_cast<size_t>(shares * kPhases));
+            std::vector<std::atomic<int>> runs(static_cast<size_t>(shares * kPhases));
+            std::atomic<int> unseen{0};
+            std::vector<PhaseWork> phases;
+            for (int p = 0; p < kPhases; ++p)
+                phases.emplace_back([&, p](int64_t first, int64_t last, int64_t n) {
+                    EXPECT_EQ(n, shares);
+                    stagger((first + round + p) % n);
+                    for (int64_t i = 0; p > 0 && i < n; ++i)
+                        if (written[static_cast<size_t>((p - 1) * n + i)].load(
+                                std::memory_order_relaxed) != 1)
+                            ++unseen;
+                    for (int64_t i = first; i < last; ++i) {
+                        ++runs[static_cast<size_t>(p * n + i)];
+                        written[static_cast<size_t>(p * n + i)].store(1, std::memory_order_relaxed);
+                    }
+                });
+            detail::run_in_phases(phases);
+            EXPECT_EQ(unseen.load(), 0) << threads << " threads, round " << round;
+            for (const auto& r : runs) EXPECT_EQ(r.load(), 1) << threads << " threads";
+        }
+    }
+}
+
+TEST(PhasedRegion, AThrowingShareStopsTheRegionAndItsErrorComesBack) {
+    for (const int threads : {1, 2, 3}) {
+        const test::ScopedThreads scope(threads);
+        for (int64_t thrower = 0; thrower < threads; ++thrower) {
+            std::atomic<int> later{0};
+            const std::vector<PhaseWork> phases{
+                [&](int64_t first, int64_t last, int64_t) {
+                    if (first <= thrower && thrower < last)
+                        throw std::runtime_error("share " + std::to_string(thrower));
+                    stagger(1);
+                },
+                [&](int64_t, int64_t, int64_t) { ++later; }};
+            try {
+                detail::run_in_phases(phases);
+                ADD_FAILURE() << "no exception, " << threads << " threads";
+            } catch (const std::runtime_error& e) {
+                EXPECT_EQ(std::string(e.what()), "share " + std::to_string(thrower));
+            }
+            EXPECT_EQ(later.load(), 0) << "a phase after the failure ran, " << threads
+                                       << " threads, share " << thrower << " threw";
+        }
+    }
+}
+
+TEST(PhasedRegion, InsideAnotherParallelRegionTheCallingThreadRunsEveryPhase) {
+    const test::ScopedThreads scope(2);
+    std::atomic<int> inline_runs{0}, inner_shares{-1};
+    at::parallel_for(0, 2, 1, [&](int64_t, int64_t) {
+        const auto caller = std::this_thread::get_id();
+        inner_shares = static_cast<int>(detail::phase_shares());
+        std::atomic<int> phase_runs{0};
+        detail::run_in_phases({[&](int64_t first, int64_t last, int64_t n) {
+                                   EXPECT_EQ(first, 0);
+                                   EXPECT_EQ(last, n);
+                                   EXPECT_EQ(std::this_thread::get_id(), caller);
+                                   ++phase_runs;
+                               },
+                               [&](int64_t, int64_t, int64_t) { ++phase_runs; }});
+        if (phase_runs == 2) ++inline_runs;
+    });
+    EXPECT_EQ(inner_shares.load(), 1);
+    EXPECT_EQ(inline_runs.load(), 2);
+}
+
+TEST(PhasedRegion, ShareZeroRunsOnTheCallingThread) {
+    for (const int threads : {1, 2, 3}) {
+        const test::ScopedThreads scope(threads);
+        const auto caller = std::this_thread::get_id();
+        std::atomic<int> on_caller{0};
+        detail::run_in_phases({[&](int64_t first, int64_t, int64_t) {
+            if (first == 0 && std::this_thread::get_id() == caller) ++on_caller;
+        }});
+        EXPECT_EQ(on_caller.load(), 1) << threads << " threads";
+    }
+}
+
+}  // namespace
+}  // namespace cl
