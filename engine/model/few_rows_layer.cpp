@@ -227,6 +227,18 @@ bool splits_by_kv_heads(int64_t R, int64_t H, int64_t Hkv, int64_t Dh) {
            (H / Hkv * Dh) % kFewRowsTileColumns == 0;
 }
 
+// Every row through the kv heads `kv`: their q/k/v pass, then their attention, on the calling
+// thread (a kv head's attention reads only what its own pass wrote, so no other thread is waited
+// for). The share of few_rows_qkv_attention's and few_rows_layer's regions.
+void qkv_and_attention_of(const QkvPass& pass, const ColumnAttentionTasks& attention, int64_t R,
+                          KvHeads kv) {
+    if (kv.first == kv.last) return;
+    pass.run(0, R, kv);
+    const int64_t chunks = attention.chunks();
+    for (int64_t n = kv.first; n < kv.last; ++n)
+        for (int64_t c = 0; c < chunks; ++c) attention.run(0, n, c);
+}
+
 // Rows [b, e) of few_rows_output_and_mlp (a = attn contiguous (R, H*Dh)), and their part of side.
 void output_and_mlp_rows(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& a,
                          double eps, int64_t b, int64_t e, const SideWork* side) {
@@ -297,11 +309,8 @@ QkvAttention few_rows_qkv_attention(const LayerWeights& w, const torch::Tensor& 
                        positions);
     const ColumnAttentionTasks attention(pass.fresh.q, kv_cache.k, kv_cache.v, probs_out != nullptr,
                                          probs_rows);
-    const int64_t R = h.size(0), chunks = attention.chunks();
     at::parallel_for(0, kv_heads, 1, [&](int64_t first, int64_t last) {
-        pass.run(0, R, {first, last});
-        for (int64_t n = first; n < last; ++n)
-            for (int64_t c = 0; c < chunks; ++c) attention.run(0, n, c);
+        qkv_and_attention_of(pass, attention, h.size(0), {first, last});
     });
     return {pass.fresh, attention.result(probs_out)};
 }
@@ -323,16 +332,13 @@ FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                        positions);
     const ColumnAttentionTasks attention(pass.fresh.q, kv_cache.k, kv_cache.v, probs_out != nullptr,
                                          probs_rows);
-    const int64_t R = h.size(0), chunks = attention.chunks();
+    const int64_t R = h.size(0);
     FewRowsLayerResult out{pass.fresh, {}, false};
     LayerMidpoint mid;
     run_in_phases(
-        {[&](int64_t first, int64_t last, int64_t shares) {  // each share its kv heads, as fused
-             const KvHeads kv{kv_heads * first / shares, kv_heads * last / shares};
-             if (kv.first == kv.last) return;
-             pass.run(0, R, kv);
-             for (int64_t n = kv.first; n < kv.last; ++n)
-                 for (int64_t c = 0; c < chunks; ++c) attention.run(0, n, c);
+        {[&](int64_t first, int64_t last, int64_t shares) {  // each share its kv heads
+             qkv_and_attention_of(pass, attention, R,
+                                  {kv_heads * first / shares, kv_heads * last / shares});
          },
          [&](int64_t first, int64_t, int64_t) {  // the calling thread: the output, the midpoint
              if (first != 0) return;
