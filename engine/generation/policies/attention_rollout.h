@@ -4,6 +4,8 @@
 // hands over (LayerPlan::want_head_mean: on the CPU in float32 summed in the attention's own
 // pass). On the CPU the rollout is a float64 loop over the layers' means; elsewhere (a GPU)
 // tensor ops on the attention's device, one copy of (L) to the host.
+// Split over threads (a phase per layer, a share of the columns each) it ran slower at 2 threads
+// (50 against 31 us on d2Cache's shapes; README, session 42), so the loop stays on one thread.
 #pragma once
 
 #include <cstdint>
