@@ -868,12 +868,12 @@ TEST(RowKernels, AddLinearAddsIntoTheResidualUnlessGradientsNeedIt) {
     }
 }
 
-// q (N, 100): few_rows_product and linear against float64 at 1-21 rows (the test below).
+// q (N, 100): few_rows_product and linear against float64 at 1-37 rows (the test below).
 void few_rows_product_at_every_row_count(const torch::Tensor& q) {
     const int64_t columns = q.size(0);
     const auto panels = detail::panel_copy(q);  // the same weights in panels
     ASSERT_TRUE(panels.defined());
-    for (int64_t rows = 1; rows <= 21; ++rows) {
+    for (int64_t rows = 1; rows <= 37; ++rows) {
         const std::string at =
             std::to_string(rows) + " rows, " + std::to_string(columns) + " columns";
         const auto x = torch::randn({rows, 100});
@@ -929,7 +929,8 @@ void few_rows_product_at_every_row_count(const torch::Tensor& q) {
     }
 }
 
-// few_rows_product's edges: every row count around its 6-row tiles, every kind of column tile, an
+// few_rows_product's edges: every row count up to three full tiles and one row more (tiles of 12
+// rows on AVX-512, 6 elsewhere, shared out evenly), every kind of column tile, an
 // inner size that is not a multiple of its 64-value blocks, and a weight inside a wider buffer (q
 // of a stacked q/k/v, row stride 3x its columns); x read both row-major and transposed (ldxk, as
 // the attention reads its probabilities). Called directly and through linear.

@@ -12,9 +12,13 @@ namespace {
 using row_lanes::Floats;
 using row_lanes::load;
 using row_lanes::store;
-// 6 x 2 vectors of sums + 2 of wt + 1 of x: 15 registers, which fits SSE2's and AVX2's 16 (vectors
-// of 4 and 8 floats) and AVX-512's 32 (16 floats).
-constexpr int kTileRows = 6;
+// Rows of a register tile at N floats a vector. 6 x 2 vectors of sums + 2 of wt + 1 of x: 15
+// registers, which fits SSE2's and AVX2's 16 (vectors of 4 and 8 floats); 12 x 2 + 3 of AVX-512's
+// 32 (16 floats). The 24 products of the embedded model's 6 layers, weights from L3, one core of
+// the AVX-512 Xeon, us with 6 / 12 rows (two alternated runs): R 8 392, 317 / 233, 219; R 16 590,
+// 430 / 392, 370; R 32 781, 773 / 684, 655; the full 415 rows level within the noise.
+template <int N>
+constexpr int kTileRows = N == 16 ? 12 : 6;
 constexpr int64_t kBlockK = 64;  // the sums restart every kBlockK values of k (precision)
 static_assert(kFewRowsTileColumns == 2 * 16);  // a tile of two AVX-512 vectors per row
 
@@ -99,7 +103,7 @@ template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead>
         for (int v = 0; v < NV; ++v) w[v] = load<V>(wk + v * N);
         Half wh{};
         if constexpr (NH > 0) wh = load<Half>(wk + half_at);
-#pragma GCC unroll 8
+#pragma GCC unroll 12
         for (int m = 0; m < MR; ++m) {
             const float xm = x[m * p.ldx + k * ldxk];
             if constexpr (kSpelledOutFma) {
@@ -114,7 +118,7 @@ template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead>
             }
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int m = 0; m < MR; ++m) {
         float* row = y + m * p.ldy;
 #pragma GCC unroll 3
@@ -129,9 +133,9 @@ template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead>
     }
 }
 
-template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead = false>
+template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead>
 [[gnu::always_inline]] inline void tile(const FewRowsProduct& p, int64_t m0, int64_t c0,
-                                        Strip ahead = {}) {
+                                        Strip ahead) {
     const float* x = p.x + m0 * p.ldx;
     float* y = p.y + m0 * p.ldy + c0;
     const Strip wt = strip_at(p, c0);
@@ -140,35 +144,42 @@ template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead = false>
                                                 std::min(p.inner, k0 + kBlockK));
 }
 
-// The last rows of a column tile, fewer than a tile's: one tile of `left` (< MR + 1) rows.
-template <int N, int MR, int NV, int NH, bool UnitK>
-[[gnu::always_inline]] inline void remainder_tile(const FewRowsProduct& p, int64_t m, int64_t c,
-                                                  int64_t left) {
+// One tile of `rows` (1 to MR) rows from row m.
+template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead>
+[[gnu::always_inline]] inline void tile_of(const FewRowsProduct& p, int64_t m, int64_t c,
+                                           int64_t rows, Strip ahead) {
     if constexpr (MR > 0) {
-        if (left == MR) {
-            tile<N, MR, NV, NH, UnitK>(p, m, c);
+        if (rows == MR) {
+            tile<N, MR, NV, NH, UnitK, Ahead>(p, m, c, ahead);
             return;
         }
-        remainder_tile<N, MR - 1, NV, NH, UnitK>(p, m, c, left);
+        tile_of<N, MR - 1, NV, NH, UnitK, Ahead>(p, m, c, rows, ahead);
     }
 }
 
-// Every row of the tile's columns from c: tiles of Rows rows, then the remainder.
-template <int N, int NV, int NH, bool UnitK, int Rows = kTileRows>
+// Every row of the tile's columns from c, in the fewest tiles of at most kTileRows<N> rows, as
+// even as they go: 32 rows on AVX-512 are 11 + 11 + 10, not 12 + 12 + 8 (or 6 x 5 + 2, whose
+// tile of 2 rows is bound by its FMAs' latency and costs most of a full tile).
+template <int N, int NV, int NH, bool UnitK, int Rows = kTileRows<N>>
 [[gnu::always_inline]] inline void column_tile(const FewRowsProduct& p, int64_t c) {
+    const int64_t tiles = (p.rows + Rows - 1) / Rows;
     int64_t m = 0;
-    if constexpr (NV == 2) {
-        if (p.rows >= Rows && c + 4 * N <= p.columns) {
-            // The first row tile asks for the next column tile's weights (a product's weights
-            // come from L3: a step reads every layer's, 5 MB on the embedded model), which the
-            // next tiles' FMAs then overlap. 25 products of a 6-layer step, GMAC/s on one core
-            // of an AVX2 EPYC, without / with: R 16 25 / 30, R 32 26 / 30, R 439 22 / 35.
-            tile<N, Rows, NV, NH, UnitK, true>(p, 0, c, strip_at(p, c + 2 * N));
-            m = Rows;
+    for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t rows = (p.rows - m) / (tiles - t);  // the last tiles take the extra rows
+        bool asked = false;
+        if constexpr (NV == 2) {
+            if (t == 0 && c + 4 * N <= p.columns) {
+                // The first row tile asks for the next column tile's weights (a product's weights
+                // come from L3: a step reads every layer's, 5 MB on the embedded model), which the
+                // next tiles' FMAs then overlap. 25 products of a 6-layer step, GMAC/s on one core
+                // of an AVX2 EPYC, without / with: R 16 25 / 30, R 32 26 / 30, R 439 22 / 35.
+                tile_of<N, Rows, NV, NH, UnitK, true>(p, m, c, rows, strip_at(p, c + 2 * N));
+                asked = true;
+            }
         }
+        if (!asked) tile_of<N, Rows, NV, NH, UnitK, false>(p, m, c, rows, {});
+        m += rows;
     }
-    for (; m + Rows <= p.rows; m += Rows) tile<N, Rows, NV, NH, UnitK>(p, m, c);
-    remainder_tile<N, Rows - 1, NV, NH, UnitK>(p, m, c, p.rows - m);
 }
 
 // Columns past the last half-vector tile, one at a time, summed in the tiles' order and rounding.

@@ -4,7 +4,8 @@
 // step's few dozen rows, and ran these at 41-43 GMAC/s on one core of this machine (33 rows;
 // 47 on large products); wt's rows are already what a register tile reads, so this kernel reads
 // them in place: 6 rows x 2 vectors of accumulators (32 columns on AVX-512, 16 on AVX2, 8 on
-// SSE2: cpu_clones.h), 53-55 GMAC/s on the same shapes (AVX-512). The sums restart every 64
+// SSE2: cpu_clones.h), 53-55 GMAC/s on the same shapes (AVX-512). AVX-512's 32 registers take
+// 12 rows (row_gemm.cpp), with the rows shared evenly over the tiles. The sums restart every 64
 // values of k and are then added to y, which cut the largest error against
 // float64 to a quarter (33 x 352 -> 128: 6.0e-5 with one running sum, 1.6e-5 so; OpenBLAS 3.3e-5).
 // On this model's shapes (inner size 128 or 352) it also beats OpenBLAS on a full step's hundreds
