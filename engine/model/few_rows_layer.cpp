@@ -15,7 +15,8 @@ namespace cl::detail {
 
 namespace {
 
-// Fewest rows worth a thread of their own: one register tile of the product kernel's rows.
+// Fewest rows worth a thread of their own: one register tile of the product kernel's rows (AVX2's;
+// AVX-512's take up to 12, row_gemm.cpp).
 constexpr int64_t kMinRowsPerShare = 6;
 // The fused path's upper end: the op-by-op path splits products of more rows by rows anyway.
 constexpr int64_t kMaxFusedRows = 128;
