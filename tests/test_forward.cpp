@@ -930,10 +930,10 @@ void few_rows_product_at_every_row_count(const torch::Tensor& q) {
 }
 
 // few_rows_product's edges: every row count up to three full tiles and one row more (tiles of 12
-// rows on AVX-512, 6 elsewhere, shared out evenly), every kind of column tile, an
-// inner size that is not a multiple of its 64-value blocks, and a weight inside a wider buffer (q
-// of a stacked q/k/v, row stride 3x its columns); x read both row-major and transposed (ldxk, as
-// the attention reads its probabilities). Called directly and through linear.
+// rows on AVX-512, 6 elsewhere, shared out evenly), every kind of column tile, an inner size that
+// is not a multiple of its 64-value blocks, and a weight inside a wider buffer (q of a stacked
+// q/k/v, row stride 3x its columns); x read both row-major and transposed (ldxk, as the attention
+// reads its probabilities). Called directly and through linear.
 TEST(RowKernels, FewRowsProductEqualsTheFloat64ProductAtEveryTileEdge) {
     torch::manual_seed(11);
     torch::InferenceMode g;

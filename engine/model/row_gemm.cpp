@@ -158,14 +158,14 @@ template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead>
 }
 
 // Every row of the tile's columns from c, in the fewest tiles of at most kTileRows<N> rows, as
-// even as they go: 32 rows on AVX-512 are 11 + 11 + 10, not 12 + 12 + 8 (or 6 x 5 + 2, whose
+// even as they go: 32 rows on AVX-512 are 10 + 11 + 11, not 12 + 12 + 8 (or 6 x 5 + 2, whose
 // tile of 2 rows is bound by its FMAs' latency and costs most of a full tile).
 template <int N, int NV, int NH, bool UnitK, int Rows = kTileRows<N>>
 [[gnu::always_inline]] inline void column_tile(const FewRowsProduct& p, int64_t c) {
     const int64_t tiles = (p.rows + Rows - 1) / Rows;
     int64_t m = 0;
     for (int64_t t = 0; t < tiles; ++t) {
-        const int64_t rows = (p.rows - m) / (tiles - t);  // the last tiles take the extra rows
+        const int64_t rows = (p.rows - m) / (tiles - t);  // the later tiles take the extra rows
         bool asked = false;
         if constexpr (NV == 2) {
             if (t == 0 && c + 4 * N <= p.columns) {
