@@ -159,7 +159,9 @@ template <int N, int MR, int NV, int NH, bool UnitK, bool Ahead>
 
 // Every row of the tile's columns from c, in the fewest tiles of at most kTileRows<N> rows, as
 // even as they go: 32 rows on AVX-512 are 10 + 11 + 11, not 12 + 12 + 8 (or 6 x 5 + 2, whose
-// tile of 2 rows is bound by its FMAs' latency and costs most of a full tile).
+// tile of 2 rows is bound by its FMAs' latency and costs most of a full tile). The first tile's
+// prefetching choice stays inside the loop: moved to a function of its own, the same code ran
+// 1-7% slower on products of 415-1024 rows with GCC 12 (both versions in one binary, alternated).
 template <int N, int NV, int NH, bool UnitK, int Rows = kTileRows<N>>
 [[gnu::always_inline]] inline void column_tile(const FewRowsProduct& p, int64_t c) {
     const int64_t tiles = (p.rows + Rows - 1) / Rows;
