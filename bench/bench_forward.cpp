@@ -130,23 +130,26 @@ void run(const Options& o) {
     auto& net = model->net();
     const auto device = net.device();
     torch::InferenceMode guard;
+    cl::choose_blas_kernels();  // before the floor's products: the kernels every point runs
     const double rate = matmul_rate(device, net.dtype());
     nlohmann::json out = {{"model", model->name()},
                           {"device", model->device()},
                           {"dtype", model->dtype()},
                           {"blas_threading", cl::blas_threading()},
+                          {"blas_kernels", cl::blas_kernels()},
                           {"row_kernels", cl::cpu::vector_isa()},
                           {"libtorch", cl::libtorch_version()},
                           {"parameters", model->parameter_count()},
                           {"matmul_tflops", rate / 1e9},
                           {"points", nlohmann::json::array()}};
     std::printf(
-        "model %s (%.2fM parameters) on %s in %s, LibTorch %s, BLAS threading: %s, row kernels "
-        "%s\n"
+        "model %s (%.2fM parameters) on %s in %s, LibTorch %s, BLAS threading: %s, OpenBLAS "
+        "kernels: %s, row kernels %s\n"
         "matrix product rate (FLOP floor): %.2f TFLOP/s\n%8s %8s %12s %12s %12s %10s %8s\n",
         model->name().c_str(), model->parameter_count() / 1e6, model->device().c_str(),
-        model->dtype().c_str(), cl::libtorch_version(), cl::blas_threading(), cl::cpu::vector_isa(),
-        rate / 1e9, "threads", "length", "median_ms", "min_ms", "GFLOP/s", "floor_ms", "x_floor");
+        model->dtype().c_str(), cl::libtorch_version(), cl::blas_threading(),
+        cl::blas_kernels().c_str(), cl::cpu::vector_isa(), rate / 1e9, "threads", "length",
+        "median_ms", "min_ms", "GFLOP/s", "floor_ms", "x_floor");
     for (int t : device.is_cuda() ? std::vector<int>{1} : o.threads) {
         cl::set_thread_count(t);
         for (int64_t L : parse_lengths(o.lengths_csv)) {

@@ -199,16 +199,17 @@ void run(const Options& o) {
     const auto prompts = cl::tasks::benchmark_prompts(o.prompts, "kv");
     // G, B and T before any run (the prompt's length is checked by each run).
     sampler_config(o).validate(model->config().max_sequence_length, 0);
+    cl::choose_blas_kernels();  // the kernels every run below uses, named in the header
     std::printf(
         "model %s, G=%lld B=%lld T=%lld, %d kv prompts x %d repeats (median-wall repeat per "
-        "prompt), LibTorch %s (BLAS: %s), row kernels %s\n"
+        "prompt), LibTorch %s (BLAS: %s, OpenBLAS kernels: %s), row kernels %s\n"
         "efficiency = FLOP rate / none's; cached steps: fewer FLOPs than a full forward; "
         "eff_pair: each round against its own none run (median, range)\n"
         "%7s %-12s %6s %7s %6s %9s %8s %8s %9s %7s %6s %6s %9s\n",
         model->name().c_str(), (long long)o.gen_length, (long long)o.block_length,
         (long long)o.steps, o.prompts, o.repeats, cl::libtorch_version(), cl::blas_threading(),
-        cl::cpu::vector_isa(), "threads", "policy", "eff", "cached", "full", "cached_t", "eff_c",
-        "layers_c", "other_ms", "other", "eff_f", "eff_pair", "range");
+        cl::blas_kernels().c_str(), cl::cpu::vector_isa(), "threads", "policy", "eff", "cached",
+        "full", "cached_t", "eff_c", "layers_c", "other_ms", "other", "eff_f", "eff_pair", "range");
     nlohmann::json rows = nlohmann::json::array();
     for (int t : o.threads) {
         cl::set_thread_count(t);

@@ -2,6 +2,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <string>
 
@@ -243,6 +244,27 @@ TEST(Forward, TheThreadCountReachesLibTorchUnlessOpenBlasHasItsOwnPool) {
     EXPECT_EQ(torch::get_num_threads(), own_pool ? 1 : 2) << blas_threading();
     set_thread_count(1);
     EXPECT_EQ(torch::get_num_threads(), 1);
+}
+
+// OpenBLAS runs the best kernels this CPU allows, not its SSE3 fallback for CPU models it does
+// not know (Debian 12's 0.3.21 on Emerald Rapids chose Prescott), and its products still agree
+// with float64 after choose_blas_kernels switched them.
+TEST(Forward, OpenBlasRunsTheBestKernelsThisCpuAllowsAndItsProductsHold) {
+    const std::string best = best_blas_kernels_for_this_cpu();
+    const char* named = std::getenv("OPENBLAS_CORETYPE");
+    if (named && best != named) GTEST_SKIP() << "OPENBLAS_CORETYPE=" << named << " was set";
+    set_thread_count(1);
+    const std::string kernels = blas_kernels();
+    if (kernels.empty()) GTEST_SKIP() << "the BLAS is not OpenBLAS (" << blas_threading() << ")";
+    if (!best.empty()) {
+        EXPECT_NE(kernels, "Prescott") << "on a CPU that runs " << best;
+    }
+    torch::manual_seed(7);
+    const auto a = torch::randn({200, 600}), b = torch::randn({600, 300});  // float32
+    const auto product = torch::matmul(a, b);                               // (200, 300): sgemm
+    const auto exact = torch::matmul(a.to(torch::kFloat64), b.to(torch::kFloat64));
+    const double error = (product.to(torch::kFloat64) - exact).abs().max().item<double>();
+    EXPECT_LT(error, 1e-3) << kernels << " kernels";  // sums of 600 products of magnitude ~1
 }
 
 // A loaded CPU model keeps W^T rows contiguous for every x @ W^T (OpenBLAS's NN path, which does

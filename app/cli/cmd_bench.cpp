@@ -185,10 +185,10 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
     for (const auto& mode : modes) {
         std::printf(
             "\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s), LibTorch %s "
-            "(BLAS: %s), row kernels %s\n",
+            "(BLAS: %s, OpenBLAS kernels: %s), row kernels %s\n",
             mode.c_str(), (long long)base_cfg.gen_length, (long long)base_cfg.block_length,
             (long long)base_cfg.steps, o.prompts, o.repeats, mo.threads, libtorch_version(),
-            blas_threading(), cpu::vector_isa());
+            blas_threading(), blas_kernels().c_str(), cpu::vector_isa());
         std::printf("%-12s %9s %9s %8s %10s %10s %8s %9s\n", "policy", "tok/s", "speedup", "FLOP-x",
                     "efficiency", "recompute", "agree", "ms/run");
         mode_rows(o, mode, names, time_mode(ctx, mode, prompt_tokens), results);
@@ -203,6 +203,7 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
                           {"threads", mo.threads},
                           {"libtorch", libtorch_version()},
                           {"blas_threading", blas_threading()},
+                          {"blas_kernels", blas_kernels()},
                           {"row_kernels", cpu::vector_isa()},
                           {"sampler", base_cfg.to_map()},
                           {"prompt_tokens", prompt_tokens},

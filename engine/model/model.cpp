@@ -268,6 +268,7 @@ const char* libtorch_version() {
 
 void set_thread_count(int threads) {
     tune_allocator();
+    choose_blas_kernels();
     if (threads < 1) threads = 1;
     using SetThreads = void (*)(int);
     if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/blas_kernels.h"  // set_thread_count chooses them; benches name them
 #include "engine/model/model_config.h"
 #include "engine/model/model_folder.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -81,8 +82,8 @@ std::string cuda_unavailable_reason();
 void tune_allocator();
 // Sets OpenBLAS's threads and LibTorch's intra-op threads, except beside OpenBLAS's pthreads
 // build, where LibTorch keeps one (two pools oversubscribe the cores); PyPI's LibTorch brings its
-// own BLAS (MKL) on its own pool. Tunes the allocator first, as every front end calls this at
-// start.
+// own BLAS (MKL) on its own pool. Tunes the allocator and chooses OpenBLAS's kernels first
+// (choose_blas_kernels), as every front end calls this at start.
 void set_thread_count(int threads);
 // How the loaded BLAS runs in parallel: "openmp", "pthreads", "sequential" (OpenBLAS builds) or
 // "not OpenBLAS" (PyPI's LibTorch, whose MKL is linked in).
