@@ -87,6 +87,9 @@ int main(int argc, char** argv) {
     }
     const LaunchArgs& a = *parsed.args;
 
+    // Before Qt starts its threads: the choice may set OPENBLAS_CORETYPE (setenv), which another
+    // thread's getenv must not race.
+    cl::choose_blas_kernels();
     QSurfaceFormat fmt;
     fmt.setVersion(3, 3);
     fmt.setProfile(QSurfaceFormat::CoreProfile);

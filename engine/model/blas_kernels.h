@@ -21,7 +21,8 @@ std::string best_blas_kernels_for_this_cpu();
 // Where OpenBLAS fell back to Prescott on a CPU that runs a better set, and the user has not named
 // one (OPENBLAS_CORETYPE), OpenBLAS chooses again with that set named: its own start-up choice
 // (gotoblas_dynamic_init), asked again before any product. Idempotent; set_thread_count calls it.
-// Returns the kernel set in use afterwards (blas_kernels()).
+// Returns the kernel set in use afterwards (blas_kernels()). It may set OPENBLAS_CORETYPE
+// (setenv), so a program with threads of its own (the desktop app's Qt) calls it before they start.
 std::string choose_blas_kernels();
 
 }  // namespace cl
