@@ -1,6 +1,5 @@
 #include "engine/model/model.h"
 
-#include <dlfcn.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -244,24 +243,6 @@ void tune_allocator() {
 #endif
 }
 
-const char* blas_threading() {
-    // OpenBLAS says how it was built (openblas_get_parallel: 0 sequential, 1 pthreads, 2 OpenMP);
-    // resolved at run time, as the alternatives system picks the variant when the program starts.
-    using GetParallel = int (*)();
-    auto fn = reinterpret_cast<GetParallel>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
-    if (!fn) return "not OpenBLAS";
-    switch (fn()) {
-        case 0:
-            return "sequential";
-        case 1:
-            return "pthreads";
-        case 2:
-            return "openmp";
-        default:
-            return "unknown";
-    }
-}
-
 const char* libtorch_version() {
     return TORCH_VERSION;
 }
@@ -270,9 +251,7 @@ void set_thread_count(int threads) {
     tune_allocator();
     choose_blas_kernels();
     if (threads < 1) threads = 1;
-    using SetThreads = void (*)(int);
-    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-        fn(threads);
+    set_blas_threads(threads);
     // OpenBLAS built on OpenMP (what scripts/setup selects) shares LibTorch's OpenMP pool, so the
     // element-wise ops, softmax and norms get the threads too without a second pool (measured
     // here, 2 threads: a 1024-token forward 72.8 -> 52.1 ms; README). Beside OpenBLAS's pthreads

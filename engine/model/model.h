@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/model/blas_kernels.h"  // set_thread_count chooses them; benches name them
 #include "engine/model/model_config.h"
 #include "engine/model/model_folder.h"
+#include "engine/model/openblas.h"  // what set_thread_count sets; what the benches name
 #include "engine/tokenizer/tokenizer.h"
 
 namespace cl {
@@ -85,9 +85,6 @@ void tune_allocator();
 // own BLAS (MKL) on its own pool. Tunes the allocator and chooses OpenBLAS's kernels first
 // (choose_blas_kernels), as every front end calls this at start.
 void set_thread_count(int threads);
-// How the loaded BLAS runs in parallel: "openmp", "pthreads", "sequential" (OpenBLAS builds) or
-// "not OpenBLAS" (PyPI's LibTorch, whose MKL is linked in).
-const char* blas_threading();
 // The LibTorch the engine was built against, e.g. "1.13.0" (Debian) or "2.15.0" (PyPI's wheel).
 const char* libtorch_version();
 // The folder of the embedded default model (assets/models/<name>), or "" if it is not present.

@@ -1,4 +1,4 @@
-#include "engine/model/blas_kernels.h"
+#include "engine/model/openblas.h"
 
 #include <dlfcn.h>
 
@@ -11,14 +11,35 @@ namespace {
 // OpenBLAS's fallback kernels for an x86-64 CPU it does not know (driver/others/dynamic.c).
 constexpr const char* kFallbackKernels = "Prescott";
 
+// OpenBLAS's own function `name`, or nullptr where the loaded BLAS is not OpenBLAS.
 template <class Fn>
 Fn openblas_function(const char* name) {
-    // Resolved at run time: the alternatives system picks the BLAS when the program starts, and
-    // these are OpenBLAS's own symbols (absent from another BLAS).
     return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
 }
 
 }  // namespace
+
+const char* blas_threading() {
+    // OpenBLAS says how it was built (openblas_get_parallel: 0 sequential, 1 pthreads, 2 OpenMP).
+    using GetParallel = int (*)();
+    const auto fn = openblas_function<GetParallel>("openblas_get_parallel");
+    if (!fn) return "not OpenBLAS";
+    switch (fn()) {
+        case 0:
+            return "sequential";
+        case 1:
+            return "pthreads";
+        case 2:
+            return "openmp";
+        default:
+            return "unknown";
+    }
+}
+
+void set_blas_threads(int threads) {
+    using SetThreads = void (*)(int);
+    if (const auto fn = openblas_function<SetThreads>("openblas_set_num_threads")) fn(threads);
+}
 
 std::string blas_kernels() {
     using CoreName = char* (*)();
@@ -39,7 +60,7 @@ std::string best_blas_kernels_for_this_cpu() {
     return "";
 }
 
-std::string choose_blas_kernels() {
+void choose_blas_kernels() {
     static std::once_flag once;
     std::call_once(once, [] {
         if (std::getenv("OPENBLAS_CORETYPE")) return;    // the user's choice stands
@@ -57,7 +78,6 @@ std::string choose_blas_kernels() {
         quit();
         init();
     });
-    return blas_kernels();
 }
 
 }  // namespace cl
