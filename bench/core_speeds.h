@@ -1,0 +1,124 @@
+// How fast each CPU this process may run on runs the row kernels now, relative to the fastest: a
+// thread pinned to one CPU at a time times a cached step's product on it. Why the benches print
+// it: a 2-thread run splits its work evenly and waits for the slower core, so where one core runs
+// slower than the other (a VM whose vCPU shares its host core, a hybrid CPU's efficiency core),
+// a policy's 2-thread efficiency says as much about the cores as about the policy. On this
+// project's 2-core VM one vCPU ran a cached Elastic layer in 283-290 us against the other's
+// 186-217 us for seconds at a time (taskset, one thread, session 45 of the README).
+// Linux only (sched_getaffinity); elsewhere it measures nothing and the benches print no speeds.
+#pragma once
+
+#include "engine/base/stats.h"
+#include "engine/model/row_gemm.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cl::bench {
+
+// One CPU's probe times over the rounds, and its typical speed against the best any CPU reached.
+struct CoreSpeed {
+    int cpu = 0;
+    double best_us = 0, median_us = 0, worst_us = 0;  // the probe product's time over the rounds
+    double relative = 0;  // the fastest time any CPU reached / this one's median: 1 at best
+};
+
+namespace detail {
+
+// The embedded model's MLP gate product on a cached step's rows: 22 x 128 @ 128 x 352 (2 MFLOP,
+// weights 180 KB: from L2, as a layer's weights are), the median of 5 batches of 10.
+inline double probe_product_us() {
+    constexpr int64_t M = 22, K = 128, N = 352;
+    std::vector<float> x(M * K, 0.5F), w(K * N, 0.25F), y(M * N);
+    cl::detail::FewRowsProduct p;
+    p.x = x.data();
+    p.ldx = K;
+    p.wt = w.data();
+    p.ldw = N;
+    p.y = y.data();
+    p.ldy = N;
+    p.rows = M;
+    p.inner = K;
+    p.columns = N;
+    cl::detail::few_rows_product(p, 0, N);  // warm-up: weights into the cache, clocks up
+    std::vector<double> batches;
+    for (int b = 0; b < 5; ++b) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < 10; ++i) cl::detail::few_rows_product(p, 0, N);
+        batches.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count() /
+            10);
+    }
+    return cl::stats::median(batches);
+}
+
+}  // namespace detail
+
+// Each CPU of this process's affinity mask, one at a time, in `rounds` rounds (about 1.5 ms a
+// CPU a round), so that a core's speed is seen over a stretch of time, not in one instant; empty
+// where the mask cannot be read or a thread cannot be pinned.
+inline std::vector<CoreSpeed> measure_core_speeds(int rounds = 8) {
+    std::vector<CoreSpeed> out;
+#ifdef __linux__
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return {};
+    std::vector<int> cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+    std::vector<std::vector<double>> times(cpus.size());
+    for (int r = 0; r < rounds; ++r)
+        for (size_t i = 0; i < cpus.size(); ++i) {
+            double us = -1;
+            std::thread probe([&] {
+                cpu_set_t one;
+                CPU_ZERO(&one);
+                CPU_SET(cpus[i], &one);
+                if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0)
+                    us = detail::probe_product_us();
+            });
+            probe.join();
+            if (us <= 0) return {};
+            times[i].push_back(us);
+        }
+    double fastest = 0;
+    for (size_t i = 0; i < cpus.size(); ++i) {
+        const auto [best, worst] = std::minmax_element(times[i].begin(), times[i].end());
+        out.push_back({cpus[i], *best, cl::stats::median(times[i]), *worst, 0});
+        fastest = fastest == 0 ? *best : std::min(fastest, *best);
+    }
+    for (auto& c : out) c.relative = fastest / c.median_us;
+#endif
+    return out;
+}
+
+// "cpu0 0.92 (14.3-21.0 us) cpu1 0.66 (...)": each CPU's median speed against the best any
+// reached, and its probe's range; or "unknown".
+inline std::string describe(const std::vector<CoreSpeed>& speeds) {
+    if (speeds.empty()) return "unknown";
+    std::string s;
+    for (const auto& c : speeds) {
+        char item[64];
+        std::snprintf(item, sizeof item, "%scpu%d %.2f (%.1f-%.1f us)", s.empty() ? "" : " ", c.cpu,
+                      c.relative, c.best_us, c.worst_us);
+        s += item;
+    }
+    return s;
+}
+
+// The slowest CPU's median speed against the best any CPU reached (1 where none was measured).
+inline double slowest(const std::vector<CoreSpeed>& speeds) {
+    double low = 1;
+    for (const auto& c : speeds) low = std::min(low, c.relative);
+    return low;
+}
+
+}  // namespace cl::bench
