@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "bench/core_speeds.h"
 #include "engine/base/cpu_clones.h"
 #include "engine/base/json_file.h"
 #include "engine/base/stats.h"
@@ -150,6 +151,8 @@ void run(const Options& o) {
         model->dtype().c_str(), cl::libtorch_version(), cl::blas_threading(),
         cl::blas_kernels().c_str(), cl::cpu::vector_isa(), rate / 1e9, "threads", "length",
         "median_ms", "min_ms", "GFLOP/s", "floor_ms", "x_floor");
+    const auto before =
+        device.is_cuda() ? std::vector<cl::bench::CoreSpeed>{} : cl::bench::measure_core_speeds();
     for (int t : device.is_cuda() ? std::vector<int>{1} : o.threads) {
         cl::set_thread_count(t);
         for (int64_t L : parse_lengths(o.lengths_csv)) {
@@ -174,7 +177,14 @@ void run(const Options& o) {
                                      {"times_floor", median / floor}});
         }
     }
-    if (!device.is_cuda()) bench_sampler(o, model->config().vocab_size, out);
+    if (!device.is_cuda()) {
+        const auto after = cl::bench::measure_core_speeds();
+        std::printf("core speed (row-kernel probe on each CPU): %s\n",
+                    cl::bench::before_and_after(before, after).c_str());
+        out["core_speeds"] = {{"before", cl::bench::speeds_json(before)},
+                              {"after", cl::bench::speeds_json(after)}};
+        bench_sampler(o, model->config().vocab_size, out);
+    }
     if (!o.json_file.empty()) cl::write_json_file(o.json_file, out);
 }
 

@@ -189,18 +189,6 @@ std::vector<std::string> parse_policies(const std::string& csv) {
     return names;
 }
 
-// Each CPU's speed as the JSON records it: cpu, the probe's us, speed relative to the fastest.
-nlohmann::json speeds_json(const std::vector<cl::bench::CoreSpeed>& speeds) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& c : speeds)
-        out.push_back({{"cpu", c.cpu},
-                       {"probe_best_us", c.best_us},
-                       {"probe_median_us", c.median_us},
-                       {"probe_worst_us", c.worst_us},
-                       {"relative", c.relative}});
-    return out;
-}
-
 void run(const Options& o) {
     const auto names = parse_policies(o.policies_csv);
     cl::check_json_writable(o.json_file);
@@ -229,8 +217,9 @@ void run(const Options& o) {
         const auto before = cl::bench::measure_core_speeds();
         const auto measured = measure(model, prompts, names, o, t);
         const auto after = cl::bench::measure_core_speeds();
-        cores.push_back(
-            {{"threads", t}, {"before", speeds_json(before)}, {"after", speeds_json(after)}});
+        cores.push_back({{"threads", t},
+                         {"before", cl::bench::speeds_json(before)},
+                         {"after", cl::bench::speeds_json(after)}});
         const auto& runs = measured.medians;
         for (const auto& n : names)
             if (n != "none")
@@ -240,11 +229,8 @@ void run(const Options& o) {
         std::printf("%7d %-12s %.0f ms a run, %.3f ms a step outside the layers (%.1f%%)\n", t,
                     "none", runs.at("none").wall_ms / o.prompts, base.outside_layers_ms(),
                     100 * base.outside_layers_share());
-        std::printf("%7d %-12s before %s, after %s%s\n", t, "core speed",
-                    cl::bench::describe(before).c_str(), cl::bench::describe(after).c_str(),
-                    std::min(cl::bench::slowest(before), cl::bench::slowest(after)) < 0.9
-                        ? " (cores below 0.9 of their best: timings here are in doubt)"
-                        : "");
+        std::printf("%7d %-12s %s\n", t, "core speed",
+                    cl::bench::before_and_after(before, after).c_str());
     }
     if (o.json_file.empty()) return;
     const nlohmann::json out = {{"model", model->name()},

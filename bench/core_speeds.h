@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -119,6 +120,27 @@ inline double slowest(const std::vector<CoreSpeed>& speeds) {
     double low = 1;
     for (const auto& c : speeds) low = std::min(low, c.relative);
     return low;
+}
+
+// The line the benches print: each CPU's speed before and after a measurement, and a warning
+// where a core ran below 0.9 of the best any reached.
+inline std::string before_and_after(const std::vector<CoreSpeed>& before,
+                                    const std::vector<CoreSpeed>& after) {
+    const bool doubt = std::min(slowest(before), slowest(after)) < 0.9;
+    return "before " + describe(before) + ", after " + describe(after) +
+           (doubt ? " (cores below 0.9 of their best: timings here are in doubt)" : "");
+}
+
+// As the benches' JSON records them: cpu, the probe's best, median and worst us, relative speed.
+inline nlohmann::json speeds_json(const std::vector<CoreSpeed>& speeds) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& c : speeds)
+        out.push_back({{"cpu", c.cpu},
+                       {"probe_best_us", c.best_us},
+                       {"probe_median_us", c.median_us},
+                       {"probe_worst_us", c.worst_us},
+                       {"relative", c.relative}});
+    return out;
 }
 
 }  // namespace cl::bench
