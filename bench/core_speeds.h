@@ -5,7 +5,7 @@
 // a policy's 2-thread efficiency says as much about the cores as about the policy. On this
 // project's 2-core VM one vCPU ran a cached Elastic layer in 283-290 us against the other's
 // 186-217 us for seconds at a time (taskset, one thread, session 45 of the README).
-// Linux only (sched_getaffinity); elsewhere it measures nothing and the benches print no speeds.
+// Linux only (sched_getaffinity); elsewhere it measures nothing and the benches print "unknown".
 #pragma once
 
 #include "engine/base/stats.h"
