@@ -16,6 +16,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "bench/core_speeds.h"
 #include "engine/base/cpu_clones.h"
@@ -212,11 +213,13 @@ void run(const Options& o) {
         cl::blas_kernels().c_str(), cl::cpu::vector_isa(), "threads", "policy", "eff", "cached",
         "full", "cached_t", "eff_c", "layers_c", "other_ms", "other", "eff_f", "eff_pair", "range");
     nlohmann::json rows = nlohmann::json::array(), cores = nlohmann::json::array();
+    // Each thread count's speeds after it are the next one's before: one probe between two counts.
+    auto after = cl::bench::measure_core_speeds();
     for (int t : o.threads) {
         cl::set_thread_count(t);
-        const auto before = cl::bench::measure_core_speeds();
+        const auto before = std::move(after);
         const auto measured = measure(model, prompts, names, o, t);
-        const auto after = cl::bench::measure_core_speeds();
+        after = cl::bench::measure_core_speeds();
         cores.push_back({{"threads", t},
                          {"before", cl::bench::speeds_json(before)},
                          {"after", cl::bench::speeds_json(after)}});

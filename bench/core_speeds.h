@@ -90,12 +90,15 @@ inline std::vector<CoreSpeed> measure_core_speeds(int rounds = 8) {
             if (us <= 0) return {};
             times[i].push_back(us);
         }
-    double fastest = 0;
     for (size_t i = 0; i < cpus.size(); ++i) {
         const auto [best, worst] = std::minmax_element(times[i].begin(), times[i].end());
         out.push_back({cpus[i], *best, cl::stats::median(times[i]), *worst, 0});
-        fastest = fastest == 0 ? *best : std::min(fastest, *best);
     }
+    if (out.empty()) return out;
+    const double fastest =
+        std::min_element(out.begin(), out.end(), [](const auto& a, const auto& b) {
+            return a.best_us < b.best_us;
+        })->best_us;
     for (auto& c : out) c.relative = fastest / c.median_us;
 #endif
     return out;
