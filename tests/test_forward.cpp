@@ -631,7 +631,10 @@ TEST(Attention, KeptRowsHeadMeanFromTheAttentionsOwnPassIsElasticsWindowMean) {
 // and 3 beside the kept rows' probabilities (the attention splits by kv heads there), summed in the
 // output projection's region a share of the keys per thread (row_layer's probs_mean_work). 31
 // computed rows: two shares of the region at 2 threads, three at 3. d_model 128 over 4 heads: the
-// heads' columns are whole tiles, so the q/k/v pass and the attention share a region too.
+// heads' columns are whole tiles, so the q/k/v pass and the attention share a region too. Where
+// the region sums the mean, it also sums some of its rows per key (LayerPlan::
+// mean_column_sum_positions, Elastic-Cache's window): window_column_sums_cpu's bits; at 1 thread
+// none (the reader sums them).
 TEST(Forward, KeptRowsHeadMeanIsTheSameAtEveryThreadCount) {
     auto model = Model::load(test::make_tiny_model("m", 128, 2, 4, 2));
     auto& net = model->net();
@@ -640,9 +643,17 @@ TEST(Forward, KeptRowsHeadMeanIsTheSameAtEveryThreadCount) {
     std::vector<int64_t> computed, kept;
     for (int64_t r = 1; r < L; r += 5) computed.push_back(r);
     for (size_t i = 0; i < computed.size(); i += 3) kept.push_back(computed[i]);
+    // Every kept row but the first, as window_column_sums_cpu's rows of the mean.
+    const std::vector<int64_t> summed(kept.begin() + 1, kept.end());
+    const std::vector<int32_t> summed_rows = [&] {
+        std::vector<int32_t> r;
+        for (size_t i = 1; i < kept.size(); ++i) r.push_back(static_cast<int32_t>(i));
+        return r;
+    }();
     const auto subset = row_set(computed);
     torch::InferenceMode g;
-    std::vector<torch::Tensor> means[4];  // per thread count, per layer: (P, L) float64
+    std::vector<torch::Tensor> means[4];              // per thread count, per layer: (P, L) float64
+    std::vector<std::vector<double>> column_sums[4];  // per thread count, per layer: (L) or empty
     for (const int t : {1, 2, 3}) {
         auto cache = net.make_cache(L, true);
         detail::RowSet rows;
@@ -660,11 +671,15 @@ TEST(Forward, KeptRowsHeadMeanIsTheSameAtEveryThreadCount) {
                 p.want_probs = true;
                 p.want_probs_mean = true;
                 p.probs_positions = kept;
+                p.mean_column_sum_positions = summed;
                 return p;
             },
             [&](const detail::LayerResult& r) {
                 EXPECT_EQ(r.probs.defined(), t > 1) << t << " threads, layer " << r.layer;
+                EXPECT_EQ(r.mean_column_sum_positions, t > 1 ? summed : std::vector<int64_t>{})
+                    << t << " threads, layer " << r.layer;
                 means[t].push_back(r.probs_mean);
+                column_sums[t].push_back(r.mean_column_sums);
             });
         ASSERT_EQ(means[t].size(), 2U) << t << " threads";
     }
@@ -672,11 +687,47 @@ TEST(Forward, KeptRowsHeadMeanIsTheSameAtEveryThreadCount) {
         const auto& one = means[1][static_cast<size_t>(l)];
         ASSERT_TRUE(one.defined()) << "layer " << l;
         ASSERT_EQ(one.sizes(), (std::vector<int64_t>{static_cast<int64_t>(kept.size()), L}));
+        std::vector<double> want(static_cast<size_t>(L), NAN);
+        cuda::window_column_sums_cpu(one.data_ptr<double>(), L, summed_rows.data(),
+                                     static_cast<int64_t>(summed_rows.size()), want.data());
+        EXPECT_TRUE(column_sums[1][static_cast<size_t>(l)].empty()) << "layer " << l;
         for (const int t : {2, 3}) {
             const auto& got = means[t][static_cast<size_t>(l)];
             ASSERT_TRUE(got.defined()) << t << " threads, layer " << l;
             EXPECT_TRUE(torch::equal(got, one)) << t << " threads, layer " << l;
+            EXPECT_EQ(column_sums[t][static_cast<size_t>(l)], want) << t << " threads, layer " << l;
         }
+    }
+}
+
+// Column sums asked for a position whose probabilities the plan does not keep: a clear error
+// naming the position, where the region would otherwise read past the mean's rows.
+TEST(Forward, ColumnSumsOfARowWithoutProbabilitiesAreRefused) {
+    auto model = Model::load(test::make_tiny_model("m", 128, 1, 4, 2));
+    auto& net = model->net();
+    const int64_t L = 60;
+    const auto ids = torch::tensor(some_ids(L, model->config().vocab_size));
+    std::vector<int64_t> computed;
+    for (int64_t r = 0; r < L; r += 2) computed.push_back(r);
+    torch::InferenceMode g;
+    auto cache = net.make_cache(L, true);
+    detail::RowSet rows;
+    run_plan(net, ids, cache, rows);
+    const ScopedThreads threads(2);
+    try {
+        run_plan(net, ids, cache, rows, [&](int) {
+            detail::LayerPlan p;
+            p.all_rows = false;
+            p.rows = row_set(computed);
+            p.want_probs = true;
+            p.want_probs_mean = true;
+            p.probs_positions = {0, 10};
+            p.mean_column_sum_positions = {10, 12};
+            return p;
+        });
+        FAIL() << "no error";
+    } catch (const std::logic_error& e) {
+        EXPECT_NE(std::string(e.what()).find("position 12"), std::string::npos) << e.what();
     }
 }
 

@@ -81,6 +81,28 @@ TEST(KernelReference, TopKIsTheStableDescendingRankOfEligibleEntries) {
     }
 }
 
+// Elastic-Cache's tracked keys: top_attended_keys_cpu's one pass chooses what select_top_k_cpu
+// ranks (excluded keys out, ties to the lower key), in ascending key order; tied sums, n from 0 to
+// past the eligible keys, and no exclusions at all.
+TEST(KernelReference, TopAttendedKeysAreTheTopKOfTheEligibleSums) {
+    std::mt19937 rng(11);
+    for (int trial = 0; trial < 200; ++trial) {
+        const size_t keys = 1 + rng() % 400;
+        const auto sums = tied_scores(keys, rng);
+        const auto excluded = random_flags(keys, trial % 3 == 0 ? 0.0 : 0.5, rng);
+        std::vector<uint8_t> eligible(keys);
+        for (size_t i = 0; i < keys; ++i) eligible[i] = excluded[i] ? 0 : 1;
+        const int64_t n = static_cast<int64_t>(rng() % 18);
+        auto want =
+            select_top_k_cpu(sums.data(), eligible.data(), static_cast<int64_t>(keys), {.k = n});
+        std::sort(want.begin(), want.end());
+        EXPECT_EQ(top_attended_keys_cpu(sums.data(), static_cast<int64_t>(keys),
+                                        trial % 3 == 0 ? nullptr : excluded.data(), n),
+                  want)
+            << "trial " << trial << ", " << keys << " keys, n " << n;
+    }
+}
+
 TEST(KernelReference, TopKThresholdKeepsEveryScoreAboveItAndAtLeastTheBest) {
     const std::vector<double> score{0.2, 0.95, 0.5, 0.91, 0.97};
     const std::vector<uint8_t> eligible{1, 1, 1, 1, 0};

@@ -43,6 +43,11 @@ void window_head_mean_cpu(const float* probs, ProbsShape s, const int32_t* rows,
 void window_column_sums_cpu(const double* means, int64_t keys, const int32_t* rows, int64_t window,
                             double* column_sums);
 
+// window_column_sums_cpu's sums of the keys [k0, k1) only (column_sums (keys), the others left as
+// they are): the same bits, a share of the keys per thread (a key's sum reads only its column).
+void window_column_sums_keys_cpu(const double* means, int64_t keys, const int32_t* rows,
+                                 int64_t window, int64_t k0, int64_t k1, double* column_sums);
+
 // The n keys with the largest column sum over the window's rows of attn (W, keys), excluded keys
 // (masked ones) skipped; ties to the lower key (select_top_k_cpu). Returned in ascending key order.
 std::vector<int64_t> most_attended_keys_cpu(const double* attn, int64_t window, int64_t keys,

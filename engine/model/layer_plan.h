@@ -52,6 +52,13 @@ struct LayerPlan {
     // summed in the output projection's region (escalate sees the probabilities only); elsewhere
     // the probabilities come as asked.
     bool want_probs_mean = false;
+    // With want_probs_mean: these positions' head means (each one of probs_positions) summed per
+    // key from 0.0 in this order, cuda::window_column_sums_cpu's sums (Elastic-Cache ranks its
+    // window's most-attended keys by them), into LayerResult::mean_column_sums where the mean is
+    // summed in the output projection's region, a share of the keys per thread, beside the mean.
+    // Elsewhere none: the reader sums them (on the engine thread, reading the means the other
+    // thread wrote, 2.8 us a layer at 2 threads).
+    std::vector<int64_t> mean_column_sum_positions;
 
     // Feature-cache mode (dLLM-Cache): every row keeps a live residual stream; rows that are not
     // computed add their cached attention and FFN outputs (cache.attn_out / ffn_out) instead.
@@ -77,7 +84,11 @@ struct LayerResult {
     std::vector<int64_t> probs_positions;  // the plan's: the P positions of probs' rows
     torch::Tensor head_mean;   // (R, L) float64 with want_head_mean (blocks.h, head_mean_f64)
     torch::Tensor probs_mean;  // (P, L) float64 with want_probs_mean where given (LayerPlan)
-    torch::Tensor k, v;        // (Hkv, R, Dh) the fresh K/V of the computed rows (K after RoPE)
+    // (L) the column sums of LayerPlan::mean_column_sum_positions' rows of probs_mean where the
+    // forward summed them, else empty; and the positions they sum (the plan's, or empty).
+    std::vector<double> mean_column_sums;
+    std::vector<int64_t> mean_column_sum_positions;
+    torch::Tensor k, v;  // (Hkv, R, Dh) the fresh K/V of the computed rows (K after RoPE)
     double ms = 0.0;
 };
 

@@ -1,5 +1,6 @@
 #include "engine/model/transformer.h"
 
+#include "engine/cuda/elastic_drift.h"
 #include "engine/model/few_rows_layer.h"
 #include "engine/model/row_head_mean.h"
 
@@ -145,6 +146,15 @@ struct Transformer::PlanState {
 
 namespace {
 
+// The index of position q in `sorted` (ascending), which must hold it (what: who asked).
+int64_t row_of(int64_t q, const std::vector<int64_t>& sorted, const char* what) {
+    const auto it = std::lower_bound(sorted.begin(), sorted.end(), q);
+    if (it == sorted.end() || *it != q)
+        throw std::logic_error(std::string("forward_plan: ") + what + " asked for position " +
+                               std::to_string(q) + ", which is not among the probabilities' rows");
+    return it - sorted.begin();
+}
+
 // positions (ascending, each a computed row) -> their indices among the computed rows (nullptr:
 // every row, a position is its own index).
 std::vector<int64_t> query_rows_of(const std::vector<int64_t>& positions, const RowSet* rows) {
@@ -187,15 +197,31 @@ namespace {
 // projection's and MLP's region, each thread a share of the keys. Elastic-Cache summed it on the
 // engine thread while the other waited (3.8% of its steps at 2 threads, perf). No work where r
 // has no such probabilities.
-SideWork probs_mean_work(LayerResult& r) {
+SideWork probs_mean_work(LayerResult& r, const LayerPlan& plan) {
     const auto& p = r.probs;  // (H, P, L)
     if (!p.defined() || r.probs_mean.defined() || !uses_row_kernels(p) || p.dim() != 3 ||
         !p.is_contiguous())
         return {};
     const int64_t H = p.size(0), P = p.size(1), L = p.size(2);
     r.probs_mean = torch::empty({P, L}, p.options().dtype(torch::kFloat64));  // (P, L)
-    return {L, [probs = p.data_ptr<float>(), mean = r.probs_mean.data_ptr<double>(), H, P, L](
-                   int64_t j0, int64_t j1) { head_mean_f32_keys(probs, H, P, L, j0, j1, mean); }};
+    // The plan's column sums in the same pass, each thread those of its keys: the engine thread
+    // would otherwise read the means the other thread just wrote.
+    const auto& kept = r.probs_positions.empty() && r.rows ? r.rows->host : r.probs_positions;
+    std::vector<int32_t> sum_rows;  // (W) rows of probs_mean
+    for (int64_t q : plan.mean_column_sum_positions)
+        sum_rows.push_back(static_cast<int32_t>(row_of(q, kept, "column sums")));
+    if (!sum_rows.empty()) {
+        r.mean_column_sums.assign(static_cast<size_t>(L), 0.0);
+        r.mean_column_sum_positions = plan.mean_column_sum_positions;
+    }
+    return {L, [probs = p.data_ptr<float>(), mean = r.probs_mean.data_ptr<double>(), H, P, L,
+                sums = r.mean_column_sums.data(), sum_rows](int64_t j0, int64_t j1) {
+                head_mean_f32_keys(probs, H, P, L, j0, j1, mean);
+                if (!sum_rows.empty())
+                    cuda::window_column_sums_keys_cpu(mean, L, sum_rows.data(),
+                                                      static_cast<int64_t>(sum_rows.size()), j0, j1,
+                                                      sums);
+            }};
 }
 
 }  // namespace
@@ -401,7 +427,7 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
         r.layer = l;
         r.rows = rows;
         if (may_escalate && hooks.escalate(r)) return {false, {}};
-        return {true, reads.probs_mean && rest.few_rows ? probs_mean_work(r) : SideWork{}};
+        return {true, reads.probs_mean && rest.few_rows ? probs_mean_work(r, plan) : SideWork{}};
     };
     auto attn = attention_rows(l, s.h, rows, s, lc, plan.write_kv, reads, &fresh, &rest);
     if (!rest.ask().go_on) {

@@ -90,6 +90,7 @@ public:
         p.all_rows = false;
         p.rows = m_rows;
         p.may_escalate = true;
+        p.mean_column_sum_positions = m_window;  // observe_layer ranks the window's keys
         // The drift test also reads last step's window rows that are still queries (decoded at
         // the previous step).
         for (int64_t q : m_prev[static_cast<size_t>(layer)].rows)
@@ -119,8 +120,11 @@ public:
         }
         // The window's head means, and the decoded keys it attends to most (column sums over the
         // window's rows, masked keys excluded): none without window rows.
-        prev.window = elastic::window_attention({r.probs, r.probs_mean}, locals, *m_ctx.masked,
-                                                m_p.track_num);
+        // The forward's column sums where it summed these rows (a cached layer at 2+ threads).
+        const bool summed = r.mean_column_sum_positions == prev.rows;
+        prev.window =
+            elastic::window_attention({r.probs, r.probs_mean}, locals, *m_ctx.masked, m_p.track_num,
+                                      summed ? &r.mean_column_sums : nullptr);
     }
     std::vector<detail::LayerCache>& cache() override { return m_cache; }
 

@@ -81,7 +81,8 @@ WindowAttention window_attention_on_device(const torch::Tensor& p, const std::ve
 }  // namespace
 
 WindowAttention window_attention(const AttentionReads& attention, const std::vector<int32_t>& rows,
-                                 const std::vector<uint8_t>& excluded, int64_t n) {
+                                 const std::vector<uint8_t>& excluded, int64_t n,
+                                 const std::vector<double>* column_sums) {
     const bool means = attention.means.defined();  // (R, L) float64 on the CPU
     const auto p = means ? attention.means.contiguous() : probs_for_reads(attention.probs);
     if (p.is_cuda()) return window_attention_on_device(p, rows, excluded, n);  // (H, R, L)
@@ -91,10 +92,15 @@ WindowAttention window_attention(const AttentionReads& attention, const std::vec
         out.attn = torch::empty({0, L}, p.options().dtype(torch::kFloat64));  // (0, L)
         return out;
     }
-    std::vector<double> sums(static_cast<size_t>(L));  // (L)
+    const bool summed = means && column_sums && static_cast<int64_t>(column_sums->size()) == L;
+    std::vector<double> sums(summed ? 0 : static_cast<size_t>(L));  // (L)
     if (means) {
         out.attn = p;  // (R, L): kept as it is, the window's rows where the attention put them
         out.attn_rows = rows;
+        if (summed) {
+            out.tracked = cuda::top_attended_keys_cpu(column_sums->data(), L, excluded.data(), n);
+            return out;
+        }
         cuda::window_column_sums_cpu(p.data_ptr<double>(), L, rows.data(), W, sums.data());
     } else {
         out.attn = torch::empty({W, L}, p.options().dtype(torch::kFloat64));  // (W, L)

@@ -37,9 +37,11 @@ struct AttentionReads {
 // rows (W) rows of the attention, excluded (L) keys never tracked (masked ones): the head means
 // (cuda::window_head_mean_cpu, or the attention's own with window_column_sums_cpu) and the
 // most-attended keys (most_attended_keys_cpu's ranking; none when W = 0). On the CPU the column
-// sums come out of the same pass.
+// sums come out of the same pass, or, given column_sums (L), are those: the forward's sums of the
+// same rows of the attention's means (LayerResult::mean_column_sums).
 WindowAttention window_attention(const AttentionReads& attention, const std::vector<int32_t>& rows,
-                                 const std::vector<uint8_t>& excluded, int64_t n);
+                                 const std::vector<uint8_t>& excluded, int64_t n,
+                                 const std::vector<double>* column_sums = nullptr);
 
 // The drift test's sums (cuda::drift_sums_cpu, or drift_sums_of_means_cpu): the attention now,
 // rows_now (W) the row of each tracked window row in it or -1, prev the previous step's
