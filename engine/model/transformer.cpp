@@ -208,6 +208,7 @@ SideWork probs_mean_work(LayerResult& r, const LayerPlan& plan) {
     // would otherwise read the means the other thread just wrote.
     const auto& kept = r.probs_positions.empty() && r.rows ? r.rows->host : r.probs_positions;
     std::vector<int32_t> sum_rows;  // (W) rows of probs_mean
+    sum_rows.reserve(plan.mean_column_sum_positions.size());
     for (int64_t q : plan.mean_column_sum_positions)
         sum_rows.push_back(static_cast<int32_t>(row_of(q, kept, "column sums")));
     if (!sum_rows.empty()) {
