@@ -79,9 +79,9 @@ std::vector<int64_t> top_attended_keys_cpu(const double* column_sums, int64_t ke
     // n is a handful (track_num, at most 16) where the keys are hundreds, and this runs at every
     // layer of every cached step. Copying the eligibility and ranking every key took 1.9-2.4 us a
     // layer (16 window rows, about 340 keys, AVX-512), about 1% of a cached layer.
-    std::vector<int64_t> best;  // rank order: larger sum first, ties to the lower key
-    best.reserve(static_cast<size_t>(std::max<int64_t>(n, 0)));
     const auto limit = static_cast<size_t>(std::max<int64_t>(n, 0));
+    std::vector<int64_t> best;  // rank order: larger sum first, ties to the lower key
+    best.reserve(limit);
     for (int64_t i = 0; i < keys && limit > 0; ++i) {
         if (excluded && excluded[i]) continue;
         // Keys come in ascending order, so an equal sum ranks after every key already kept.
