@@ -84,6 +84,37 @@ TEST(Cli, BadInputExitsTwoWithOneLineNamingTheFile) {
     EXPECT_NE(r.out.find("model.safetensors"), std::string::npos) << r.out;
 }
 
+// The bench records each CPU's speed before and after each mode's runs (bench/core_speeds.h), one
+// entry per mode and per CPU this process may run on, each with its probe times in order and its
+// speed against the best; the table says so too.
+TEST(Cli, BenchRecordsTheCoreSpeedsAroundEachMode) {
+    const auto js = test::temp_dir("cli") / "bench.json";
+    const auto r =
+        cli("bench --policies none --prompts 1 --repeats 1 --gen-length 32 "
+            "--block-length 32 --steps 32 --mode both --json " +
+            js.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("core speed (row-kernel probe on each CPU): before cpu"),
+              std::string::npos)
+        << r.out;
+    const auto cores = nlohmann::json::parse(test::read_file(js))["core_speeds"];
+    ASSERT_EQ(cores.size(), 2U) << cores.dump();
+    EXPECT_EQ(cores[0]["mode"], "cache-only");
+    EXPECT_EQ(cores[1]["mode"], "own");
+    EXPECT_EQ(cores[0]["after"], cores[1]["before"]) << "one probe between the modes";
+    for (const auto& mode : cores)
+        for (const char* when : {"before", "after"}) {
+            ASSERT_FALSE(mode[when].empty()) << mode.dump();
+            for (const auto& cpu : mode[when]) {
+                EXPECT_LE(cpu["probe_best_us"].get<double>(), cpu["probe_median_us"].get<double>());
+                EXPECT_LE(cpu["probe_median_us"].get<double>(),
+                          cpu["probe_worst_us"].get<double>());
+                EXPECT_GT(cpu["relative"].get<double>(), 0.0);
+                EXPECT_LE(cpu["relative"].get<double>(), 1.0);
+            }
+        }
+}
+
 // --json is checked before the runs that fill it: an unwritable path fails at once (the bench would
 // otherwise run for minutes first), a run that fails later leaves no new file behind and an
 // existing file as it was.

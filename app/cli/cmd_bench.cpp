@@ -1,7 +1,8 @@
 // `cachelens-cli bench`: prompts x policies, warm-up, median of repeats. Two modes:
 //   cache-only: the same sampler for every policy (isolates what caching buys);
 //   own:        each policy with its own paper decoding (e.g. Fast-dLLM / Elastic threshold 0.9).
-// Speedup is measured against `none` on the same prompt in the same process. Table + JSON.
+// Speedup is measured against `none` on the same prompt in the same process. Table + JSON, and on
+// the CPU each core's speed around each mode (bench/core_speeds.h).
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "app/cli/comparison.h"
 #include "app/cli/progress.h"
 #include "app/cli/task_scoring.h"
+#include "bench/core_speeds.h"
 #include "engine/base/cpu_clones.h"
 #include "engine/base/errors.h"
 #include "engine/base/json_file.h"
@@ -182,6 +184,12 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
                                 (1 + static_cast<size_t>(o.repeats) * names.size()));
     size_t runs_done = 0;
     const BenchContext ctx{model, mo, o, base_cfg, names, prompts, bar, runs_done};
+    // The CPUs' speeds around each mode's runs (bench/core_speeds.h: a 2-thread run waits for the
+    // slower core); one probe between two modes, its speeds the first's after and the next's
+    // before. None on a GPU.
+    const bool on_cpu = model->device().rfind("cuda", 0) != 0;
+    nlohmann::json cores = nlohmann::json::array();
+    auto after = on_cpu ? bench::measure_core_speeds() : std::vector<bench::CoreSpeed>{};
     for (const auto& mode : modes) {
         std::printf(
             "\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s), LibTorch %s "
@@ -192,6 +200,14 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
         std::printf("%-12s %9s %9s %8s %10s %10s %8s %9s\n", "policy", "tok/s", "speedup", "FLOP-x",
                     "efficiency", "recompute", "agree", "ms/run");
         mode_rows(o, mode, names, time_mode(ctx, mode, prompt_tokens), results);
+        if (!on_cpu) continue;
+        const auto before = std::move(after);
+        after = bench::measure_core_speeds();
+        std::printf("core speed (row-kernel probe on each CPU): %s\n",
+                    bench::before_and_after(before, after).c_str());
+        cores.push_back({{"mode", mode},
+                         {"before", bench::speeds_json(before)},
+                         {"after", bench::speeds_json(after)}});
     }
     std::printf("\nprompt tokens (chat template included):");
     for (int32_t n : prompt_tokens) std::printf(" %d", n);
@@ -207,6 +223,7 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
                           {"row_kernels", cpu::vector_isa()},
                           {"sampler", base_cfg.to_map()},
                           {"prompt_tokens", prompt_tokens},
+                          {"core_speeds", cores},
                           {"results", results},
                           {"accuracy", accuracy}};
 }
