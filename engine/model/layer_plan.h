@@ -52,11 +52,11 @@ struct LayerPlan {
     // summed in the output projection's region (escalate sees the probabilities only); elsewhere
     // the probabilities come as asked.
     bool want_probs_mean = false;
-    // With want_probs_mean: these positions' head means (each one of probs_positions) summed per
-    // key from 0.0 in this order, cuda::window_column_sums_cpu's sums (Elastic-Cache ranks its
-    // window's most-attended keys by them), into LayerResult::mean_column_sums where the mean is
-    // summed in the output projection's region, a share of the keys per thread, beside the mean.
-    // Elsewhere none: the reader sums them (on the engine thread, reading the means the other
+    // With want_probs_mean: these positions' head means (ascending, each one of probs_positions)
+    // summed per key from 0.0 in this order, cuda::window_column_sums_cpu's sums (Elastic-Cache
+    // ranks its window's most-attended keys by them), into LayerResult::mean_column_sums where the
+    // mean is summed in the output projection's region, a share of the keys per thread, beside the
+    // mean. Elsewhere none: the reader sums them (on the engine thread, reading the means the other
     // thread wrote, 2.8 us a layer at 2 threads).
     std::vector<int64_t> mean_column_sum_positions;
 

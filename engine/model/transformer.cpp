@@ -146,30 +146,29 @@ struct Transformer::PlanState {
 
 namespace {
 
-// The index of position q in `sorted` (ascending), which must hold it (what: who asked).
-int64_t row_of(int64_t q, const std::vector<int64_t>& sorted, const char* what) {
-    const auto it = std::lower_bound(sorted.begin(), sorted.end(), q);
-    if (it == sorted.end() || *it != q)
-        throw std::logic_error(std::string("forward_plan: ") + what + " asked for position " +
-                               std::to_string(q) + ", which is not among the probabilities' rows");
-    return it - sorted.begin();
+// positions (ascending) -> their indices in `sorted` (ascending), which must hold each one: what
+// asked for them and what `sorted` is, for the error.
+std::vector<int64_t> indices_in(const std::vector<int64_t>& positions,
+                                const std::vector<int64_t>& sorted, const char* what,
+                                const char* among) {
+    std::vector<int64_t> out;
+    out.reserve(positions.size());
+    auto from = sorted.begin();
+    for (int64_t p : positions) {
+        from = std::lower_bound(from, sorted.end(), p);
+        if (from == sorted.end() || *from != p)
+            throw std::logic_error(std::string("forward_plan: ") + what + " asked for position " +
+                                   std::to_string(p) + ", which is not among " + among);
+        out.push_back(from - sorted.begin());
+    }
+    return out;
 }
 
 // positions (ascending, each a computed row) -> their indices among the computed rows (nullptr:
 // every row, a position is its own index).
 std::vector<int64_t> query_rows_of(const std::vector<int64_t>& positions, const RowSet* rows) {
-    if (!rows) return positions;
-    std::vector<int64_t> out;
-    out.reserve(positions.size());
-    auto from = rows->host.begin();
-    for (int64_t p : positions) {
-        from = std::lower_bound(from, rows->host.end(), p);
-        if (from == rows->host.end() || *from != p)
-            throw std::logic_error("forward_plan: probabilities asked for position " +
-                                   std::to_string(p) + ", which the layer does not compute");
-        out.push_back(from - rows->host.begin());
-    }
-    return out;
+    return rows ? indices_in(positions, rows->host, "probabilities", "the rows the layer computes")
+                : positions;
 }
 
 }  // namespace
@@ -207,10 +206,9 @@ SideWork probs_mean_work(LayerResult& r, const LayerPlan& plan) {
     // The plan's column sums in the same pass, each thread those of its keys: the engine thread
     // would otherwise read the means the other thread just wrote.
     const auto& kept = r.probs_positions.empty() && r.rows ? r.rows->host : r.probs_positions;
-    std::vector<int32_t> sum_rows;  // (W) rows of probs_mean
-    sum_rows.reserve(plan.mean_column_sum_positions.size());
-    for (int64_t q : plan.mean_column_sum_positions)
-        sum_rows.push_back(static_cast<int32_t>(row_of(q, kept, "column sums")));
+    const auto indices =
+        indices_in(plan.mean_column_sum_positions, kept, "column sums", "the probabilities' rows");
+    const std::vector<int32_t> sum_rows(indices.begin(), indices.end());  // (W) rows of probs_mean
     if (!sum_rows.empty()) {
         r.mean_column_sums.assign(static_cast<size_t>(L), 0.0);
         r.mean_column_sum_positions = plan.mean_column_sum_positions;
