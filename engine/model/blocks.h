@@ -144,8 +144,8 @@ struct ColumnAttentionTasks {
     torch::Tensor result(torch::Tensor* probs_out) const;
 
     torch::Tensor q, k, v;      // contiguous: (B, H, R, Dh), (B, Hkv, L, Dh)
-    torch::Tensor out;          // (B, R, H*Dh)
-    torch::Tensor probs;        // (B, H, P, L), or undefined
+    torch::Tensor out;          // (..., R, H*Dh): B blocks of (R, H*Dh) in memory
+    torch::Tensor probs;        // (..., H, P, L), or undefined
     std::vector<int64_t> slot;  // query row -> its row of probs, -1: none; empty: row r at r
     int64_t H, Hkv, g, R, L, Dh, P, batches;
     float scale;  // 1 / sqrt(Dh)
