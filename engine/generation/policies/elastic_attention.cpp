@@ -9,10 +9,9 @@ namespace cl::policies::elastic {
 namespace {
 
 // (H, R, L) float32 contiguous: on its device where the kernels run there, else on the CPU. No
-// copy when it already is (the CPU run's probabilities).
+// copy, and no dispatcher call, when it already is (the CPU run's probabilities): the drift test
+// runs in the layer's midpoint while the other threads wait.
 torch::Tensor probs_for_reads(const torch::Tensor& probs) {
-    // No dispatcher call where nothing changes (a CPU run's float32 probabilities): the drift test
-    // runs while the other threads wait, on a core whose caches the layer's weights just filled.
     const auto p = probs.is_cpu() || detail::runs_on_kernels(probs) ? probs : probs.to(torch::kCPU);
     return (p.scalar_type() == torch::kFloat ? p : p.to(torch::kFloat)).contiguous();
 }
