@@ -797,6 +797,55 @@ TEST(Attention, ColumnKernelEqualsTheFloat64AttentionAtEveryEdge) {
         });
 }
 
+// A query row's output and probabilities are the same bits whatever other query rows share its
+// call: 32 rows (two whole AVX-512 vectors of score columns), their first 22 and 17 (a whole one
+// and a half: softmax_half_columns pairs two keys' halves) and 8 (only a half), over key counts
+// that leave 0-3 keys past the softmax's rounds of 4, at every vector width this CPU has.
+TEST(Attention, EachQueryRowIsTheSameBitsWhateverRowsShareItsCall) {
+    torch::InferenceMode guard;
+    const int64_t Dh = 32;
+    for (const int64_t L : {415, 416, 417, 418})
+        at_every_vector_width([&](const std::string& vectors) {
+            torch::manual_seed(17);
+            const auto q = torch::randn({32, Dh}) * 2, k = torch::randn({L, Dh}) * 2,
+                       v = torch::randn({L, Dh});
+            // (out (R, Dh), probs (R, L)) of the first R rows of q.
+            auto attend_first = [&](int64_t R) {
+                auto out = torch::full({R, Dh}, NAN);
+                auto probs = torch::full({R, L}, NAN);
+                std::vector<float> scratch(
+                    static_cast<size_t>(detail::column_attention_scratch(1, R, L, Dh)), NAN);
+                detail::ColumnAttention a;
+                a.q = q.data_ptr<float>();
+                a.q_head_stride = R * Dh;
+                a.q_row_stride = Dh;
+                a.k = k.data_ptr<float>();
+                a.v = v.data_ptr<float>();
+                a.k_row_stride = a.v_row_stride = Dh;
+                a.out = out.data_ptr<float>();
+                a.out_head_stride = Dh;
+                a.out_row_stride = Dh;
+                a.probs = probs.data_ptr<float>();
+                a.probs_head_stride = R * L;
+                a.heads = 1;
+                a.rows = R;
+                a.keys = L;
+                a.head_dim = Dh;
+                a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
+                detail::column_attention(a, scratch.data());
+                return std::make_pair(out, probs);
+            };
+            const auto [out_all, probs_all] = attend_first(32);
+            for (const int64_t R : {22, 17, 8}) {
+                const auto [out, probs] = attend_first(R);
+                const std::string at =
+                    std::to_string(R) + " of 32 rows, " + std::to_string(L) + " keys, " + vectors;
+                EXPECT_TRUE(torch::equal(out, out_all.narrow(0, 0, R))) << at;
+                EXPECT_TRUE(torch::equal(probs, probs_all.narrow(0, 0, R))) << at;
+            }
+        });
+}
+
 // Training differentiates through the same function: with gradients on it takes LibTorch's ops
 // (the blocked path writes into buffers, which autograd refuses), to the same values.
 TEST(Attention, TrainingGetsGradientsThroughIt) {
