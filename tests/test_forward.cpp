@@ -731,6 +731,35 @@ TEST(Forward, ColumnSumsOfARowWithoutProbabilitiesAreRefused) {
     }
 }
 
+// column_attention of one kv head of g = probs.size(0) query heads: the first `rows` rows of each
+// head of q (g, R', Dh) or (R', Dh), k and v (..., L, Dh) contiguous, into out (rows, width >= g
+// Dh) and probs (g, rows, L), both contiguous.
+void attend_one_kv_head(const torch::Tensor& q, int64_t rows, const torch::Tensor& k,
+                        const torch::Tensor& v, const torch::Tensor& out,
+                        const torch::Tensor& probs) {
+    const int64_t g = probs.size(0), L = k.size(-2), Dh = k.size(-1);
+    std::vector<float> scratch(
+        static_cast<size_t>(detail::column_attention_scratch(g, rows, L, Dh)), NAN);
+    detail::ColumnAttention a;
+    a.q = q.data_ptr<float>();
+    a.q_head_stride = q.size(-2) * Dh;
+    a.q_row_stride = Dh;
+    a.k = k.data_ptr<float>();
+    a.v = v.data_ptr<float>();
+    a.k_row_stride = a.v_row_stride = Dh;
+    a.out = out.data_ptr<float>();
+    a.out_head_stride = Dh;
+    a.out_row_stride = out.size(1);
+    a.probs = probs.data_ptr<float>();
+    a.probs_head_stride = rows * L;
+    a.heads = g;
+    a.rows = rows;
+    a.keys = L;
+    a.head_dim = Dh;
+    a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
+    detail::column_attention(a, scratch.data());
+}
+
 // row_attention's kernel called directly, one kv head: query-row counts around its 8-column
 // padding (1, 21 = 3 heads x 7, 22, 33, 124), one key and key counts off its 16-key transpose
 // blocks, head sizes with an 8-column tail (40), an 8-column and a scalar one (44) and 128
@@ -757,26 +786,7 @@ TEST(Attention, ColumnKernelEqualsTheFloat64AttentionAtEveryEdge) {
             const int64_t width = g * Dh + 5;  // 5 floats past the heads in every output row
             auto out = torch::full({R, width}, NAN);
             auto probs = torch::full({g, R, L}, NAN);
-            std::vector<float> scratch(
-                static_cast<size_t>(detail::column_attention_scratch(g, R, L, Dh)), NAN);
-            detail::ColumnAttention a;
-            a.q = q.data_ptr<float>();
-            a.q_head_stride = R * Dh;
-            a.q_row_stride = Dh;
-            a.k = k.data_ptr<float>();
-            a.v = v.data_ptr<float>();
-            a.k_row_stride = a.v_row_stride = Dh;
-            a.out = out.data_ptr<float>();
-            a.out_head_stride = Dh;
-            a.out_row_stride = width;
-            a.probs = probs.data_ptr<float>();
-            a.probs_head_stride = R * L;
-            a.heads = g;
-            a.rows = R;
-            a.keys = L;
-            a.head_dim = Dh;
-            a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
-            detail::column_attention(a, scratch.data());
+            attend_one_kv_head(q, R, k, v, out, probs);
             const auto ref = naive_attention(f64(q), f64(k), f64(v));  // (R, g Dh)
             const auto ours = out.narrow(1, 0, g * Dh);
             const std::string at = std::to_string(g) + " x " + std::to_string(R) + " rows, " +
@@ -812,28 +822,9 @@ TEST(Attention, EachQueryRowIsTheSameBitsWhateverRowsShareItsCall) {
             // (out (R, Dh), probs (R, L)) of the first R rows of q.
             auto attend_first = [&](int64_t R) {
                 auto out = torch::full({R, Dh}, NAN);
-                auto probs = torch::full({R, L}, NAN);
-                std::vector<float> scratch(
-                    static_cast<size_t>(detail::column_attention_scratch(1, R, L, Dh)), NAN);
-                detail::ColumnAttention a;
-                a.q = q.data_ptr<float>();
-                a.q_head_stride = R * Dh;
-                a.q_row_stride = Dh;
-                a.k = k.data_ptr<float>();
-                a.v = v.data_ptr<float>();
-                a.k_row_stride = a.v_row_stride = Dh;
-                a.out = out.data_ptr<float>();
-                a.out_head_stride = Dh;
-                a.out_row_stride = Dh;
-                a.probs = probs.data_ptr<float>();
-                a.probs_head_stride = R * L;
-                a.heads = 1;
-                a.rows = R;
-                a.keys = L;
-                a.head_dim = Dh;
-                a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
-                detail::column_attention(a, scratch.data());
-                return std::make_pair(out, probs);
+                auto probs = torch::full({1, R, L}, NAN);
+                attend_one_kv_head(q, R, k, v, out, probs);
+                return std::make_pair(out, probs[0]);
             };
             const auto [out_all, probs_all] = attend_first(32);
             for (const int64_t R : {22, 17, 8}) {
