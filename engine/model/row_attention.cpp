@@ -97,25 +97,38 @@ template <class V>
 }
 
 // The column vector from c: st's exps in place; returns the sum's four partial sums' total.
+// One key row's vector of columns: its exps, in place and returned.
+template <class V>
+[[gnu::always_inline]] inline V exp_in_place(float* row, V max, float scale) {
+    const V e = exp_lanes(load<V>(row), max, scale);
+    store(row, e);
+    return e;
+}
+
+// Keys j .. keys - 1, past the last whole round of kPartialSums: their exps in place, key j's into
+// partial sum j % kPartialSums.
+template <class V>
+[[gnu::always_inline]] inline void exp_last_keys(float* st, int64_t j, int64_t keys, int64_t rp,
+                                                 V max, float scale, V (&sum)[kPartialSums]) {
+    for (; j < keys; ++j) sum[j % kPartialSums] += exp_in_place(st + j * rp, max, scale);
+}
+
+// The partial sums' total, in the one order every column's is taken.
+template <class V>
+[[gnu::always_inline]] inline V total_of(const V (&sum)[kPartialSums]) {
+    return (sum[0] + sum[1]) + (sum[2] + sum[3]);
+}
+
 template <class V>
 [[gnu::always_inline]] inline V exp_column(float* st, int64_t keys, int64_t rp, V max,
                                            float scale) {
     V sum[kPartialSums] = {};
     int64_t j = 0;
     for (; j + kPartialSums <= keys; j += kPartialSums)
-        for (int64_t u = 0; u < kPartialSums; ++u) {
-            float* row = st + (j + u) * rp;
-            const V e = exp_lanes(load<V>(row), max, scale);
-            store(row, e);
-            sum[u] += e;
-        }
-    for (; j < keys; ++j) {
-        float* row = st + j * rp;
-        const V e = exp_lanes(load<V>(row), max, scale);
-        store(row, e);
-        sum[j % kPartialSums] += e;
-    }
-    return (sum[0] + sum[1]) + (sum[2] + sum[3]);
+        for (int64_t u = 0; u < kPartialSums; ++u)
+            sum[u] += exp_in_place(st + (j + u) * rp, max, scale);
+    exp_last_keys(st, j, keys, rp, max, scale, sum);
+    return total_of(sum);
 }
 
 // The column vector from c: its max, exps and 1 / sum.
@@ -171,13 +184,8 @@ template <int N>
         }
     H sum[kPartialSums] = {half_from<0>(pairs[0], half), half_from<N / 2>(pairs[0], half),
                            half_from<0>(pairs[1], half), half_from<N / 2>(pairs[1], half)};
-    for (; j < keys; ++j) {
-        float* row = s.st + j * rp + c;
-        const H e = exp_lanes(load<H>(row), max, scale);
-        store(row, e);
-        sum[j % kPartialSums] += e;
-    }
-    store(s.inv_sum + c, 1.0F / ((sum[0] + sum[1]) + (sum[2] + sum[3])));
+    exp_last_keys(s.st + c, j, keys, rp, max, scale, sum);
+    store(s.inv_sum + c, 1.0F / total_of(sum));
 }
 
 struct SoftmaxStatsKernel {
