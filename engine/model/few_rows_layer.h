@@ -91,10 +91,12 @@ struct FewRowsLayerResult {
 // there were two regions: a fork and a join less per layer, the same bits. Where
 // fuses_qkv_and_attention(h, kv_cache, heads, kv_heads) holds. The output projection and MLP stay
 // split by rows: split by columns (each thread half of every product's weights, two barriers
-// more) they took 7% and 5% longer in Elastic's and fast-dual's cached steps at 2 threads, since
-// the residual rows and the MLP's hidden values then cross the cores at each barrier. d2Cache's
-// layers (attend with head means: tasks of rows through every head) keep their three regions:
-// in one region, after a barrier, they were no faster (median of 24 alternated pairs 1.004).
+// more) they took 7% and 5% longer in Elastic's and fast-dual's cached steps at 2 threads on an
+// AMD Zen 3, and 6% and 5% on an Intel Xeon whose cores read L3 at about 20 GB/s (README, session
+// 49), since the residual rows and the MLP's hidden values then cross the cores at each barrier.
+// d2Cache's layers (attend with head means: tasks of rows through every head) keep their three
+// regions: in one region, after a barrier, they were no faster (median of 24 alternated
+// pairs 1.004).
 FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                                   const torch::Tensor& cos, const torch::Tensor& sin, int64_t heads,
                                   int64_t kv_heads, double eps, LayerCache& kv_cache,
