@@ -96,7 +96,6 @@ template <class V>
     return e;
 }
 
-// The column vector from c: st's exps in place; returns the sum's four partial sums' total.
 // One key row's vector of columns: its exps, in place and returned.
 template <class V>
 [[gnu::always_inline]] inline V exp_in_place(float* row, V max, float scale) {
@@ -119,6 +118,7 @@ template <class V>
     return (sum[0] + sum[1]) + (sum[2] + sum[3]);
 }
 
+// The column vector from c: st's exps in place; returns the sum's four partial sums' total.
 template <class V>
 [[gnu::always_inline]] inline V exp_column(float* st, int64_t keys, int64_t rp, V max,
                                            float scale) {
