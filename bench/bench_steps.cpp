@@ -7,7 +7,11 @@
 // low confidence). Runs go round-robin over the policies (none first) so that the VM's slow phases
 // land on all alike; per prompt the median-wall repeat counts, as in the bench. Beside it, each
 // round's run against that round's `none` run (eff_pair: the median and range over the rounds),
-// which the VM's phases move less. Prints a table, writes JSON. Not a test: numbers only.
+// which the VM's phases move less. At 2+ threads, where a policy's cached layers run as one
+// region each (few_rows_layer: q/k/v and attention by kv heads, the midpoint, output and MLP by
+// rows), a line of where a region's time goes: each thread's work per phase and its wait at the
+// barrier after it (phased_region.h's timers, over every run). Prints a table, writes JSON. Not a
+// test: numbers only.
 //   cachelens-bench-steps [--model DIR] [--policies elastic,d2cache] [--prompts 2] [--repeats 3]
 //                         [--threads 1,2] [--json FILE]
 #include <CLI/CLI.hpp>
@@ -25,6 +29,7 @@
 #include "engine/generation/generator.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/model/model.h"
+#include "engine/model/phased_region.h"
 #include "engine/tasks/task_suite.h"
 #include "engine/trace/metrics.h"
 #include "engine/trace/trace_store.h"
@@ -61,11 +66,33 @@ struct StepTotals {
     }
 };
 
+// The fused cached layers' regions (phased_region.h) of a policy's runs at one thread count,
+// summed over the runs: each share's fork, work and wait per phase, a region's mean in the table.
+struct RegionTimes {
+    int64_t runs = 0;
+    cl::detail::PhaseTimes sum;
+
+    void add(const cl::detail::PhaseTimes& t) {
+        ++runs;
+        sum.regions += t.regions;
+        sum.phases = std::max(sum.phases, t.phases);
+        sum.join_ns += t.join_ns;
+        for (size_t s = 0; s < t.fork_ns.size(); ++s) {
+            sum.fork_ns[s] += t.fork_ns[s];
+            for (size_t p = 0; p < t.work_ns[s].size(); ++p) {
+                sum.work_ns[s][p] += t.work_ns[s][p];
+                sum.wait_ns[s][p] += t.wait_ns[s][p];
+            }
+        }
+    }
+};
+
 // One run split by kind of step: cached (fewer FLOPs than a full forward at that step) or full.
 // Efficiencies come from the steps' wall times, as the bench's (trace::run_metrics).
 struct RunSplit {
     double wall_ms = 0;  // the run's, to pick the median repeat
     StepTotals cached, full;
+    cl::detail::PhaseTimes regions;  // its fused layers' regions
 
     StepTotals all() const {
         StepTotals a = cached;
@@ -92,7 +119,9 @@ RunSplit run_once(const std::shared_ptr<cl::Model>& model, const std::string& pr
     cl::trace::TraceStore store;  // step records only: nothing asks for attention maps
     cl::Generator gen(model, req, &store);
     RunSplit out;
+    cl::detail::reset_phase_times();
     out.wall_ms = gen.run().wall_ms;
+    out.regions = cl::detail::phase_times();
     for (const auto& s : store.steps(req.run_id))
         (s->flops < s->flops_full ? out.cached : out.full).add(*s);
     return out;
@@ -105,6 +134,7 @@ RunSplit run_once(const std::shared_ptr<cl::Model>& model, const std::string& pr
 struct Measured {
     std::map<std::string, RunSplit> medians;
     std::map<std::string, std::vector<double>> paired;  // per policy, one per round
+    std::map<std::string, RegionTimes> regions;         // per policy, over every run
 };
 
 Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std::string>& prompts,
@@ -114,7 +144,10 @@ Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std:
         (void)run_once(model, prompt, "none", o, threads);  // warm-up
         std::map<std::string, std::vector<RunSplit>> reps;
         for (int r = 0; r < o.repeats; ++r) {
-            for (const auto& n : names) reps[n].push_back(run_once(model, prompt, n, o, threads));
+            for (const auto& n : names) {
+                reps[n].push_back(run_once(model, prompt, n, o, threads));
+                out.regions[n].add(reps[n].back().regions);
+            }
             const StepTotals base = reps.at("none").back().all();
             for (const auto& n : names) {
                 if (n == "none") continue;
@@ -178,6 +211,68 @@ nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSpli
     return row;
 }
 
+// A policy's fused-layer regions at 2+ threads, us a region: each timed share's time to its first
+// phase, each phase's work and the wait at the barrier after it, the join; null where its layers
+// ran no such region (d2Cache's and dLLM-Cache's layers, and every layer at 1 thread).
+nlohmann::json region_json(const std::string& n, const RegionTimes& r, int threads) {
+    const auto& t = r.sum;
+    if (t.regions == 0 || r.runs == 0) return nullptr;
+    const double per = 1e3 * static_cast<double>(t.regions);  // ns -> us a region
+    const int shares = std::min(threads, cl::detail::PhaseTimes::kTimedShares);
+    const auto phases =
+        static_cast<int>(std::min<int64_t>(t.phases, cl::detail::PhaseTimes::kTimedPhases));
+    nlohmann::json fork = nlohmann::json::array(), work = nlohmann::json::array(),
+                   wait = nlohmann::json::array();
+    for (int s = 0; s < shares; ++s) {
+        fork.push_back(static_cast<double>(t.fork_ns[s]) / per);
+        nlohmann::json w = nlohmann::json::array(), q = nlohmann::json::array();
+        for (int p = 0; p < phases; ++p) {
+            w.push_back(static_cast<double>(t.work_ns[s][p]) / per);
+            q.push_back(static_cast<double>(t.wait_ns[s][p]) / per);
+        }
+        work.push_back(w);
+        wait.push_back(q);
+    }
+    return {{"threads", threads},
+            {"policy", n},
+            {"regions_per_run", static_cast<double>(t.regions) / static_cast<double>(r.runs)},
+            {"fork_us", fork},
+            {"work_us", work},
+            {"wait_us", wait},
+            {"join_us", static_cast<double>(t.join_ns) / per}};
+}
+
+// region_json's row as one line: each figure share by share (0/1/...).
+void print_region(const nlohmann::json& row) {
+    std::string line;
+    char part[64];
+    const auto by_share = [&](const char* label, const nlohmann::json& per_share) {
+        line += label;
+        for (size_t s = 0; s < per_share.size(); ++s) {
+            std::snprintf(part, sizeof(part), "%s%.1f", s ? "/" : " ", per_share[s].get<double>());
+            line += part;
+        }
+    };
+    const auto& work = row["work_us"];
+    const auto& wait = row["wait_us"];
+    by_share("fork", row["fork_us"]);
+    const size_t phases = work.empty() ? 0 : work[0].size();
+    for (size_t p = 0; p < phases; ++p) {
+        std::snprintf(part, sizeof(part), " | phase %zu", p + 1);
+        line += part;
+        nlohmann::json w = nlohmann::json::array(), q = nlohmann::json::array();
+        for (size_t s = 0; s < work.size(); ++s) {
+            w.push_back(work[s][p]);
+            q.push_back(wait[s][p]);
+        }
+        by_share("", w);
+        if (p + 1 < phases) by_share(" wait", q);
+    }
+    std::printf("%7d %-12s %.0f regions a run, us a region (share 0/1...): %s | join %.1f\n",
+                row["threads"].get<int>(), row["policy"].get<std::string>().c_str(),
+                row["regions_per_run"].get<double>(), line.c_str(), row["join_us"].get<double>());
+}
+
 std::vector<std::string> parse_policies(const std::string& csv) {
     std::vector<std::string> names{"none"};
     std::stringstream ss(csv);
@@ -212,7 +307,9 @@ void run(const Options& o) {
         (long long)o.steps, o.prompts, o.repeats, cl::libtorch_version(), cl::blas_threading(),
         cl::blas_kernels().c_str(), cl::cpu::vector_isa(), "threads", "policy", "eff", "cached",
         "full", "cached_t", "eff_c", "layers_c", "other_ms", "other", "eff_f", "eff_pair", "range");
-    nlohmann::json rows = nlohmann::json::array(), cores = nlohmann::json::array();
+    nlohmann::json rows = nlohmann::json::array(), cores = nlohmann::json::array(),
+                   regions = nlohmann::json::array();
+    cl::detail::set_phase_timing(true);
     // Each thread count's speeds after it are the next one's before: one probe between two counts.
     auto after = cl::bench::measure_core_speeds();
     for (int t : o.threads) {
@@ -234,6 +331,11 @@ void run(const Options& o) {
                     100 * base.outside_layers_share());
         std::printf("%7d %-12s %s\n", t, "core speed",
                     cl::bench::before_and_after(before, after).c_str());
+        for (const auto& n : names)
+            if (auto row = region_json(n, measured.regions.at(n), t); !row.is_null()) {
+                print_region(row);
+                regions.push_back(std::move(row));
+            }
     }
     if (o.json_file.empty()) return;
     const nlohmann::json out = {{"model", model->name()},
@@ -244,7 +346,8 @@ void run(const Options& o) {
                                 {"repeats", o.repeats},
                                 {"row_kernels", cl::cpu::vector_isa()},
                                 {"core_speeds", cores},
-                                {"rows", rows}};
+                                {"rows", rows},
+                                {"fused_layer_regions", regions}};
     cl::write_json_file(o.json_file, out);
 }
 

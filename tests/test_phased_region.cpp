@@ -19,6 +19,13 @@ namespace {
 
 using detail::PhaseWork;
 
+// Busy for `us` microseconds.
+void busy_for(int64_t us) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+
 // Busy for a while that differs by share, so that the shares arrive at the barriers out of order.
 void stagger(int64_t share) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50 * share);
@@ -113,6 +120,60 @@ TEST(PhasedRegion, ShareZeroRunsOnTheCallingThread) {
         }});
         EXPECT_EQ(on_caller.load(), 1) << threads << " threads";
     }
+}
+
+// Turns phase timing on for a scope, its sums zeroed, and off again after.
+class ScopedPhaseTiming {
+public:
+    ScopedPhaseTiming() {
+        detail::reset_phase_times();
+        detail::set_phase_timing(true);
+    }
+    ~ScopedPhaseTiming() { detail::set_phase_timing(false); }
+    ScopedPhaseTiming(const ScopedPhaseTiming&) = delete;
+    ScopedPhaseTiming& operator=(const ScopedPhaseTiming&) = delete;
+};
+
+TEST(PhasedRegion, TimingPutsEachShareWorkInItsPhaseAndTheOthersWaitAtTheBarrier) {
+    const test::ScopedThreads scope(2);
+    const ScopedPhaseTiming timing;
+    constexpr int64_t kFirstUs = 3000, kSecondUs = 2000;
+    detail::run_in_phases({[&](int64_t first, int64_t, int64_t) {  // share 0 works, 1 waits
+                               if (first == 0) busy_for(kFirstUs);
+                           },
+                           [&](int64_t first, int64_t, int64_t) {  // share 1 works, 0 waits
+                               if (first == 1) busy_for(kSecondUs);
+                           },
+                           [](int64_t, int64_t, int64_t) {}});
+    const auto t = detail::phase_times();
+    EXPECT_EQ(t.regions, 1);
+    EXPECT_EQ(t.phases, 3);
+    EXPECT_GE(t.work_ns[0][0], kFirstUs * 1000);
+    EXPECT_GE(t.work_ns[1][1], kSecondUs * 1000);
+    // A share leaves a barrier only after the other has done its work before it: on one clock,
+    // from the region's start.
+    const auto& f = t.fork_ns;
+    const auto& w = t.work_ns;
+    const auto& q = t.wait_ns;
+    EXPECT_GE(f[1] + w[1][0] + q[1][0], f[0] + w[0][0]);
+    EXPECT_GE(f[0] + w[0][0] + q[0][0] + w[0][1] + q[0][1], f[1] + w[1][0] + q[1][0] + w[1][1]);
+    EXPECT_GE(q[1][0], 0);
+    EXPECT_GE(t.join_ns, 0);
+}
+
+TEST(PhasedRegion, NothingIsTimedWithTimingOffOrOneShare) {
+    detail::reset_phase_times();
+    {
+        const test::ScopedThreads scope(2);
+        detail::run_in_phases({[](int64_t, int64_t, int64_t) {}});
+    }
+    EXPECT_EQ(detail::phase_times().regions, 0) << "timing off";
+    const test::ScopedThreads scope(1);
+    const ScopedPhaseTiming timing;
+    detail::run_in_phases({[](int64_t, int64_t, int64_t) { busy_for(100); }});
+    const auto t = detail::phase_times();
+    EXPECT_EQ(t.regions, 0) << "one share";
+    EXPECT_EQ(t.work_ns[0][0], 0);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 // never starts would wait forever) the phases run on the calling thread, one after another.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -29,5 +30,26 @@ int64_t phase_shares();
 // local state (grad mode). The first exception a share throws stops every share at the next
 // barrier (none starts a later phase) and is rethrown here once the region is over.
 void run_in_phases(const std::vector<PhaseWork>& phases);
+
+// Where the regions' time went, for benchmarks (cachelens-bench-steps): summed over the regions of
+// 2 or more shares that ran while timing was on, in ns, each share's time from the region's start
+// to its first phase (fork), in each phase's work and at the barrier after it (wait; the last
+// phase's wait is the join's, taken on the region as a whole). Only the first kTimedShares shares
+// and kTimedPhases phases are kept. A cached layer at 2 threads is one such region: session 50's
+// breakdown of Elastic-Cache's layers (README) came from scratch timers like these.
+struct PhaseTimes {
+    static constexpr int kTimedShares = 4, kTimedPhases = 4;
+    int64_t regions = 0;
+    int64_t phases = 0;  // the most phases a timed region had
+    std::array<int64_t, kTimedShares> fork_ns{};
+    std::array<std::array<int64_t, kTimedPhases>, kTimedShares> work_ns{}, wait_ns{};
+    int64_t join_ns = 0;  // from the last share's end to the region's return
+};
+
+// Timing off (the default) costs a region one relaxed load of a flag.
+void set_phase_timing(bool on);
+// The sums since the last reset (a snapshot); reset_phase_times zeroes them.
+PhaseTimes phase_times();
+void reset_phase_times();
 
 }  // namespace cl::detail
