@@ -28,9 +28,7 @@ void busy_for(int64_t us) {
 
 // Busy for a while that differs by share, so that the shares arrive at the barriers out of order.
 void stagger(int64_t share) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50 * share);
-    while (std::chrono::steady_clock::now() < until) {
-    }
+    busy_for(50 * share);
 }
 
 TEST(PhasedRegion, EachPhaseSeesEveryWriteOfThePhasesBefore) {
@@ -157,8 +155,6 @@ TEST(PhasedRegion, TimingPutsEachShareWorkInItsPhaseAndTheOthersWaitAtTheBarrier
     const auto& q = t.wait_ns;
     EXPECT_GE(f[1] + w[1][0] + q[1][0], f[0] + w[0][0]);
     EXPECT_GE(f[0] + w[0][0] + q[0][0] + w[0][1] + q[0][1], f[1] + w[1][0] + q[1][0] + w[1][1]);
-    EXPECT_GE(q[1][0], 0);
-    EXPECT_GE(t.join_ns, 0);
 }
 
 TEST(PhasedRegion, NothingIsTimedWithTimingOffOrOneShare) {
