@@ -74,16 +74,7 @@ struct RegionTimes {
 
     void add(const cl::detail::PhaseTimes& t) {
         ++runs;
-        sum.regions += t.regions;
-        sum.phases = std::max(sum.phases, t.phases);
-        sum.join_ns += t.join_ns;
-        for (size_t s = 0; s < t.fork_ns.size(); ++s) {
-            sum.fork_ns[s] += t.fork_ns[s];
-            for (size_t p = 0; p < t.work_ns[s].size(); ++p) {
-                sum.work_ns[s][p] += t.work_ns[s][p];
-                sum.wait_ns[s][p] += t.wait_ns[s][p];
-            }
-        }
+        sum += t;
     }
 };
 
@@ -244,29 +235,24 @@ nlohmann::json region_json(const std::string& n, const RegionTimes& r, int threa
 
 // region_json's row as one line: each figure share by share (0/1/...).
 void print_region(const nlohmann::json& row) {
+    const auto& work = row["work_us"];
+    const auto& wait = row["wait_us"];
+    const size_t shares = work.size(), phases = shares ? work[0].size() : 0;
     std::string line;
     char part[64];
-    const auto by_share = [&](const char* label, const nlohmann::json& per_share) {
+    const auto by_share = [&](const char* label, const auto& us_of_share) {
         line += label;
-        for (size_t s = 0; s < per_share.size(); ++s) {
-            std::snprintf(part, sizeof(part), "%s%.1f", s ? "/" : " ", per_share[s].get<double>());
+        for (size_t s = 0; s < shares; ++s) {
+            std::snprintf(part, sizeof(part), "%s%.1f", s ? "/" : " ", us_of_share(s));
             line += part;
         }
     };
-    const auto& work = row["work_us"];
-    const auto& wait = row["wait_us"];
-    by_share("fork", row["fork_us"]);
-    const size_t phases = work.empty() ? 0 : work[0].size();
+    by_share("fork", [&](size_t s) { return row["fork_us"][s].get<double>(); });
     for (size_t p = 0; p < phases; ++p) {
         std::snprintf(part, sizeof(part), " | phase %zu", p + 1);
         line += part;
-        nlohmann::json w = nlohmann::json::array(), q = nlohmann::json::array();
-        for (size_t s = 0; s < work.size(); ++s) {
-            w.push_back(work[s][p]);
-            q.push_back(wait[s][p]);
-        }
-        by_share("", w);
-        if (p + 1 < phases) by_share(" wait", q);
+        by_share("", [&](size_t s) { return work[s][p].get<double>(); });
+        if (p + 1 < phases) by_share(" wait", [&](size_t s) { return wait[s][p].get<double>(); });
     }
     std::printf("%7d %-12s %.0f regions a run, us a region (share 0/1...): %s | join %.1f\n",
                 row["threads"].get<int>(), row["policy"].get<std::string>().c_str(),

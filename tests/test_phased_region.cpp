@@ -157,6 +157,26 @@ TEST(PhasedRegion, TimingPutsEachShareWorkInItsPhaseAndTheOthersWaitAtTheBarrier
     EXPECT_GE(f[0] + w[0][0] + q[0][0] + w[0][1] + q[0][1], f[1] + w[1][0] + q[1][0] + w[1][1]);
 }
 
+TEST(PhasedRegion, TimesOfSeveralRunsAddUp) {
+    detail::PhaseTimes a, b;
+    a.regions = 2;
+    a.phases = 3;
+    a.fork_ns[1] = 5;
+    a.work_ns[1][2] = 7;
+    b.regions = 1;
+    b.phases = 2;
+    b.work_ns[1][2] = 4;
+    b.wait_ns[0][1] = 9;
+    b.join_ns = 3;
+    a += b;
+    EXPECT_EQ(a.regions, 3);
+    EXPECT_EQ(a.phases, 3);  // the most phases, not their sum
+    EXPECT_EQ(a.fork_ns[1], 5);
+    EXPECT_EQ(a.work_ns[1][2], 11);
+    EXPECT_EQ(a.wait_ns[0][1], 9);
+    EXPECT_EQ(a.join_ns, 3);
+}
+
 TEST(PhasedRegion, NothingIsTimedWithTimingOffOrOneShare) {
     detail::reset_phase_times();
     {

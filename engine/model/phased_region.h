@@ -44,6 +44,21 @@ struct PhaseTimes {
     std::array<int64_t, kTimedShares> fork_ns{};
     std::array<std::array<int64_t, kTimedPhases>, kTimedShares> work_ns{}, wait_ns{};
     int64_t join_ns = 0;  // from the last share's end to the region's return
+
+    // The sums of both (several runs' times), the most phases of either.
+    PhaseTimes& operator+=(const PhaseTimes& o) {
+        regions += o.regions;
+        phases = phases > o.phases ? phases : o.phases;
+        join_ns += o.join_ns;
+        for (int s = 0; s < kTimedShares; ++s) {
+            fork_ns[s] += o.fork_ns[s];
+            for (int p = 0; p < kTimedPhases; ++p) {
+                work_ns[s][p] += o.work_ns[s][p];
+                wait_ns[s][p] += o.wait_ns[s][p];
+            }
+        }
+        return *this;
+    }
 };
 
 // Timing off (the default) costs a region one relaxed load of a flag.
