@@ -377,6 +377,42 @@ TEST(Forward, PartialForwardWithFreshCacheEqualsFullOnItsRows) {
     EXPECT_LE(nmse(net.head(hidden), full.index_select(0, subset.device)), 1e-10);
 }
 
+// A feature-cache layer (dLLM-Cache's) that computes every row leaves its cached attention and
+// FFN outputs equal to what it added to the residual (the cache takes them outright): a second
+// forward that recomputes no row, adding those outputs only, gives the first one's hidden, and
+// one that recomputes a few rows against them gives the full forward's on those rows.
+TEST(Forward, FeatureCacheOfEveryRowServesALaterForwardOfFewOrNoRows) {
+    auto model = Model::load(test::make_tiny_model("m", 64, 3, 4, 4));
+    auto& net = model->net();
+    const int64_t L = 24, D = model->config().d_model;
+    auto ids = torch::tensor(some_ids(L, model->config().vocab_size));
+    torch::InferenceMode g;
+    auto cache = net.make_cache(L, false);
+    for (auto& lc : cache) {  // as dLLM-Cache allocates them
+        lc.attn_out = torch::zeros({L, D});
+        lc.ffn_out = torch::zeros({L, D});
+    }
+    const auto features = [](detail::RowSet rows, bool all) {
+        return [rows = std::move(rows), all](int) {
+            detail::LayerPlan p;
+            p.feature_cache = true;
+            p.write_features = true;
+            p.all_rows = all;
+            p.rows = rows;
+            return p;
+        };
+    };
+    detail::RowSet out_rows;
+    const auto first = run_plan(net, ids, cache, out_rows, features({}, true));  // (L, D)
+    const auto kept = cache[1].attn_out.clone();
+    const auto none = run_plan(net, ids, cache, out_rows, features(row_set({}), false));
+    EXPECT_TRUE(torch::equal(cache[1].attn_out, kept));
+    EXPECT_LE(nmse(none, first), 1e-12);
+    const auto few = row_set({0, 7, 23});
+    const auto again = run_plan(net, ids, cache, out_rows, features(few, false));
+    EXPECT_LE(nmse(again.index_select(0, few.device), first.index_select(0, few.device)), 1e-10);
+}
+
 TEST(Forward, RowSetsThatGrowUseTheHiddenCache) {
     // Elastic-style: few rows at shallow layers, all rows deeper, served by cached layer inputs.
     auto model = Model::load(test::make_tiny_model("m", 64, 4, 4, 4));

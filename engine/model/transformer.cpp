@@ -327,10 +327,16 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
     } else {
         // Rows not computed add their cached outputs, computed rows their fresh ones. Once the
         // fresh rows are written into the cache, the cache is that merged (L, D) itself.
+        // A layer that computes every row takes fresh (L, D) as its cache outright: a copy of
+        // (L, D) per output was dLLM-Cache's layer 0 (always recomputed) 4% slower than none's.
         auto merge = [&](torch::Tensor& cached, const torch::Tensor& fresh) -> torch::Tensor {
             if (!cached.defined()) return fresh;  // (R, D) -> (L, D)
             if (plan.write_features) {
-                write_rows(cached, rows, fresh);
+                if (all && fresh.sizes() == cached.sizes() && fresh.is_contiguous() &&
+                    fresh.options().type_equal(cached.options()))
+                    cached = fresh;
+                else
+                    write_rows(cached, rows, fresh);
                 return cached;
             }
             return all ? fresh : with_rows(cached, rows, fresh);
@@ -338,8 +344,10 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
         QkvHeads fresh;
         const AttentionReads reads{plan.want_probs ? &r.probs : nullptr, &plan.probs_positions,
                                    plan.want_head_mean ? &r.head_mean : nullptr};
-        const auto attn = attention_rows(l, s.h.index_select(0, rows.device), all ? nullptr : &rows,
-                                         s, lc, plan.write_kv, reads, &fresh);  // (R, H*Dh)
+        // Every row's input is h itself (the attention only reads it); fewer rows are gathered.
+        const auto attn = attention_rows(l, all ? s.h : s.h.index_select(0, rows.device),
+                                         all ? nullptr : &rows, s, lc, plan.write_kv, reads,
+                                         &fresh);  // (R, H*Dh)
         if (plan.want_probs) r.probs_positions = plan.probs_positions;
         r.k = fresh.k;
         r.v = fresh.v;
@@ -348,7 +356,8 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
             few_rows_features(w, s.h, attn, rows.host, lc, m_config.rms_norm_eps);
         } else {
             add_to_residual(merge(lc.attn_out, linear(attn, w.attn_out, {}, w.attn_out_panels)));
-            auto f = gated_mlp(w, norm(s.h.index_select(0, rows.device), w.ff_norm));  // (R, D)
+            auto f = gated_mlp(w, norm(all ? s.h : s.h.index_select(0, rows.device),
+                                       w.ff_norm));  // (R, D)
             add_to_residual(merge(lc.ffn_out, f));
         }
     }
