@@ -476,6 +476,16 @@ TEST(Policies, DllmCacheRowCosinesFollowTheFloat64Definition) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     EXPECT_EQ(policies::similarity::least_similar_first({nan, 0.5, nan, -1.0}),
               (std::vector<int64_t>{3, 1, 0, 2}));
+    // The first few of that order only: the same rows in the same order at every count.
+    const std::vector<double> ties{0.5, nan, 1.0, -0.2, 0.5, 1.0, nan, 0.5, -0.2};
+    const auto whole = policies::similarity::least_similar_first(ties);
+    EXPECT_EQ(whole, (std::vector<int64_t>{3, 8, 0, 4, 7, 2, 5, 1, 6}));
+    for (size_t count = 0; count <= ties.size() + 1; ++count)
+        EXPECT_EQ(policies::similarity::least_similar_first(ties, count),
+                  std::vector<int64_t>(
+                      whole.begin(),
+                      whole.begin() + static_cast<std::ptrdiff_t>(std::min(count, whole.size()))))
+            << count;
     EXPECT_THROW(policies::similarity::row_cosines(fresh, cached, L - G + 1, 1e-12),
                  std::invalid_argument);
     EXPECT_THROW(policies::similarity::row_cosines(fresh, cached.narrow(2, 0, 8), 0, 1e-12),

@@ -152,7 +152,7 @@ private:
                     similarity::row_cosines(fresh, cached, m_ctx.prompt_len, kCosineEps);  // (G)
                 mean_sim = std::accumulate(sims.begin(), sims.end(), 0.0) /
                            static_cast<double>(sims.size());
-                order = similarity::least_similar_first(sims);
+                order = similarity::least_similar_first(sims, static_cast<size_t>(n));
             }
             for (int64_t i = 0; i < std::min(n, G); ++i)
                 picked.push_back(m_ctx.prompt_len + order[static_cast<size_t>(i)]);

@@ -137,16 +137,25 @@ std::vector<double> row_cosines(const torch::Tensor& fresh, const torch::Tensor&
                                     : cosines_by_tensors(fresh, cached, first, eps);
 }
 
-std::vector<int64_t> least_similar_first(const std::vector<double>& similarity) {
+std::vector<int64_t> least_similar_first(const std::vector<double>& similarity, size_t count) {
     std::vector<int64_t> order(similarity.size());
     std::iota(order.begin(), order.end(), 0);
-    // NaN (a row of NaN values) after every number, as LibTorch's argsort puts it: a strict weak
-    // order, which a plain < is not once a NaN is among the keys.
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    // NaN (a row of NaN values) after every number, as LibTorch's argsort puts it, and equal ones
+    // by index: a strict total order (a plain < is not one once a NaN is among the keys), so the
+    // partial sort's first `count` are the full sort's.
+    const auto before = [&](int64_t a, int64_t b) {
         const double x = similarity[static_cast<size_t>(a)], y = similarity[static_cast<size_t>(b)];
-        if (std::isnan(x) || std::isnan(y)) return !std::isnan(x) && std::isnan(y);
-        return x < y;
-    });
+        if (std::isnan(x) || std::isnan(y)) {
+            if (std::isnan(x) != std::isnan(y)) return std::isnan(y);
+        } else if (x != y) {
+            return x < y;
+        }
+        return a < b;
+    };
+    count = std::min(count, order.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count),
+                      order.end(), before);
+    order.resize(count);
     return order;
 }
 
