@@ -462,6 +462,38 @@ TEST(Policies, DllmCacheRowCosinesFollowTheFloat64Definition) {
             << floats << " floats";
     }
     cpu::limit_vector_floats(0);
+    // Split over threads (a share of the rows each, where there are enough of them): the same bits
+    // as on one thread, row by row.
+    {
+        const int64_t many = 1100;
+        const auto fresh_many = torch::randn({H, many, Dh});
+        const auto cached_many = torch::randn({H, many + first, Dh});
+        std::vector<double> one;
+        {
+            const test::ScopedThreads scope(1);
+            one = policies::similarity::row_cosines(fresh_many, cached_many, first, 1e-12);
+        }
+        const test::ScopedThreads scope(2);
+        EXPECT_EQ(policies::similarity::row_cosines(fresh_many, cached_many, first, 1e-12), one);
+        for (const int64_t g : {int64_t{0}, many / 2, many - 1})
+            EXPECT_EQ(policies::similarity::row_cosines(fresh_many.narrow(1, g, 1), cached_many,
+                                                        first + g, 1e-12)[0],
+                      one[static_cast<size_t>(g)])
+                << "row " << g;
+        // With replace: the cosines against the rows as they were, which then hold fresh's, the
+        // rows before `first` as they were; the tensor path the same.
+        for (const bool loops : {true, false}) {
+            auto taking = loops ? cached_many.clone() : cached_many.to(torch::kFloat64);
+            const auto got_sims = policies::similarity::row_cosines(
+                loops ? fresh_many : fresh_many.to(torch::kFloat64), taking, first, 1e-12, true);
+            for (size_t g = 0; g < one.size(); g += 97)
+                EXPECT_NEAR(got_sims[g], one[g], loops ? 0.0 : 1e-15) << g;
+            EXPECT_TRUE(
+                torch::equal(taking.narrow(1, first, many).to(torch::kFloat32), fresh_many));
+            EXPECT_TRUE(torch::equal(taking.narrow(1, 0, first).to(torch::kFloat32),
+                                     cached_many.narrow(1, 0, first)));
+        }
+    }
     // The same rows through the tensor path (float64 input) agree to rounding too.
     const auto by_tensors = policies::similarity::row_cosines(
         fresh.to(torch::kFloat64), cached.to(torch::kFloat64), first, 1e-12);

@@ -138,6 +138,7 @@ private:
         const auto n = static_cast<int64_t>(std::floor(rho * static_cast<double>(G)));
         std::vector<int64_t> picked;
         double mean_sim = NAN;
+        bool v_taken = false;  // the V cache holds the fresh V already
         if (n > 0) {
             std::vector<int64_t> order(static_cast<size_t>(G));  // response indices
             if (m_p.metric == Metric::Random) {
@@ -148,8 +149,10 @@ private:
                 const bool by_k = m_p.metric == Metric::KCosine;
                 const auto& fresh = by_k ? k : v;         // (Hkv, G, Dh)
                 const auto& cached = by_k ? lc.k : lc.v;  // (Hkv, L, Dh)
-                const auto sims =
-                    similarity::row_cosines(fresh, cached, m_ctx.prompt_len, kCosineEps);  // (G)
+                // By V, the V cache takes the fresh V as the cosines are summed (below).
+                const auto sims = similarity::row_cosines(fresh, cached, m_ctx.prompt_len,
+                                                          kCosineEps, !by_k);  // (G)
+                v_taken = !by_k;
                 mean_sim = std::accumulate(sims.begin(), sims.end(), 0.0) /
                            static_cast<double>(sims.size());
                 order = similarity::least_similar_first(sims, static_cast<size_t>(n));
@@ -158,7 +161,7 @@ private:
                 picked.push_back(m_ctx.prompt_len + order[static_cast<size_t>(i)]);
         }
         // The V cache takes the fresh V of every response row; K only for the picked rows (below).
-        lc.v.narrow(1, m_ctx.prompt_len, G).copy_(v);  // the response rows are [P, L)
+        if (!v_taken) lc.v.narrow(1, m_ctx.prompt_len, G).copy_(v);  // response rows: [P, L)
         std::vector<int64_t> rows;
         if (m_refresh_prompt)
             for (int64_t i = 0; i < m_ctx.prompt_len; ++i) rows.push_back(i);

@@ -14,9 +14,11 @@ namespace cl::policies::similarity {
 
 // fresh (Hkv, G, Dh), cached (Hkv, L, Dh): cos(fresh row g, cached row first + g) for g < G,
 // x . y / (max(|x|, eps) max(|y|, eps)) over the Hkv * Dh values of each (the definition of
-// torch::cosine_similarity). Loops over the floats on the CPU, tensor ops in float64 elsewhere.
+// torch::cosine_similarity). Loops over the floats on the CPU, a share of the rows per thread,
+// tensor ops in float64 elsewhere. With replace, those rows of cached then take fresh's values
+// (dLLM-Cache's V cache takes every fresh V it compared).
 std::vector<double> row_cosines(const torch::Tensor& fresh, const torch::Tensor& cached,
-                                int64_t first, double eps);
+                                int64_t first, double eps, bool replace = false);
 
 // 0 .. G-1 ordered by ascending similarity, equal ones by index, NaN last; only the first
 // `count` of that order where fewer are asked for (a partial sort: V-verify takes a quarter of
