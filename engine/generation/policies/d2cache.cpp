@@ -20,8 +20,8 @@ namespace {
 
 // (value, position) pairs in the order of a stable sort by descending value over ascending
 // positions (equal values by position), NaN last: a strict total order, so a partial sort's or a
-// heap's first ones are the full sort's. Sorting every masked row for the top k, and every other
-// row for a nucleus of a few, was 1.2% of a d2cache step at 2 threads.
+// heap's first ones are the full sort's: the choice sorted every masked row for its top k and
+// every other row for a nucleus of a few, both on the engine thread.
 using Ranked = std::pair<double, int64_t>;
 bool ranks_before(const Ranked& a, const Ranked& b) {
     const bool a_nan = std::isnan(a.first), b_nan = std::isnan(b.first);

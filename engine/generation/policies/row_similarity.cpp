@@ -158,8 +158,8 @@ std::vector<double> row_cosines(const torch::Tensor& fresh, const torch::Tensor&
 std::vector<int64_t> least_similar_first(const std::vector<double>& similarity, size_t count) {
     // NaN (a row of NaN values) after every number, as LibTorch's argsort puts it, and equal ones
     // by index: a strict total order (a plain < is not one once a NaN is among the keys), so the
-    // partial sort's first `count` are the full sort's. The keys are made once: comparing the
-    // similarities themselves (their NaN tests) held V-verify's partial sort at 9 us.
+    // selection's first `count` are the full sort's. The keys are made once, so no comparison
+    // tests for NaN (the full sort and the mean took 9.3 us of a V-verify layer, this 5.8).
     struct Key {
         bool nan;
         double value;
