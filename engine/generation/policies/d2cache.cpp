@@ -8,26 +8,21 @@
 // be decoded (the sampler enforces this for every policy). `inflate_w` adds the masked neighbours
 // within w positions of each M* row.
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 
 #include "engine/cuda/certainty_density.h"
+#include "engine/cuda/ranking.h"
 #include "engine/generation/policies/attention_rollout.h"
 #include "engine/generation/policies/row_set_policy.h"
 
 namespace cl::policies {
 namespace {
 
-// (value, position) pairs in the order of a stable sort by descending value over ascending
-// positions (equal values by position), NaN last: a strict total order, so a partial sort's or a
-// heap's first ones are the full sort's: the choice sorted every masked row for its top k and
-// every other row for a nucleus of a few, both on the engine thread.
+// (influence, position) pairs in select_top_k_cpu's order (engine/cuda/ranking.h: descending,
+// equal ones by position), for the nucleus, taken off a heap in that order: it is a few rows of
+// hundreds, and sorting them all was most of the choice's time outside the certainty prior.
 using Ranked = std::pair<double, int64_t>;
 bool ranks_before(const Ranked& a, const Ranked& b) {
-    const bool a_nan = std::isnan(a.first), b_nan = std::isnan(b.first);
-    if (a_nan != b_nan) return b_nan;
-    if (!a_nan && a.first != b.first) return a.first > b.first;
-    return a.second < b.second;
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
 }
 
 class D2Cache final : public RowSetPolicy {
@@ -83,22 +78,17 @@ protected:
         const auto k = static_cast<size_t>(m_p.k);
         const double p = m_p.p, sigma = m_p.sigma;
         const int64_t inflate = m_p.inflate_w;
-        // Stage 1: certainty prior x (carried) confidence over every masked row.
-        std::vector<Ranked> scored;
-        std::vector<double> density(static_cast<size_t>(L), 0.0);
-        cuda::certainty_density_cpu(ctx.masked->data(), L,
-                                    {.begin = 0, .end = L, .sigma = sigma, .masked_only = true},
-                                    density.data());
+        // Stage 1: certainty prior x (carried) confidence over every masked row, the top k by
+        // the engine's one ranking.
+        const uint8_t* masked = ctx.masked->data();
+        std::vector<double> score(static_cast<size_t>(L), 0.0);  // (L)
+        cuda::certainty_density_cpu(
+            masked, L, {.begin = 0, .end = L, .sigma = sigma, .masked_only = true}, score.data());
         for (int64_t i = 0; i < L; ++i) {
-            if (!(*ctx.masked)[static_cast<size_t>(i)]) continue;
-            const double conf = (*ctx.last_prediction)[static_cast<size_t>(i)] >= 0
-                                    ? (*ctx.last_confidence)[static_cast<size_t>(i)]
-                                    : 0.0;
-            scored.emplace_back(density[static_cast<size_t>(i)] * conf, i);
+            const auto at = static_cast<size_t>(i);
+            score[at] *=
+                masked[i] && (*ctx.last_prediction)[at] >= 0 ? (*ctx.last_confidence)[at] : 0.0;
         }
-        const size_t top = std::min(k, scored.size());
-        std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(top),
-                          scored.end(), ranks_before);
         RowChoice c;
         std::vector<uint8_t> selected(static_cast<size_t>(L), 0);
         auto add = [&](int64_t i) {
@@ -107,20 +97,19 @@ protected:
                 c.rows.push_back(i);
             }
         };
-        for (size_t i = 0; i < top; ++i) {
-            const int64_t pos = scored[i].second;
+        for (const int64_t pos :
+             cuda::select_top_k_cpu(score.data(), masked, L, {.k = static_cast<int64_t>(k)})) {
             add(pos);
             for (int64_t j = std::max<int64_t>(0, pos - inflate);
                  j <= std::min(L - 1, pos + inflate); ++j)
-                if ((*ctx.masked)[static_cast<size_t>(j)]) add(j);
+                if (masked[j]) add(j);
         }
         // The current block must stay decodable: its best masked row is always in M*.
-        const Ranked* best = nullptr;
-        for (const auto& e : scored)
-            if (e.second >= ctx.block_start && e.second < ctx.block_end &&
-                (!best || ranks_before(e, *best)))
-                best = &e;
-        if (best) add(best->second);
+        const int64_t b0 = ctx.block_start, b1 = std::min<int64_t>(ctx.block_end, L);
+        if (b0 < b1)
+            for (const int64_t pos :
+                 cuda::select_top_k_cpu(score.data() + b0, masked + b0, b1 - b0, {.k = 1}))
+                add(b0 + pos);
         for (int32_t d : *ctx.decoded_last_step) add(d);
         const size_t stage1 = c.rows.size();
         // Stage 2: nucleus of rollout influence over the rows not selected yet.

@@ -138,10 +138,12 @@ private:
         const auto n = static_cast<int64_t>(std::floor(rho * static_cast<double>(G)));
         std::vector<int64_t> picked;
         double mean_sim = NAN;
-        bool v_taken = false;  // the V cache holds the fresh V already
+        // Ranked by V, the cosines' loop writes the fresh V into the V cache as it goes.
+        const bool v_taken = n > 0 && m_p.metric == Metric::VCosine;
         if (n > 0) {
-            std::vector<int64_t> order(static_cast<size_t>(G));  // response indices
+            std::vector<int64_t> order;  // response indices, the picked first
             if (m_p.metric == Metric::Random) {
+                order.resize(static_cast<size_t>(G));
                 std::iota(order.begin(), order.end(), 0);
                 std::shuffle(order.begin(), order.end(),
                              std::mt19937_64(static_cast<uint64_t>(m_counter * 131 + layer)));
@@ -149,10 +151,8 @@ private:
                 const bool by_k = m_p.metric == Metric::KCosine;
                 const auto& fresh = by_k ? k : v;         // (Hkv, G, Dh)
                 const auto& cached = by_k ? lc.k : lc.v;  // (Hkv, L, Dh)
-                // By V, the V cache takes the fresh V as the cosines are summed (below).
                 const auto sims = similarity::row_cosines(fresh, cached, m_ctx.prompt_len,
-                                                          kCosineEps, !by_k);  // (G)
-                v_taken = !by_k;
+                                                          kCosineEps, v_taken);  // (G)
                 mean_sim = std::accumulate(sims.begin(), sims.end(), 0.0) /
                            static_cast<double>(sims.size());
                 order = similarity::least_similar_first(sims, static_cast<size_t>(n));
