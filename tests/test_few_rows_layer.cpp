@@ -220,37 +220,49 @@ TEST(FewRowsLayer, QkvAndAttentionInOneRegionEqualTheTwoCalls) {
 
 // The whole layer in one region (few_rows_layer) against its parts, few_rows_qkv_attention and
 // then few_rows_output_and_mlp: the same q, k, v, caches, attention output, kept probabilities
-// and rows, bit for bit. The midpoint runs once, on the calling thread, after the attention (its
-// probabilities are there), and its side work runs in the output's region; a midpoint that stops
-// the layer leaves the rows as they came and its side work undone.
-void expect_same_layer(const Layer& l, int64_t R, bool go_on, const std::string& at) {
+// and rows, bit for bit. The side work is made once on the calling thread before the attention
+// (its probabilities' tensor is there), and the shares cover its range once; go_on runs once, on
+// the calling thread, after the attention (its probabilities sum to 1). A layer that stops leaves
+// the rows as they came and its side work undone, unless the other threads may run theirs before
+// go_on answers: then they may have run their shares.
+void expect_same_layer(const Layer& l, int64_t R, bool go_on, bool rows_before_go_on,
+                       const std::string& at) {
     auto in = qkv_inputs(l, R);
     const std::vector<int64_t> kept = {0, R / 2, R - 1};
     torch::Tensor got_probs, want_probs;
     auto h = in.h.clone();
     const auto caller = std::this_thread::get_id();
-    int midpoints = 0;
+    int sides = 0, verdicts = 0;
     std::mutex taken_lock;
     std::vector<int> taken(static_cast<size_t>(kKeys), 0);
-    const auto got = detail::few_rows_layer(
-        l.w, h, in.cos, in.sin, l.heads, l.kv_heads, l.eps, in.fused, in.positions, &got_probs,
-        &kept, [&] {
-            ++midpoints;
-            EXPECT_EQ(std::this_thread::get_id(), caller) << at;
-            EXPECT_TRUE(got_probs.defined()) << at;
-            return detail::LayerMidpoint{go_on,
-                                         {kKeys, [&](int64_t begin, int64_t end) {
-                                              const std::lock_guard<std::mutex> hold(taken_lock);
-                                              for (int64_t j = begin; j < end; ++j)
-                                                  ++taken[static_cast<size_t>(j)];
-                                          }}};
-        });
+    detail::LayerMidpoint midpoint;
+    midpoint.side = [&] {
+        ++sides;
+        EXPECT_EQ(std::this_thread::get_id(), caller) << at;
+        EXPECT_TRUE(got_probs.defined()) << at;
+        return detail::SideWork{kKeys, [&](int64_t begin, int64_t end) {
+                                    const std::lock_guard<std::mutex> hold(taken_lock);
+                                    for (int64_t j = begin; j < end; ++j)
+                                        ++taken[static_cast<size_t>(j)];
+                                }};
+    };
+    midpoint.go_on = [&] {
+        ++verdicts;
+        EXPECT_EQ(std::this_thread::get_id(), caller) << at;
+        EXPECT_TRUE(torch::allclose(got_probs.sum(-1), torch::ones({1}), 0, 1e-5))
+            << at << ": go_on before the attention";
+        return go_on;
+    };
+    midpoint.rows_before_go_on = rows_before_go_on;
+    const auto got = detail::few_rows_layer(l.w, h, in.cos, in.sin, l.heads, l.kv_heads, l.eps,
+                                            in.fused, in.positions, &got_probs, &kept, midpoint);
     const auto want =
         detail::few_rows_qkv_attention(l.w, in.h, in.cos, in.sin, l.heads, l.kv_heads, l.eps,
                                        in.other, in.positions, &want_probs, &kept);
     auto want_h = in.h.clone();
     detail::few_rows_output_and_mlp(l.w, want_h, want.attn, l.eps);
-    EXPECT_EQ(midpoints, 1) << at;
+    EXPECT_EQ(sides, 1) << at;
+    EXPECT_EQ(verdicts, 1) << at;
     EXPECT_EQ(got.finished, go_on) << at;
     EXPECT_TRUE(torch::equal(got.qkv.q, want.qkv.q)) << at << ": q";
     EXPECT_TRUE(torch::equal(got.qkv.k, want.qkv.k)) << at << ": k";
@@ -259,8 +271,18 @@ void expect_same_layer(const Layer& l, int64_t R, bool go_on, const std::string&
     EXPECT_TRUE(torch::equal(in.fused.v, in.other.v)) << at << ": the V cache";
     EXPECT_TRUE(torch::equal(got.attn, want.attn)) << at << ": attention output";
     EXPECT_TRUE(torch::equal(got_probs, want_probs)) << at << ": probabilities";
-    EXPECT_TRUE(torch::equal(h, go_on ? want_h : in.h)) << at << ": rows";
-    EXPECT_EQ(taken, std::vector<int>(static_cast<size_t>(kKeys), go_on ? 1 : 0)) << at;
+    if (go_on) {
+        EXPECT_TRUE(torch::equal(h, want_h)) << at << ": rows";
+    } else if (!rows_before_go_on) {
+        EXPECT_TRUE(torch::equal(h, in.h)) << at << ": rows of a layer that stopped";
+    }
+    const int most = go_on || rows_before_go_on ? 1 : 0;
+    for (const int n : taken) {
+        EXPECT_LE(n, most) << at << ": side work";
+        if (go_on) {
+            EXPECT_EQ(n, 1) << at << ": side work";
+        }
+    }
 }
 
 TEST(FewRowsLayer, TheLayerInOneRegionEqualsItsParts) {
@@ -272,10 +294,12 @@ TEST(FewRowsLayer, TheLayerInOneRegionEqualsItsParts) {
             const test::ScopedThreads scope(threads);
             for (const int64_t R : {6, 13, 22, 127})
                 for (const bool go_on : {true, false})
-                    expect_same_layer(l, R, go_on,
-                                      std::to_string(R) + " rows, " + std::to_string(threads) +
-                                          " threads" + (go_on ? "" : ", stopped") +
-                                          (with_bias ? ", biases" : ""));
+                    for (const bool early : {false, true})
+                        expect_same_layer(l, R, go_on, early,
+                                          std::to_string(R) + " rows, " + std::to_string(threads) +
+                                              " threads" + (go_on ? "" : ", stopped") +
+                                              (early ? ", rows before go_on" : "") +
+                                              (with_bias ? ", biases" : ""));
         }
     }
 }

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 
 namespace cl::detail {
@@ -260,6 +262,36 @@ std::pair<int64_t, int64_t> row_share(int64_t R, int64_t first, int64_t last, in
     return {R * std::min(first, used) / used, R * std::min(last, used) / used};
 }
 
+// go_on's answer, from the calling thread to the others: whether the layer goes on. One that
+// throws still answers (stop), so no share waits for it forever.
+class Verdict {
+public:
+    void give(const std::function<bool()>& go_on) {
+        bool answer = false;
+        try {
+            answer = !go_on || go_on();
+        } catch (...) {
+            m_state.store(kStop, std::memory_order_release);
+            throw;
+        }
+        m_state.store(answer ? kGoOn : kStop, std::memory_order_release);
+    }
+    // Spins until the answer is there (go_on takes a microsecond or two).
+    bool await() const {
+        int state = kPending;
+        for (int spins = 0; (state = m_state.load(std::memory_order_acquire)) == kPending; ++spins)
+            if (spins >= kSpinsBeforeYield) std::this_thread::yield();
+        return state == kGoOn;
+    }
+    // Whether the answer is there and is stop, without waiting.
+    bool stopped() const { return m_state.load(std::memory_order_acquire) == kStop; }
+
+private:
+    static constexpr int kPending = 0, kGoOn = 1, kStop = 2;
+    static constexpr int kSpinsBeforeYield = 1 << 14;
+    std::atomic<int> m_state{kPending};
+};
+
 }  // namespace
 
 bool fits_few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
@@ -328,31 +360,28 @@ FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                                   int64_t kv_heads, double eps, LayerCache& kv_cache,
                                   const std::vector<int64_t>& positions, torch::Tensor* probs_out,
                                   const std::vector<int64_t>* probs_rows,
-                                  const std::function<LayerMidpoint()>& midpoint) {
+                                  const LayerMidpoint& midpoint) {
     const QkvPass pass("few_rows_layer", w, h, cos, sin, heads, kv_heads, eps, &kv_cache,
                        positions);
     const ColumnAttentionTasks attention(pass.fresh.q, kv_cache.k, kv_cache.v, probs_out != nullptr,
                                          probs_rows);
     const int64_t R = h.size(0);
-    FewRowsLayerResult out{pass.fresh, {}, false};
-    LayerMidpoint mid;
+    FewRowsLayerResult out{pass.fresh, attention.result(probs_out), false};
+    const SideWork side = midpoint.side ? midpoint.side() : SideWork{};
+    Verdict verdict;
     run_in_phases(
         {[&](int64_t first, int64_t last, int64_t shares) {  // each share its kv heads
              qkv_and_attention_of(pass, attention, R,
                                   {kv_heads * first / shares, kv_heads * last / shares});
          },
-         [&](int64_t first, int64_t, int64_t) {  // the calling thread: the output, the midpoint
-             if (first != 0) return;
-             out.attn = attention.result(probs_out);  // (R, H*Dh), contiguous
-             mid = midpoint();
-         },
          [&](int64_t first, int64_t last, int64_t shares) {  // each share its rows
-             if (!mid.go_on) return;
              const auto [b, e] = row_share(R, first, last, shares);
-             if (b < e)
-                 output_and_mlp_rows(w, h, out.attn, eps, b, e, mid.side.run ? &mid.side : nullptr);
+             const bool caller = first == 0, early = !caller && midpoint.rows_before_go_on;
+             if (caller) verdict.give(midpoint.go_on);
+             if ((early ? !verdict.stopped() : verdict.await()) && b < e)
+                 output_and_mlp_rows(w, h, out.attn, eps, b, e, side.run ? &side : nullptr);
          }});
-    out.finished = mid.go_on;
+    out.finished = verdict.await();
     return out;
 }
 

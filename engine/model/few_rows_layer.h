@@ -72,12 +72,21 @@ struct SideWork {
     std::function<void(int64_t begin, int64_t end)> run;
 };
 
-// What few_rows_layer does between the attention and the output projection, on the calling
-// thread while the others wait: go_on false ends the layer there (h as it came in; the caller
-// takes the layer on another way), side: work for the output projection's region.
+// How few_rows_layer hands its attention to the caller between the attention and the output
+// projection.
 struct LayerMidpoint {
-    bool go_on = true;
-    SideWork side;
+    // On the calling thread before the region, once *probs_out holds the probabilities' tensor
+    // (filled in the region): work that reads them, which runs beside the output and MLP (the
+    // other threads' shares of it, with rows_before_go_on, before go_on answers: the caller drops
+    // its results where the layer stops). None where empty.
+    std::function<SideWork()> side;
+    // On the calling thread after the attention, once: false ends the layer there (the caller
+    // takes it on another way). Empty: the layer goes on.
+    std::function<bool()> go_on;
+    // Whether the other threads may run their rows' output and MLP before go_on answers. Where it
+    // stops the layer h's rows are then partly through the layer, not as they came in: only where
+    // the caller starts the layer again from another copy of its input.
+    bool rows_before_go_on = false;
 };
 
 struct FewRowsLayerResult {
@@ -86,9 +95,14 @@ struct FewRowsLayerResult {
     bool finished = false;  // the output projection and MLP ran: h is the layer's output
 };
 
-// few_rows_qkv_attention, then midpoint() on the calling thread, then (where it goes on)
-// few_rows_output_and_mlp with its side work, in one region (run_in_phases) with barriers where
-// there were two regions: a fork and a join less per layer, the same bits. Where
+// few_rows_qkv_attention, then the midpoint (its side work, and go_on() on the calling thread),
+// then (where it goes on) few_rows_output_and_mlp, in one region (run_in_phases) with one barrier
+// after the attention, where there were two regions: a fork and a join less per layer, the same
+// bits. With rows_before_go_on the other threads do not wait for go_on after the barrier: they run
+// their share of the side work and their rows while the calling thread runs go_on first. Elastic-
+// Cache's drift test and side work's set-up took 2.8 us of a 100 us layer at 2 threads, which the
+// other thread waited for in a phase of their own; alternated runs with the two libraries, 2
+// threads, 24 pairs each: cached steps 0.981 and 0.992 x (with a set-up of 1.2 us). Where
 // fuses_qkv_and_attention(h, kv_cache, heads, kv_heads) holds. The output projection and MLP stay
 // split by rows: split by columns (each thread half of every product's weights, two barriers
 // more) they took 7% and 5% longer in Elastic's and fast-dual's cached steps at 2 threads on an
@@ -102,7 +116,7 @@ FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                                   int64_t kv_heads, double eps, LayerCache& kv_cache,
                                   const std::vector<int64_t>& positions, torch::Tensor* probs_out,
                                   const std::vector<int64_t>* probs_rows,
-                                  const std::function<LayerMidpoint()>& midpoint);
+                                  const LayerMidpoint& midpoint);
 
 // Whether few_rows_features takes the feature layer of these weights: every row's residual h
 // (L, D) and the cached features (attn_out, ffn_out (L, D)) float32 contiguous on the CPU, `rows`

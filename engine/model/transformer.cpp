@@ -184,35 +184,63 @@ std::vector<int64_t> query_rows_of(const std::vector<int64_t>& positions, const 
 }  // namespace
 
 // A row layer's work after the attention of its planned rows, which attention_rows may run in the
-// attention's own region (few_rows_layer) instead of leaving it to row_layer: the midpoint (the
-// policy's look at the attention), then the output projection and MLP of those rows into h.
+// attention's own region (few_rows_layer) instead of leaving it to row_layer: the policy's look at
+// the attention (whether the layer goes on), the side work that reads it, then the output
+// projection and MLP of those rows into h.
 struct LayerRest {
-    std::function<LayerMidpoint()> midpoint;
-    bool few_rows = false;             // the output and MLP may run as few_rows_output_and_mlp
-    std::optional<LayerMidpoint> mid;  // what the midpoint said, once it ran
-    bool finished = false;             // the output and MLP ran in the attention's region
-    // The midpoint's answer, asked once.
-    const LayerMidpoint& ask() {
-        if (!mid) mid = midpoint();
-        return *mid;
+    std::function<bool()> verdict;
+    std::function<SideWork()> side_work;
+    bool few_rows = false;  // the output and MLP may run as few_rows_output_and_mlp
+    // The output and MLP may start before the verdict: a layer that stops does not need h's rows
+    // any more (it never stops, or it starts again from the hidden cache).
+    bool rows_before_verdict = false;
+    bool finished = false;  // the output and MLP ran in the attention's region
+    // The verdict, asked once.
+    bool go_on() {
+        if (!m_go_on) m_go_on = verdict();
+        return *m_go_on;
     }
+    // The side work, made once.
+    const SideWork& side() {
+        if (!m_side) m_side = side_work();
+        return *m_side;
+    }
+
+private:
+    std::optional<bool> m_go_on;
+    std::optional<SideWork> m_side;
 };
 
 namespace {
 
+// probs_mean_work's results, which become the layer's (LayerResult's probs_mean,
+// mean_column_sums and mean_column_sum_positions) once it goes on: the work may run before the
+// policy's verdict, which would read a defined r.probs_mean instead of the probabilities.
+struct ProbsMeans {
+    torch::Tensor mean;  // (P, L) float64
+    std::vector<double> column_sums;
+    std::vector<int64_t> column_sum_positions;
+    void move_into(LayerResult& r) {
+        if (!mean.defined()) return;
+        r.probs_mean = std::move(mean);
+        r.mean_column_sums = std::move(column_sums);
+        r.mean_column_sum_positions = std::move(column_sum_positions);
+    }
+};
+
 // Where the kept rows' float32 head mean was asked for and attend handed over their
 // probabilities instead (at 2+ threads, where each thread takes a share of the kv heads, no pass
-// sees every head of a row): the mean, r.probs_mean (P, L) float64, as work for the output
+// sees every head of a row): the mean, out.mean (P, L) float64, as work for the output
 // projection's and MLP's region, each thread a share of the keys. Elastic-Cache summed it on the
 // engine thread while the other waited (3.8% of its steps at 2 threads, perf). No work where r
 // has no such probabilities.
-SideWork probs_mean_work(LayerResult& r, const LayerPlan& plan) {
+SideWork probs_mean_work(const LayerResult& r, const LayerPlan& plan, ProbsMeans& out) {
     const auto& p = r.probs;  // (H, P, L)
     if (!p.defined() || r.probs_mean.defined() || !uses_row_kernels(p) || p.dim() != 3 ||
         !p.is_contiguous())
         return {};
     const int64_t H = p.size(0), P = p.size(1), L = p.size(2);
-    r.probs_mean = torch::empty({P, L}, p.options().dtype(torch::kFloat64));  // (P, L)
+    out.mean = torch::empty({P, L}, p.options().dtype(torch::kFloat64));  // (P, L)
     // The plan's column sums in the same pass, each thread those of its keys: the engine thread
     // would otherwise read the means the other thread just wrote.
     const auto& kept = r.probs_positions.empty() && r.rows ? r.rows->host : r.probs_positions;
@@ -220,11 +248,11 @@ SideWork probs_mean_work(LayerResult& r, const LayerPlan& plan) {
         indices_in(plan.mean_column_sum_positions, kept, "column sums", "the probabilities' rows");
     const std::vector<int32_t> sum_rows(indices.begin(), indices.end());  // (W) rows of probs_mean
     if (!sum_rows.empty()) {
-        r.mean_column_sums.assign(static_cast<size_t>(L), 0.0);
-        r.mean_column_sum_positions = plan.mean_column_sum_positions;
+        out.column_sums.assign(static_cast<size_t>(L), 0.0);
+        out.column_sum_positions = plan.mean_column_sum_positions;
     }
-    return {L, [probs = p.data_ptr<float>(), mean = r.probs_mean.data_ptr<double>(), H, P, L,
-                sums = r.mean_column_sums.data(), sum_rows](int64_t j0, int64_t j1) {
+    return {L, [probs = p.data_ptr<float>(), mean = out.mean.data_ptr<double>(), H, P, L,
+                sums = out.column_sums.data(), sum_rows](int64_t j0, int64_t j1) {
                 head_mean_f32_keys(probs, H, P, L, j0, j1, mean);
                 if (!sum_rows.empty())
                     cuda::window_column_sums_keys_cpu(mean, L, sum_rows.data(),
@@ -258,10 +286,11 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
     if (fused && write_kv && !reads.head_mean &&
         fuses_qkv_and_attention(h, lc, m_config.n_heads, m_config.n_kv_heads)) {
         if (rest && rest->few_rows) {  // the whole layer in one region
-            auto layer =
-                few_rows_layer(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
-                               m_config.rms_norm_eps, lc, rows->host, reads.probs,
-                               some ? &probs_rows : nullptr, [rest] { return rest->ask(); });
+            auto layer = few_rows_layer(
+                w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads, m_config.rms_norm_eps, lc,
+                rows->host, reads.probs, some ? &probs_rows : nullptr,
+                {[rest] { return rest->side(); }, [rest] { return rest->go_on(); },
+                 rest->rows_before_verdict});
             rest->finished = layer.finished;
             if (fresh_out) *fresh_out = layer.qkv;
             return layer.attn;  // (R, H*Dh)
@@ -440,15 +469,23 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
                                plan.want_probs_mean ? &r.probs_mean : nullptr};
     LayerRest rest;
     rest.few_rows = rows && fits_few_rows_layer(w, s.h, nullptr);
-    rest.midpoint = [&]() -> LayerMidpoint {
+    rest.rows_before_verdict = !may_escalate || (plan.write_hidden && lc.hidden.defined());
+    const auto attention_read = [&] {  // what the policy and the side work read of r
         if (r.probs.defined() || r.probs_mean.defined()) r.probs_positions = plan.probs_positions;
         r.layer = l;
         r.rows = rows;
-        if (may_escalate && hooks.escalate(r)) return {false, {}};
-        return {true, reads.probs_mean && rest.few_rows ? probs_mean_work(r, plan) : SideWork{}};
+    };
+    rest.verdict = [&] {
+        attention_read();
+        return !(may_escalate && hooks.escalate(r));
+    };
+    ProbsMeans means;
+    rest.side_work = [&] {
+        attention_read();
+        return reads.probs_mean && rest.few_rows ? probs_mean_work(r, plan, means) : SideWork{};
     };
     auto attn = attention_rows(l, s.h, rows, s, lc, plan.write_kv, reads, &fresh, &rest);
-    if (!rest.ask().go_on) {
+    if (!rest.go_on()) {  // the side work's means, if it ran, are dropped
         attn = escalated_attention(l, plan, *rows, lc, s, r, reads, fresh);
         plan.all_rows = true;
         rows = nullptr;
@@ -457,9 +494,9 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     r.v = fresh.v;
     // s.h is this forward's own tensor (gather_inputs' gather or the previous layer's sums), so
     // the residual adds may go into it.
-    if (!rest.finished) {                        // else the attention's region ran them
-        if (rows && rest.few_rows) {             // each thread its rows, in place
-            const auto& side = rest.ask().side;  // asked above
+    if (!rest.finished) {             // else the attention's region ran them
+        if (rows && rest.few_rows) {  // each thread its rows, in place
+            const auto& side = rest.side();
             few_rows_output_and_mlp(w, s.h, attn, m_config.rms_norm_eps,
                                     side.run ? &side : nullptr);
         } else {
@@ -467,6 +504,7 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
             s.h = gated_mlp(w, norm(s.h, w.ff_norm), s.h);
         }
     }
+    if (!r.escalated) means.move_into(r);
     if (plan.all_rows) {
         s.prev = &s.all;
     } else {
