@@ -1171,6 +1171,31 @@ TEST(RowKernels, AvxWidthsGiveTheSameBits) {
     cpu::limit_vector_floats(0);
 }
 
+// rows_of: a run of rows is a view; other rows on the CPU are index_select's values, copied row
+// by row; a row outside the tensor is named, not read.
+TEST(RowKernels, RowsOfIsIndexSelectOrAViewOfARun) {
+    torch::InferenceMode g;
+    const auto x = torch::randn({9, 5});
+    const std::vector<int64_t> scattered = {0, 2, 3, 8};
+    const auto got = detail::rows_of(x, scattered);
+    EXPECT_TRUE(torch::equal(got, x.index_select(0, torch::tensor(scattered))));
+    EXPECT_NE(got.data_ptr(), x.data_ptr()) << "scattered rows are a copy";
+    const auto run = detail::rows_of(x, std::vector<int64_t>{3, 4, 5});
+    EXPECT_EQ(run.data_ptr<float>(), x.data_ptr<float>() + 3 * 5) << "a run is a view";
+    EXPECT_TRUE(torch::equal(run, x.narrow(0, 3, 3)));
+    EXPECT_EQ(detail::rows_of(x, std::vector<int64_t>{}).size(0), 0);
+    const auto doubles = x.to(torch::kFloat64);  // not the row kernels': index_select
+    EXPECT_TRUE(torch::equal(detail::rows_of(doubles, scattered),
+                             doubles.index_select(0, torch::tensor(scattered))));
+    try {
+        detail::rows_of(x, std::vector<int64_t>{1, 9});
+        FAIL() << "no error";
+    } catch (const std::out_of_range& e) {
+        EXPECT_NE(std::string(e.what()).find("row 9 outside the 9 rows"), std::string::npos)
+            << e.what();
+    }
+}
+
 TEST(Forward, FlopCountFollowsRowsAndKeys) {
     ModelConfig c = tiny_config(64, 2, 4, 4);
     c.vocab_size = 100;

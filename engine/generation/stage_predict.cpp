@@ -193,9 +193,7 @@ void predict_planned(RunCore& run, StepWork& work) {
             work.predicted_positions.push_back(pos);
         }
     }
-    if (!local.empty())
-        work.logits = run.net->head(
-            hidden.index_select(0, RowSet::from_host(local, run.net->device()).device));
+    if (!local.empty()) work.logits = run.net->head(rows_of(hidden, local));
 }
 
 // On a GPU with this build's kernels, the step's layers are timed by events (created once a run).

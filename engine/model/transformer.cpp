@@ -144,6 +144,31 @@ struct Transformer::PlanState {
     torch::Tensor rows_cos, rows_sin;
 };
 
+torch::Tensor rows_of(const torch::Tensor& x, const std::vector<int64_t>& rows,
+                      const torch::Tensor& device_rows) {
+    const auto R = static_cast<int64_t>(rows.size());
+    if (R > 0 && rows.back() - rows.front() + 1 == R) return x.narrow(0, rows.front(), R);
+    if (!uses_row_kernels(x) || x.dim() != 2 || !x.is_contiguous())
+        return x.index_select(
+            0, device_rows.defined() ? device_rows : RowSet::from_host(rows, x.device()).device);
+    const int64_t N = x.size(0), C = x.size(1);
+    auto out = torch::empty({R, C}, x.options());  // (R, C)
+    const float* from = x.data_ptr<float>();
+    float* to = out.data_ptr<float>();
+    for (int64_t i = 0; i < R; ++i) {
+        const int64_t row = rows[static_cast<size_t>(i)];
+        if (row < 0 || row >= N)
+            throw std::out_of_range("rows_of: row " + std::to_string(row) + " outside the " +
+                                    std::to_string(N) + " rows");
+        std::copy_n(from + row * C, C, to + i * C);
+    }
+    return out;
+}
+
+torch::Tensor rows_of(const torch::Tensor& x, const RowSet& rows) {
+    return rows_of(x, rows.host, rows.device);
+}
+
 namespace {
 
 // positions (ascending) -> their indices in `sorted` (ascending), which must hold each one: what
@@ -162,16 +187,6 @@ std::vector<int64_t> indices_in(const std::vector<int64_t>& positions,
         out.push_back(from - sorted.begin());
     }
     return out;
-}
-
-// h's rows at `rows` (R, D): a view where they are one run of positions (every row, or
-// dLLM-Cache's response rows, which its probe reads at every layer), else a gather. The probe's
-// gather of 256 rows on the engine thread was about 1% of a dllm-cache step at 1 thread (perf).
-torch::Tensor rows_of(const torch::Tensor& h, const RowSet& rows) {
-    const auto& p = rows.host;  // sorted, unique
-    if (!p.empty() && p.back() - p.front() + 1 == rows.size())
-        return h.narrow(0, p.front(), rows.size());
-    return h.index_select(0, rows.device);
 }
 
 // positions (ascending, each a computed row) -> their indices among the computed rows (nullptr:
@@ -271,8 +286,8 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
     const bool all = rows == nullptr;
     if (!all && (!s.rows_cos.defined() || s.rope_rows != rows->host)) {
         s.rope_rows = rows->host;
-        s.rows_cos = s.cos.index_select(0, rows->device);  // (R, Dh)
-        s.rows_sin = s.sin.index_select(0, rows->device);
+        s.rows_cos = rows_of(s.cos, *rows);  // (R, Dh)
+        s.rows_sin = rows_of(s.sin, *rows);
     }
     const auto& cos = all ? s.cos : s.rows_cos;  // (R, Dh)
     const auto& sin = all ? s.sin : s.rows_sin;

@@ -89,6 +89,17 @@ private:
 };
 
 // Analytical FLOPs of one layer computing `rows` query rows against `keys` key rows.
+// x's rows at `rows` (ascending, unique): x (N, C) -> (R, C). A view where they are one run
+// (every row, or dLLM-Cache's response rows, which its probe reads at every layer); on the CPU in
+// float32 a copy row by row; elsewhere index_select, with device_rows (the rows on x's device)
+// where given. The probe's gather of 256 rows on the engine thread was about 1% of a dllm-cache
+// step at 1 thread; the LM head's rows' index_select and its index tensor were 1.7% of the engine
+// thread's samples in Elastic-Cache's cached steps at 2 threads (perf), though alternated runs
+// with and without the row copies showed no difference (24 pairs: 1.001).
+torch::Tensor rows_of(const torch::Tensor& x, const std::vector<int64_t>& rows,
+                      const torch::Tensor& device_rows = {});
+torch::Tensor rows_of(const torch::Tensor& x, const RowSet& rows);
+
 double layer_flops(const ModelConfig& c, int64_t rows, int64_t keys);
 double head_flops(const ModelConfig& c, int64_t rows);
 // Analytical FLOPs of a feature-cache probe (LayerPlan::probe) of `rows` rows: their V projection,
