@@ -8,10 +8,10 @@
 // land on all alike; per prompt the median-wall repeat counts, as in the bench. Beside it, each
 // round's run against that round's `none` run (eff_pair: the median and range over the rounds),
 // which the VM's phases move less. At 2+ threads, where a policy's cached layers run as one
-// region each (few_rows_layer: q/k/v and attention by kv heads, the midpoint, output and MLP by
-// rows), a line of where a region's time goes: each thread's work per phase and its wait at the
-// barrier after it (phased_region.h's timers, over every run). Prints a table, writes JSON. Not a
-// test: numbers only.
+// region each (few_rows_layer: q/k/v and attention by kv heads; then the policy's verdict, the
+// side work, output and MLP by rows), a line of where a region's time goes: each thread's work per
+// phase and its wait at the barrier after it (phased_region.h's timers, over every run). Prints a
+// table, writes JSON. Not a test: numbers only.
 //   cachelens-bench-steps [--model DIR] [--policies elastic,d2cache] [--prompts 2] [--repeats 3]
 //                         [--threads 1,2] [--json FILE]
 #include <CLI/CLI.hpp>

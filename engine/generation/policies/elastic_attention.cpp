@@ -10,7 +10,7 @@ namespace {
 
 // (H, R, L) float32 contiguous: on its device where the kernels run there, else on the CPU. No
 // copy, and no dispatcher call, when it already is (the CPU run's probabilities): the drift test
-// runs in the layer's midpoint while the other threads wait.
+// runs on the engine thread inside the layer's region (few_rows_layer's verdict).
 torch::Tensor probs_for_reads(const torch::Tensor& probs) {
     const auto p = probs.is_cpu() || detail::runs_on_kernels(probs) ? probs : probs.to(torch::kCPU);
     return (p.scalar_type() == torch::kFloat ? p : p.to(torch::kFloat)).contiguous();
