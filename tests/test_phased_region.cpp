@@ -31,6 +31,27 @@ void stagger(int64_t share) {
     busy_for(50 * share);
 }
 
+// wait_until returns only once what it waits for holds, and sees the writes made before it did
+// (the other thread's release, its acquire).
+TEST(PhasedRegion, WaitUntilReturnsOnceAnotherThreadMakesItTrue) {
+    std::atomic<bool> ready{false};
+    int payload = 0;
+    std::thread other([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        payload = 42;
+        ready.store(true, std::memory_order_release);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    detail::wait_until([&] { return ready.load(std::memory_order_acquire); });
+    const auto waited = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(payload, 42);
+    EXPECT_GE(waited, std::chrono::milliseconds(15)) << "returned before it held";
+    other.join();
+    int calls = 0;
+    detail::wait_until([&] { return ++calls == 3; });
+    EXPECT_EQ(calls, 3) << "asked again until it held, then not again";
+}
+
 TEST(PhasedRegion, EachPhaseSeesEveryWriteOfThePhasesBefore) {
     for (const int threads : {1, 2, 3, 4}) {
         const test::ScopedThreads scope(threads);

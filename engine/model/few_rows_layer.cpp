@@ -10,7 +10,6 @@
 #include <atomic>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 
 namespace cl::detail {
@@ -276,19 +275,16 @@ public:
         }
         m_state.store(answer ? kGoOn : kStop, std::memory_order_release);
     }
-    // Spins until the answer is there (go_on takes a microsecond or two).
+    // Waits for the answer (go_on takes a microsecond or two).
     bool await() const {
-        int state = kPending;
-        for (int spins = 0; (state = m_state.load(std::memory_order_acquire)) == kPending; ++spins)
-            if (spins >= kSpinsBeforeYield) std::this_thread::yield();
-        return state == kGoOn;
+        wait_until([&] { return m_state.load(std::memory_order_acquire) != kPending; });
+        return m_state.load(std::memory_order_acquire) == kGoOn;
     }
     // Whether the answer is there and is stop, without waiting.
     bool stopped() const { return m_state.load(std::memory_order_acquire) == kStop; }
 
 private:
     static constexpr int kPending = 0, kGoOn = 1, kStop = 2;
-    static constexpr int kSpinsBeforeYield = 1 << 14;
     std::atomic<int> m_state{kPending};
 };
 

@@ -24,18 +24,26 @@ void pause_briefly() {
 #endif
 }
 
+}  // namespace
+
+void wait_until(const std::function<bool()>& ready) {
+    for (int spins = 0; !ready(); ++spins) {
+        if (spins < kSpinsBeforeYield)
+            pause_briefly();
+        else
+            std::this_thread::yield();
+    }
+}
+
+namespace {
+
 // The shares' arrivals at the ends of the phases: phase i is over for everyone once the arrivals,
 // each weighted by the shares it stands for, add up to (i + 1) times the shares.
 class ShareBarrier {
 public:
     void arrive_and_wait(int64_t weight, int64_t target) {
         m_arrived.fetch_add(weight, std::memory_order_acq_rel);
-        for (int spins = 0; m_arrived.load(std::memory_order_acquire) < target; ++spins) {
-            if (spins < kSpinsBeforeYield)
-                pause_briefly();
-            else
-                std::this_thread::yield();
-        }
+        wait_until([&] { return m_arrived.load(std::memory_order_acquire) >= target; });
     }
 
 private:

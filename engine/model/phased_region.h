@@ -31,6 +31,11 @@ int64_t phase_shares();
 // barrier (none starts a later phase) and is rethrown here once the region is over.
 void run_in_phases(const std::vector<PhaseWork>& phases);
 
+// Returns once ready() holds: pause instructions for about a millisecond, then yielding the core
+// (a machine with more threads than cores). The barrier between run_in_phases' phases waits this
+// way, and so may a share that waits for another inside a phase.
+void wait_until(const std::function<bool()>& ready);
+
 // Where the regions' time went, for benchmarks (cachelens-bench-steps): summed over the regions of
 // 2 or more shares that ran while timing was on, in ns, each share's time from the region's start
 // to its first phase (fork), in each phase's work and at the barrier after it (wait; the last

@@ -206,9 +206,9 @@ struct LayerRest {
     std::function<bool()> verdict;
     std::function<SideWork()> side_work;
     bool few_rows = false;  // the output and MLP may run as few_rows_output_and_mlp
-    // The output and MLP may start before the verdict: a layer that stops does not need h's rows
-    // any more (it never stops, or it starts again from the hidden cache).
-    bool rows_before_verdict = false;
+    // LayerMidpoint::rows_before_go_on: a layer that stops does not need h's rows any more (it
+    // never stops, or it starts again from the hidden cache).
+    bool rows_before_go_on = false;
     bool finished = false;  // the output and MLP ran in the attention's region
     // The verdict, asked once.
     bool go_on() {
@@ -305,7 +305,7 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
                 w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads, m_config.rms_norm_eps, lc,
                 rows->host, reads.probs, some ? &probs_rows : nullptr,
                 {[rest] { return rest->side(); }, [rest] { return rest->go_on(); },
-                 rest->rows_before_verdict});
+                 rest->rows_before_go_on});
             rest->finished = layer.finished;
             if (fresh_out) *fresh_out = layer.qkv;
             return layer.attn;  // (R, H*Dh)
@@ -484,7 +484,7 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
                                plan.want_probs_mean ? &r.probs_mean : nullptr};
     LayerRest rest;
     rest.few_rows = rows && fits_few_rows_layer(w, s.h, nullptr);
-    rest.rows_before_verdict = !may_escalate || (plan.write_hidden && lc.hidden.defined());
+    rest.rows_before_go_on = !may_escalate || (plan.write_hidden && lc.hidden.defined());
     const auto attention_read = [&] {  // what the policy and the side work read of r
         if (r.probs.defined() || r.probs_mean.defined()) r.probs_positions = plan.probs_positions;
         r.layer = l;

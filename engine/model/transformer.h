@@ -88,7 +88,6 @@ private:
     torch::Tensor m_positions;
 };
 
-// Analytical FLOPs of one layer computing `rows` query rows against `keys` key rows.
 // x's rows at `rows` (ascending, unique): x (N, C) -> (R, C). A view where they are one run
 // (every row, or dLLM-Cache's response rows, which its probe reads at every layer); on the CPU in
 // float32 a copy row by row; elsewhere index_select, with device_rows (the rows on x's device)
@@ -100,6 +99,7 @@ torch::Tensor rows_of(const torch::Tensor& x, const std::vector<int64_t>& rows,
                       const torch::Tensor& device_rows = {});
 torch::Tensor rows_of(const torch::Tensor& x, const RowSet& rows);
 
+// Analytical FLOPs of one layer computing `rows` query rows against `keys` key rows.
 double layer_flops(const ModelConfig& c, int64_t rows, int64_t keys);
 double head_flops(const ModelConfig& c, int64_t rows);
 // Analytical FLOPs of a feature-cache probe (LayerPlan::probe) of `rows` rows: their V projection,
