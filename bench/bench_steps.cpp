@@ -45,12 +45,13 @@ struct Options {
 
 // FLOPs and milliseconds summed over a kind of step.
 struct StepTotals {
-    int64_t steps = 0;
+    int64_t steps = 0, layers = 0;
     double wall_ms = 0, layer_ms = 0, flops = 0;
 
     void add(const cl::trace::StepRecord& s) {
         ++steps;
         wall_ms += s.wall_ms;
+        layers += static_cast<int64_t>(s.layer_ms.size());
         for (float ms : s.layer_ms) layer_ms += ms;
         flops += s.flops;
     }
@@ -59,6 +60,7 @@ struct StepTotals {
     double outside_layers_ms() const { return steps > 0 ? (wall_ms - layer_ms) / steps : 0.0; }
     StepTotals& operator+=(const StepTotals& o) {
         steps += o.steps;
+        layers += o.layers;
         wall_ms += o.wall_ms;
         layer_ms += o.layer_ms;
         flops += o.flops;
@@ -67,14 +69,18 @@ struct StepTotals {
 };
 
 // The fused cached layers' regions (phased_region.h) of a policy's runs at one thread count,
-// summed over the runs: each share's fork, work and wait per phase, a region's mean in the table.
+// summed over the runs: each share's fork, work and wait per phase, a region's mean in the table;
+// and the same runs' quiet steps (RunSplit::quiet), whose layers' mean time, set against the
+// region's, is what a cached layer spends outside its region, on the engine thread alone.
 struct RegionTimes {
     int64_t runs = 0;
     cl::detail::PhaseTimes sum;
+    StepTotals quiet;
 
-    void add(const cl::detail::PhaseTimes& t) {
+    void add(const cl::detail::PhaseTimes& t, const StepTotals& quiet_steps) {
         ++runs;
         sum += t;
+        quiet += quiet_steps;
     }
 };
 
@@ -83,6 +89,9 @@ struct RegionTimes {
 struct RunSplit {
     double wall_ms = 0;  // the run's, to pick the median repeat
     StepTotals cached, full;
+    // The cached steps where no trigger fired: no layer of theirs escalated to every row (an
+    // escalated layer takes milliseconds, which would swamp the mean of the cached layers).
+    StepTotals quiet;
     cl::detail::PhaseTimes regions;  // its fused layers' regions
 
     StepTotals all() const {
@@ -113,8 +122,13 @@ RunSplit run_once(const std::shared_ptr<cl::Model>& model, const std::string& pr
     cl::detail::reset_phase_times();
     out.wall_ms = gen.run().wall_ms;
     out.regions = cl::detail::phase_times();
-    for (const auto& s : store.steps(req.run_id))
-        (s->flops < s->flops_full ? out.cached : out.full).add(*s);
+    for (const auto& s : store.steps(req.run_id)) {
+        const bool cached = s->flops < s->flops_full;
+        (cached ? out.cached : out.full).add(*s);
+        if (cached && std::none_of(s->triggers.begin(), s->triggers.end(),
+                                   [](const cl::trace::TriggerEvent& e) { return e.fired; }))
+            out.quiet.add(*s);
+    }
     return out;
 }
 
@@ -137,7 +151,7 @@ Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std:
         for (int r = 0; r < o.repeats; ++r) {
             for (const auto& n : names) {
                 reps[n].push_back(run_once(model, prompt, n, o, threads));
-                out.regions[n].add(reps[n].back().regions);
+                out.regions[n].add(reps[n].back().regions, reps[n].back().quiet);
             }
             const StepTotals base = reps.at("none").back().all();
             for (const auto& n : names) {
@@ -224,13 +238,16 @@ nlohmann::json region_json(const std::string& n, const RegionTimes& r, int threa
         work.push_back(w);
         wait.push_back(q);
     }
-    return {{"threads", threads},
-            {"policy", n},
-            {"regions_per_run", static_cast<double>(t.regions) / static_cast<double>(r.runs)},
-            {"fork_us", fork},
-            {"work_us", work},
-            {"wait_us", wait},
-            {"join_us", static_cast<double>(t.join_ns) / per}};
+    return {
+        {"threads", threads},
+        {"policy", n},
+        {"regions_per_run", static_cast<double>(t.regions) / static_cast<double>(r.runs)},
+        {"fork_us", fork},
+        {"work_us", work},
+        {"wait_us", wait},
+        {"join_us", static_cast<double>(t.join_ns) / per},
+        {"quiet_layer_us",
+         r.quiet.layers > 0 ? 1e3 * r.quiet.layer_ms / static_cast<double>(r.quiet.layers) : 0.0}};
 }
 
 // region_json's row as one line: each figure share by share (0/1/...).
@@ -254,9 +271,12 @@ void print_region(const nlohmann::json& row) {
         by_share("", [&](size_t s) { return work[s][p].get<double>(); });
         if (p + 1 < phases) by_share(" wait", [&](size_t s) { return wait[s][p].get<double>(); });
     }
-    std::printf("%7d %-12s %.0f regions a run, us a region (share 0/1...): %s | join %.1f\n",
-                row["threads"].get<int>(), row["policy"].get<std::string>().c_str(),
-                row["regions_per_run"].get<double>(), line.c_str(), row["join_us"].get<double>());
+    std::printf(
+        "%7d %-12s %.0f regions a run, us a region (share 0/1...): %s | join %.1f; a layer of a "
+        "step without a fired trigger %.1f us\n",
+        row["threads"].get<int>(), row["policy"].get<std::string>().c_str(),
+        row["regions_per_run"].get<double>(), line.c_str(), row["join_us"].get<double>(),
+        row["quiet_layer_us"].get<double>());
 }
 
 std::vector<std::string> parse_policies(const std::string& csv) {

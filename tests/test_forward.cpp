@@ -1196,6 +1196,35 @@ TEST(RowKernels, RowsOfIsIndexSelectOrAViewOfARun) {
     }
 }
 
+// token_rows: the embedding rows index_select gives, for scattered and all positions; a token id
+// outside the vocabulary is named with its position, not read. longs_on: the values, int64.
+TEST(RowKernels, TokenRowsAreIndexSelectsRows) {
+    torch::InferenceMode g;
+    const auto wte = torch::randn({7, 4});  // (V, D)
+    const std::vector<int64_t> tokens = {3, 0, 6, 6, 2};
+    const auto ids = detail::longs_on(tokens, torch::kCPU);  // (L)
+    EXPECT_EQ(ids.scalar_type(), torch::kLong);
+    EXPECT_TRUE(torch::equal(ids, torch::tensor(tokens)));
+    const auto rows = detail::RowSet::from_host({1, 2, 4}, torch::kCPU);
+    EXPECT_TRUE(torch::equal(detail::token_rows(wte, ids, rows),
+                             wte.index_select(0, ids.index_select(0, rows.device))));
+    const auto all = detail::RowSet::from_host({0, 1, 2, 3, 4}, torch::kCPU);
+    EXPECT_TRUE(torch::equal(detail::token_rows(wte, ids, all), wte.index_select(0, ids)));
+    const auto doubles = wte.to(torch::kFloat64);  // not the row kernels': index_select
+    EXPECT_TRUE(torch::equal(detail::token_rows(doubles, ids, rows),
+                             doubles.index_select(0, ids.index_select(0, rows.device))));
+    const auto bad = detail::longs_on({3, 0, 7, 6, 2}, torch::kCPU);
+    try {
+        detail::token_rows(wte, bad, rows);
+        FAIL() << "no error";
+    } catch (const std::out_of_range& e) {
+        EXPECT_NE(
+            std::string(e.what()).find("token id 7 at position 2 outside the vocabulary of 7"),
+            std::string::npos)
+            << e.what();
+    }
+}
+
 TEST(Forward, FlopCountFollowsRowsAndKeys) {
     ModelConfig c = tiny_config(64, 2, 4, 4);
     c.vocab_size = 100;

@@ -46,7 +46,9 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
     if (uses_row_kernels(x) && uses_row_kernels(weight) && x.is_contiguous() &&
         weight.is_contiguous()) {
         const int64_t D = x.size(-1);
-        auto out = torch::empty_like(x);  // (..., D)
+        // torch::empty, as the layers' buffers: empty_like's own code, met cold at the step's
+        // final norm, was 1.1% of the engine thread's samples in Elastic-Cache's cached steps.
+        auto out = torch::empty(x.sizes(), x.options());  // (..., D)
         const float *in = x.data_ptr<float>(), *gain = weight.data_ptr<float>();
         float* dst = out.data_ptr<float>();
         const int64_t rows = x.numel() / std::max<int64_t>(D, 1);

@@ -16,9 +16,18 @@
 
 namespace cl::detail {
 
+torch::Tensor longs_on(const std::vector<int64_t>& values, torch::Device device) {
+    const auto n = static_cast<int64_t>(values.size());
+    if (!device.is_cpu())
+        return torch::tensor(values, torch::TensorOptions().dtype(torch::kLong)).to(device);
+    auto out = torch::empty({n}, torch::TensorOptions().dtype(torch::kLong));  // (N)
+    std::copy(values.begin(), values.end(), out.data_ptr<int64_t>());
+    return out;
+}
+
 RowSet RowSet::from_host(std::vector<int64_t> rows, torch::Device device) {
     RowSet r;
-    r.device = torch::tensor(rows, torch::TensorOptions().dtype(torch::kLong)).to(device);
+    r.device = longs_on(rows, device);
     r.host = std::move(rows);
     return r;
 }
@@ -34,6 +43,14 @@ bool rows_copy_fits(const torch::Tensor& dst, const torch::Tensor& src, int64_t 
            src.size(-1) == dst.size(-1);
 }
 
+// pos where it is one of L (rows, tokens: `what`), else an error naming the caller and both.
+int64_t position_in(const char* caller, int64_t pos, int64_t L, const char* what) {
+    if (pos < 0 || pos >= L)
+        throw std::out_of_range(std::string(caller) + ": position " + std::to_string(pos) +
+                                " outside the " + std::to_string(L) + " " + what);
+    return pos;
+}
+
 // dst's rows at `rows` (its second-to-last dimension) = src: a loop of row copies on the CPU.
 // LibTorch 1.13's index_copy_ took 6 us for a cached step's 32 rows of one layer's K (12 calls
 // per step: 73 us of a fast-dual step by the profiler).
@@ -47,10 +64,7 @@ void write_rows(torch::Tensor& dst, const RowSet& rows, const torch::Tensor& src
     const float* from = src.data_ptr<float>();
     float* to = dst.data_ptr<float>();
     for (int64_t i = 0; i < rows.size(); ++i) {
-        const int64_t pos = rows.host[static_cast<size_t>(i)];
-        if (pos < 0 || pos >= L)
-            throw std::out_of_range("write_rows: position " + std::to_string(pos) +
-                                    " outside the " + std::to_string(L) + " rows");
+        const int64_t pos = position_in("write_rows", rows.host[static_cast<size_t>(i)], L, "rows");
         for (int64_t p = 0; p < planes; ++p)
             std::copy_n(from + p * plane_stride + i * row_stride, C, to + (p * L + pos) * C);
     }
@@ -64,6 +78,28 @@ torch::Tensor with_rows(const torch::Tensor& dst, const RowSet& rows, const torc
 }
 
 }  // namespace
+
+torch::Tensor token_rows(const torch::Tensor& wte, const torch::Tensor& ids, const RowSet& rows) {
+    if (!uses_row_kernels(wte) || !wte.is_contiguous() || wte.dim() != 2 ||
+        !ids.device().is_cpu() || ids.scalar_type() != torch::kLong || !ids.is_contiguous())
+        return wte.index_select(0, ids.index_select(0, rows.device));
+    const int64_t V = wte.size(0), D = wte.size(1), L = ids.size(0);
+    auto out = torch::empty({rows.size(), D}, wte.options());  // (R, D)
+    const int64_t* id = ids.data_ptr<int64_t>();
+    const float* table = wte.data_ptr<float>();
+    float* dst = out.data_ptr<float>();
+    for (int64_t i = 0; i < rows.size(); ++i) {
+        const int64_t pos =
+            position_in("token_rows", rows.host[static_cast<size_t>(i)], L, "tokens");
+        const int64_t token = id[pos];
+        if (token < 0 || token >= V)
+            throw std::out_of_range("token_rows: token id " + std::to_string(token) +
+                                    " at position " + std::to_string(pos) +
+                                    " outside the vocabulary of " + std::to_string(V));
+        std::copy_n(table + token * D, D, dst + i * D);
+    }
+    return out;
+}
 
 RowSet LayerHooks::select_rows(int layer, const torch::Tensor&, const torch::Tensor&) {
     throw std::logic_error("layer " + std::to_string(layer) +
@@ -98,6 +134,17 @@ torch::Tensor Transformer::norm(const torch::Tensor& x, const torch::Tensor& w) 
     return rms_norm(x, w, m_config.rms_norm_eps);
 }
 
+const Transformer::PrefixViews& Transformer::prefix_views(int64_t L) const {
+    const std::lock_guard<std::mutex> hold(m_prefix_cache->lock);
+    auto& views = m_prefix_cache->views;
+    if (const auto it = views.find(L); it != views.end()) return it->second;
+    PrefixViews v;
+    v.positions = L <= m_positions.size(0) ? m_positions.narrow(0, 0, L)
+                                           : torch::arange(L, m_positions.options());  // (L)
+    std::tie(v.cos, v.sin) = m_rope.prefix(L);                                         // (L, Dh)
+    return views.emplace(L, std::move(v)).first->second;
+}
+
 torch::Tensor Transformer::head(const torch::Tensor& hidden) const {
     return detail::linear(hidden, m_weights.head, {}, m_weights.head_panels);  // (R, D) -> (R, V)
 }
@@ -106,7 +153,8 @@ torch::Tensor Transformer::forward_full(const torch::Tensor& ids) const {
     const auto& c = m_config;
     const int64_t B = ids.size(0), L = ids.size(1), D = c.d_model;
     auto h = m_weights.wte.index_select(0, ids.reshape({-1})).reshape({B, L, D});  // (B, L, D)
-    auto [cos, sin] = m_rope.prefix(L);                                            // (L, Dh)
+    const auto& prefix = prefix_views(L);
+    const auto &cos = prefix.cos, &sin = prefix.sin;  // (L, Dh)
     for (const auto& w : m_weights.layers) {
         auto qkv = project_qkv(w, norm(h, w.attn_norm), cos, sin, c.n_heads, c.n_kv_heads);
         h = add_linear(h, attend(qkv.q, qkv.k, qkv.v), w.attn_out,
@@ -426,7 +474,7 @@ void Transformer::gather_inputs(int l, const LayerPlan& plan, const LayerCache& 
                                 PlanState& s) const {
     const RowSet& rows = plan.all_rows ? s.all : plan.rows;
     if (l == 0) {
-        s.h = m_weights.wte.index_select(0, s.ids.index_select(0, rows.device));  // (R, D)
+        s.h = token_rows(m_weights.wte, s.ids, rows);  // (R, D)
         return;
     }
     if (plan.all_rows && s.prev_all) return;                                 // h holds every row
@@ -541,9 +589,10 @@ torch::Tensor Transformer::forward_plan(const torch::Tensor& ids, LayerHooks& ho
     std::vector<int64_t> all(static_cast<size_t>(s.L));
     std::iota(all.begin(), all.end(), int64_t{0});
     s.all.host = std::move(all);
-    s.all.device = s.L <= m_positions.size(0) ? m_positions.narrow(0, 0, s.L)
-                                              : torch::arange(s.L, m_positions.options());
-    std::tie(s.cos, s.sin) = m_rope.prefix(s.L);  // (L, Dh)
+    const auto& prefix = prefix_views(s.L);
+    s.all.device = prefix.positions;  // (L)
+    s.cos = prefix.cos;               // (L, Dh)
+    s.sin = prefix.sin;
     for (int l = 0; l < static_cast<int>(m_config.n_layers); ++l) {
         const auto t0 = std::chrono::steady_clock::now();
         LayerPlan plan = hooks.plan(l);

@@ -7,6 +7,9 @@
 // V vocabulary, N layers, B batch.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "engine/model/layer_plan.h"
@@ -79,6 +82,15 @@ private:
                                  LayerRest* rest = nullptr) const;
     torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w) const;
 
+    // What every forward of L rows starts from: the all-rows index (L) int64 and RoPE's tables of
+    // the first L positions (L, Dh), made once per L. Views of the model's tables made at each
+    // forward met their code cold: m_positions.narrow took 25-29 us (median) of an Elastic-Cache
+    // cached step of about 730 at 2 threads, the tables' two narrows 1.4-5 more.
+    struct PrefixViews {
+        torch::Tensor positions, cos, sin;
+    };
+    const PrefixViews& prefix_views(int64_t L) const;
+
     ModelConfig m_config;
     TransformerWeights m_weights;
     torch::Device m_device;
@@ -86,6 +98,13 @@ private:
     // (max positions) int64 0, 1, ... on the model's device: every forward's all-rows set is a view
     // of it (an arange per forward was 0.8% of an Elastic-Cache cached step).
     torch::Tensor m_positions;
+    // prefix_views' views by L, shared by the threads that run forwards (a run's engine thread, a
+    // sweep's workers); a map, so that a reference stays valid as it grows.
+    struct PrefixCache {
+        std::mutex lock;
+        std::map<int64_t, PrefixViews> views;
+    };
+    std::shared_ptr<PrefixCache> m_prefix_cache = std::make_shared<PrefixCache>();
 };
 
 // x's rows at `rows` (ascending, unique): x (N, C) -> (R, C). A view where they are one run
@@ -98,6 +117,12 @@ private:
 torch::Tensor rows_of(const torch::Tensor& x, const std::vector<int64_t>& rows,
                       const torch::Tensor& device_rows = {});
 torch::Tensor rows_of(const torch::Tensor& x, const RowSet& rows);
+
+// The embeddings of the tokens at `rows`: (R, D) rows of wte (V, D), ids (L) int64. On the CPU in
+// float32 a row copy each, naming a position or token id out of range: ids.index_select, then
+// wte.index_select, took 1.8% of the engine thread's samples in Elastic-Cache's cached steps at 2
+// threads (perf), nearly all in their code rather than the copies; elsewhere those two ops.
+torch::Tensor token_rows(const torch::Tensor& wte, const torch::Tensor& ids, const RowSet& rows);
 
 // Analytical FLOPs of one layer computing `rows` query rows against `keys` key rows.
 double layer_flops(const ModelConfig& c, int64_t rows, int64_t keys);
