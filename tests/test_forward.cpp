@@ -190,6 +190,32 @@ TEST(Forward, FullForwardMatchesNaiveFloat64) {
     EXPECT_LE(nmse(logits, ref), 1e-10);
 }
 
+// The forward's prefix views (the all-rows index, RoPE's tables) are made once per length, by
+// whichever forward comes first: made in inference mode, a later training forward still reads
+// them, differentiates through them, and gives what a fresh net gives.
+TEST(Forward, TrainingAfterAnInferenceForwardOfTheSameLength) {
+    const auto dir = test::make_tiny_model("m", 32, 2, 2, 2);
+    auto model = Model::load(dir), fresh = Model::load(dir);
+    const auto ids = torch::tensor(some_ids(12, model->config().vocab_size, 5)).unsqueeze(0);
+    {
+        torch::InferenceMode g;
+        (void)model->net().forward_full(ids);
+    }
+    const auto trained = [&](Model& m) {
+        auto& wte = m.net().weights().wte;
+        wte.requires_grad_(true);
+        auto loss = m.net().forward_full(ids).pow(2).mean();
+        loss.backward();
+        const auto grad = wte.grad().clone();
+        wte.requires_grad_(false);
+        return std::make_pair(loss.item<double>(), grad);
+    };
+    const auto [loss, grad] = trained(*model);
+    const auto [fresh_loss, fresh_grad] = trained(*fresh);
+    EXPECT_EQ(loss, fresh_loss);
+    EXPECT_TRUE(torch::equal(grad, fresh_grad));
+}
+
 TEST(Forward, GroupedQueryAttentionMatchesNaive) {
     auto model = Model::load(test::make_tiny_model("m", 64, 2, 8, 2));
     ASSERT_EQ(model->config().n_kv_heads, 2);
