@@ -1223,7 +1223,8 @@ TEST(RowKernels, RowsOfIsIndexSelectOrAViewOfARun) {
 }
 
 // token_rows: the embedding rows index_select gives, for scattered and all positions; a token id
-// outside the vocabulary is named with its position, not read. longs_on: the values, int64.
+// outside the vocabulary is named with its position, not read. longs_on: the values, int64
+// (int32 ones widened).
 TEST(RowKernels, TokenRowsAreIndexSelectsRows) {
     torch::InferenceMode g;
     const auto wte = torch::randn({7, 4});  // (V, D)
@@ -1239,7 +1240,9 @@ TEST(RowKernels, TokenRowsAreIndexSelectsRows) {
     const auto doubles = wte.to(torch::kFloat64);  // not the row kernels': index_select
     EXPECT_TRUE(torch::equal(detail::token_rows(doubles, ids, rows),
                              doubles.index_select(0, ids.index_select(0, rows.device))));
-    const auto bad = detail::longs_on({3, 0, 7, 6, 2}, torch::kCPU);
+    const std::vector<int32_t> narrow_tokens(tokens.begin(), tokens.end());
+    EXPECT_TRUE(torch::equal(detail::longs_on(narrow_tokens, torch::kCPU), ids)) << "widened";
+    const auto bad = detail::longs_on(std::vector<int64_t>{3, 0, 7, 6, 2}, torch::kCPU);
     try {
         detail::token_rows(wte, bad, rows);
         FAIL() << "no error";

@@ -213,7 +213,7 @@ void predict(RunCore& run, StepWork& work) {
     const RunState& s = run.state;
     const auto N = static_cast<size_t>(s.N);
     decide_trace_worker(run, work.wants);
-    work.ids = longs_on(std::vector<int64_t>(s.x.begin(), s.x.end()), run.net->device());  // (L)
+    work.ids = longs_on(s.x, run.net->device());  // (L)
     work.layer_rows.assign(N, {});
     work.all_rows.assign(N, true);
     work.probe_flops.assign(N, 0.0);

@@ -16,13 +16,37 @@
 
 namespace cl::detail {
 
-torch::Tensor longs_on(const std::vector<int64_t>& values, torch::Device device) {
-    const auto n = static_cast<int64_t>(values.size());
-    if (!device.is_cpu())
-        return torch::tensor(values, torch::TensorOptions().dtype(torch::kLong)).to(device);
-    auto out = torch::empty({n}, torch::TensorOptions().dtype(torch::kLong));  // (N)
+namespace {
+
+// values (N), widened to int64, filled on the CPU and then copied where the device is another.
+template <class Int>
+torch::Tensor longs_from(const std::vector<Int>& values, torch::Device device) {
+    auto out = torch::empty({static_cast<int64_t>(values.size())},
+                            torch::TensorOptions().dtype(torch::kLong));  // (N)
     std::copy(values.begin(), values.end(), out.data_ptr<int64_t>());
+    return device.is_cpu() ? out : out.to(device);
+}
+
+// (R, C) rows of x (N, C), contiguous float32 on the CPU, where row i is x's row_of(i) (which
+// checks it): a row copy each.
+template <class RowOf>
+torch::Tensor copied_rows(const torch::Tensor& x, int64_t R, const RowOf& row_of) {
+    const int64_t C = x.size(1);
+    auto out = torch::empty({R, C}, x.options());  // (R, C)
+    const float* from = x.data_ptr<float>();
+    float* to = out.data_ptr<float>();
+    for (int64_t i = 0; i < R; ++i) std::copy_n(from + row_of(i) * C, C, to + i * C);
     return out;
+}
+
+}  // namespace
+
+torch::Tensor longs_on(const std::vector<int64_t>& values, torch::Device device) {
+    return longs_from(values, device);
+}
+
+torch::Tensor longs_on(const std::vector<int32_t>& values, torch::Device device) {
+    return longs_from(values, device);
 }
 
 RowSet RowSet::from_host(std::vector<int64_t> rows, torch::Device device) {
@@ -83,12 +107,9 @@ torch::Tensor token_rows(const torch::Tensor& wte, const torch::Tensor& ids, con
     if (!uses_row_kernels(wte) || !wte.is_contiguous() || wte.dim() != 2 ||
         !ids.device().is_cpu() || ids.scalar_type() != torch::kLong || !ids.is_contiguous())
         return wte.index_select(0, ids.index_select(0, rows.device));
-    const int64_t V = wte.size(0), D = wte.size(1), L = ids.size(0);
-    auto out = torch::empty({rows.size(), D}, wte.options());  // (R, D)
+    const int64_t V = wte.size(0), L = ids.size(0);
     const int64_t* id = ids.data_ptr<int64_t>();
-    const float* table = wte.data_ptr<float>();
-    float* dst = out.data_ptr<float>();
-    for (int64_t i = 0; i < rows.size(); ++i) {
+    return copied_rows(wte, rows.size(), [&](int64_t i) {
         const int64_t pos =
             position_in("token_rows", rows.host[static_cast<size_t>(i)], L, "tokens");
         const int64_t token = id[pos];
@@ -96,9 +117,8 @@ torch::Tensor token_rows(const torch::Tensor& wte, const torch::Tensor& ids, con
             throw std::out_of_range("token_rows: token id " + std::to_string(token) +
                                     " at position " + std::to_string(pos) +
                                     " outside the vocabulary of " + std::to_string(V));
-        std::copy_n(table + token * D, D, dst + i * D);
-    }
-    return out;
+        return token;
+    });
 }
 
 RowSet LayerHooks::select_rows(int layer, const torch::Tensor&, const torch::Tensor&) {
@@ -199,18 +219,14 @@ torch::Tensor rows_of(const torch::Tensor& x, const std::vector<int64_t>& rows,
     if (!uses_row_kernels(x) || x.dim() != 2 || !x.is_contiguous())
         return x.index_select(
             0, device_rows.defined() ? device_rows : RowSet::from_host(rows, x.device()).device);
-    const int64_t N = x.size(0), C = x.size(1);
-    auto out = torch::empty({R, C}, x.options());  // (R, C)
-    const float* from = x.data_ptr<float>();
-    float* to = out.data_ptr<float>();
-    for (int64_t i = 0; i < R; ++i) {
+    const int64_t N = x.size(0);
+    return copied_rows(x, R, [&](int64_t i) {
         const int64_t row = rows[static_cast<size_t>(i)];
         if (row < 0 || row >= N)
             throw std::out_of_range("rows_of: row " + std::to_string(row) + " outside the " +
                                     std::to_string(N) + " rows");
-        std::copy_n(from + row * C, C, to + i * C);
-    }
-    return out;
+        return row;
+    });
 }
 
 torch::Tensor rows_of(const torch::Tensor& x, const RowSet& rows) {
