@@ -11,6 +11,7 @@
 #include "engine/base/errors.h"
 #include "engine/cuda/elastic_drift.h"
 #include "engine/model/blocks.h"
+#include "engine/model/empty_buffer.h"
 #include "engine/model/model.h"
 #include "engine/model/row_activation.h"
 #include "engine/model/row_attention.h"
@@ -1252,6 +1253,31 @@ TEST(RowKernels, TokenRowsAreIndexSelectsRows) {
             std::string::npos)
             << e.what();
     }
+}
+
+TEST(RowKernels, EmptyBufferIsTorchEmptysTensor) {
+    const auto same_kind = [](const torch::Tensor& a, const torch::Tensor& b) {
+        EXPECT_EQ(a.sizes(), b.sizes());
+        EXPECT_EQ(a.scalar_type(), b.scalar_type());
+        EXPECT_EQ(a.device(), b.device());
+        EXPECT_EQ(a.is_contiguous(), b.is_contiguous());
+        EXPECT_EQ(a.is_inference(), b.is_inference());
+        EXPECT_EQ(a.requires_grad(), b.requires_grad());
+    };
+    const auto doubles = torch::TensorOptions().dtype(torch::kFloat64);
+    {
+        torch::InferenceMode g;  // a forward's buffers: inference tensors, as torch::empty's
+        const auto a = detail::empty_buffer({3, 5, 2}, doubles);
+        same_kind(a, torch::empty({3, 5, 2}, doubles));
+        EXPECT_TRUE(a.is_inference());
+        a.fill_(1.5);  // its own memory, written through
+        EXPECT_EQ(a.sum().item<double>(), 1.5 * 30);
+        same_kind(detail::empty_buffer({0, 4}, doubles), torch::empty({0, 4}, doubles));
+    }
+    const auto grads = torch::TensorOptions().requires_grad(true);  // torch::empty's own path
+    same_kind(detail::empty_buffer({2, 2}, grads), torch::empty({2, 2}, grads));
+    same_kind(detail::empty_buffer({4}, torch::kLong), torch::empty({4}, torch::kLong));
+    EXPECT_FALSE(detail::empty_buffer({4}, torch::kLong).is_inference());
 }
 
 TEST(Forward, FlopCountFollowsRowsAndKeys) {

@@ -1,5 +1,6 @@
 #include "engine/model/blocks.h"
 
+#include "engine/model/empty_buffer.h"
 #include "engine/model/row_activation.h"
 #include "engine/model/row_attention.h"
 #include "engine/model/row_gemm.h"
@@ -46,9 +47,9 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, doub
     if (uses_row_kernels(x) && uses_row_kernels(weight) && x.is_contiguous() &&
         weight.is_contiguous()) {
         const int64_t D = x.size(-1);
-        // torch::empty, as the layers' buffers: empty_like's own code, met cold at the step's
+        // empty_buffer, as the layers' buffers: empty_like's own code, met cold at the step's
         // final norm, was 1.1% of the engine thread's samples in Elastic-Cache's cached steps.
-        auto out = torch::empty(x.sizes(), x.options());  // (..., D)
+        auto out = empty_buffer(x.sizes(), x.options());  // (..., D)
         const float *in = x.data_ptr<float>(), *gain = weight.data_ptr<float>();
         float* dst = out.data_ptr<float>();
         const int64_t rows = x.numel() / std::max<int64_t>(D, 1);
@@ -166,7 +167,7 @@ void few_rows_into(const torch::Tensor& out, const torch::Tensor& x2, const torc
 
 torch::Tensor few_rows_linear(const torch::Tensor& x2, const torch::Tensor& w,
                               const torch::Tensor& panels) {
-    auto out = torch::empty({x2.size(0), w.size(0)}, x2.options());  // (M, Out)
+    auto out = empty_buffer({x2.size(0), w.size(0)}, x2.options());  // (M, Out)
     few_rows_into(out, x2, w, panels, /*accumulate=*/false);
     return out;
 }
@@ -183,7 +184,7 @@ bool splits_by_rows(const torch::Tensor& x, const torch::Tensor& w, int64_t rows
 
 torch::Tensor matmul_split_rows(const torch::Tensor& x2, const torch::Tensor& wt) {
     const int64_t M = x2.size(0), N = wt.size(1);
-    auto out = torch::empty({M, N}, x2.options());  // (M, Out)
+    auto out = empty_buffer({M, N}, x2.options());  // (M, Out)
     const int64_t threads = at::get_num_threads();
     const int64_t grain = std::max(kMinRowsPerThread, (M + threads - 1) / threads);
     parallel_ops_for(0, M, grain, [&](int64_t begin, int64_t end) {
@@ -322,7 +323,7 @@ torch::Tensor rotate_heads(const torch::Tensor& y, const torch::Tensor& cos,
     auto shape = y.sizes().vec();  // (..., R, n*Dh) -> (..., n, R, Dh)
     shape.back() = Dh;
     shape.insert(shape.end() - 2, n);
-    auto out = torch::empty(shape, y.options());
+    auto out = empty_buffer(shape, y.options());
     // Tasks of whole heads: head h reads columns h*Dh.. of y and writes out's (R, Dh) block h.
     at::parallel_for(0, batches * n, rows_per_task(R * Dh), [&](int64_t begin, int64_t end) {
         for (int64_t item = begin; item < end;) {
@@ -408,9 +409,9 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
     const int64_t P = call.P, batches = call.batches;
     torch::Tensor mean, kept_mean;  // (B, R, L), (B, P, L) float64
     if (head_mean_out || probs_mean) {
-        if (head_mean_out) mean = torch::empty({batches, R, L}, q.options().dtype(torch::kFloat64));
+        if (head_mean_out) mean = empty_buffer({batches, R, L}, q.options().dtype(torch::kFloat64));
         if (probs_mean)
-            kept_mean = torch::empty({batches, P, L}, q.options().dtype(torch::kFloat64));
+            kept_mean = empty_buffer({batches, P, L}, q.options().dtype(torch::kFloat64));
         const int64_t rc = rows_per_mean_task(R, H, g, L), chunks = (R + rc - 1) / rc;
         // A scratch per kv head, each left holding its scores for column_head_mean.
         const int64_t region =
@@ -486,7 +487,7 @@ ColumnAttentionTasks::ColumnAttentionTasks(const torch::Tensor& q_in, const torc
     auto shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., R, H*Dh)
     shape.erase(shape.end() - 3);
     shape.back() = H * Dh;
-    out = torch::empty(shape, q.options());
+    out = empty_buffer(shape, q.options());
     if (probs_rows) {  // slot[r]: the row of the kept probabilities that query row r fills, or -1
         slot.assign(static_cast<size_t>(R), -1);
         for (size_t i = 0; i < probs_rows->size(); ++i)
@@ -496,7 +497,7 @@ ColumnAttentionTasks::ColumnAttentionTasks(const torch::Tensor& q_in, const torc
         auto probs_shape = q.sizes().vec();  // (..., H, R, Dh) -> (..., H, P, L)
         probs_shape.back() = L;
         probs_shape[probs_shape.size() - 2] = P;
-        probs = torch::empty(probs_shape, q.options());
+        probs = empty_buffer(probs_shape, q.options());
     }
 }
 
@@ -596,7 +597,7 @@ torch::Tensor head_mean_f64(const torch::Tensor& probs) {
     const int64_t H = p.size(-3), R = p.size(-2), L = p.size(-1), batches = p.numel() / (H * R * L);
     auto shape = p.sizes().vec();
     shape.erase(shape.end() - 3);
-    auto mean = torch::empty(shape, p.options().dtype(torch::kFloat64));  // (..., R, L)
+    auto mean = empty_buffer(shape, p.options().dtype(torch::kFloat64));  // (..., R, L)
     // Rows split over the threads (when this was d2Cache's own pass, 4% of its step on one core;
     // at 2 threads the other core waited for the main thread's: split, 2.7% faster, paired steps).
     const int64_t rows_per_task =
@@ -623,7 +624,7 @@ torch::Tensor gated_mlp(const LayerWeights& w, const torch::Tensor& x,
         if (uses_row_kernels(y) && y.is_contiguous()) {
             auto shape = y.sizes().vec();
             shape.back() = F;
-            auto h = torch::empty(shape, y.options());  // (..., F)
+            auto h = empty_buffer(shape, y.options());  // (..., F)
             const int64_t rows = y.numel() / (2 * F);
             const float* in = y.data_ptr<float>();
             float* out = h.data_ptr<float>();

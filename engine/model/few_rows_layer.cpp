@@ -1,5 +1,6 @@
 #include "engine/model/few_rows_layer.h"
 
+#include "engine/model/empty_buffer.h"
 #include "engine/model/phased_region.h"
 #include "engine/model/row_activation.h"
 #include "engine/model/row_gemm.h"
@@ -172,8 +173,8 @@ struct QkvPass {
         const int64_t R = rows.size(0);
         if (cache) check_positions(caller, row_positions, R, L);
         const auto opts = rows.options();
-        fresh = {torch::empty({H, R, Dh}, opts), torch::empty({Hkv, R, Dh}, opts),
-                 torch::empty({Hkv, R, Dh}, opts)};
+        fresh = {empty_buffer({H, R, Dh}, opts), empty_buffer({Hkv, R, Dh}, opts),
+                 empty_buffer({Hkv, R, Dh}, opts)};
         out = {fresh.q.data_ptr<float>(), fresh.k.data_ptr<float>(), fresh.v.data_ptr<float>(), R};
         bias = bias_values.defined() ? bias_values.data_ptr<float>() : nullptr;
         cos = cos_values.data_ptr<float>();

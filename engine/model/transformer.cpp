@@ -13,6 +13,7 @@
 #include <string>
 
 #include "engine/base/errors.h"
+#include "engine/model/empty_buffer.h"
 
 namespace cl::detail {
 
@@ -21,7 +22,7 @@ namespace {
 // values (N), widened to int64, filled on the CPU and then copied where the device is another.
 template <class Int>
 torch::Tensor longs_from(const std::vector<Int>& values, torch::Device device) {
-    auto out = torch::empty({static_cast<int64_t>(values.size())},
+    auto out = empty_buffer({static_cast<int64_t>(values.size())},
                             torch::TensorOptions().dtype(torch::kLong));  // (N)
     std::copy(values.begin(), values.end(), out.data_ptr<int64_t>());
     return device.is_cpu() ? out : out.to(device);
@@ -32,7 +33,7 @@ torch::Tensor longs_from(const std::vector<Int>& values, torch::Device device) {
 template <class RowOf>
 torch::Tensor copied_rows(const torch::Tensor& x, int64_t R, const RowOf& row_of) {
     const int64_t C = x.size(1);
-    auto out = torch::empty({R, C}, x.options());  // (R, C)
+    auto out = empty_buffer({R, C}, x.options());  // (R, C)
     const float* from = x.data_ptr<float>();
     float* to = out.data_ptr<float>();
     for (int64_t i = 0; i < R; ++i) std::copy_n(from + row_of(i) * C, C, to + i * C);
@@ -319,7 +320,7 @@ SideWork probs_mean_work(const LayerResult& r, const LayerPlan& plan, ProbsMeans
         !p.is_contiguous())
         return {};
     const int64_t H = p.size(0), P = p.size(1), L = p.size(2);
-    out.mean = torch::empty({P, L}, p.options().dtype(torch::kFloat64));  // (P, L)
+    out.mean = empty_buffer({P, L}, p.options().dtype(torch::kFloat64));  // (P, L)
     // The plan's column sums in the same pass, each thread those of its keys: the engine thread
     // would otherwise read the means the other thread just wrote.
     const auto& kept = r.probs_positions.empty() && r.rows ? r.rows->host : r.probs_positions;

@@ -2,6 +2,7 @@
 
 #include "engine/cuda/ranking.h"
 #include "engine/generation/device_stream.h"
+#include "engine/model/empty_buffer.h"
 
 #include <numeric>
 
@@ -90,7 +91,7 @@ WindowAttention window_attention(const AttentionReads& attention, const std::vec
     const auto W = static_cast<int64_t>(rows.size()), L = p.size(-1);
     WindowAttention out;
     if (W == 0) {
-        out.attn = torch::empty({0, L}, p.options().dtype(torch::kFloat64));  // (0, L)
+        out.attn = detail::empty_buffer({0, L}, p.options().dtype(torch::kFloat64));  // (0, L)
         return out;
     }
     const bool summed = means && column_sums && static_cast<int64_t>(column_sums->size()) == L;
@@ -104,7 +105,7 @@ WindowAttention window_attention(const AttentionReads& attention, const std::vec
         }
         cuda::window_column_sums_cpu(p.data_ptr<double>(), L, rows.data(), W, sums.data());
     } else {
-        out.attn = torch::empty({W, L}, p.options().dtype(torch::kFloat64));  // (W, L)
+        out.attn = detail::empty_buffer({W, L}, p.options().dtype(torch::kFloat64));  // (W, L)
         out.attn_rows = identity_rows(W);
         cuda::window_head_mean_cpu(p.data_ptr<float>(), shape_of(p), rows.data(), W,
                                    out.attn.data_ptr<double>(), sums.data());
