@@ -254,6 +254,8 @@ void expect_same_layer(const Layer& l, int64_t R, bool go_on, bool rows_before_g
         return go_on;
     };
     midpoint.rows_before_go_on = rows_before_go_on;
+    const int64_t D = in.h.size(1);
+    midpoint.keep_inputs = torch::full({kKeys, D}, -7.0F);  // (L, D): the hidden cache
     const auto got = detail::few_rows_layer(l.w, h, in.cos, in.sin, l.heads, l.kv_heads, l.eps,
                                             in.fused, in.positions, &got_probs, &kept, midpoint);
     const auto want =
@@ -276,6 +278,10 @@ void expect_same_layer(const Layer& l, int64_t R, bool go_on, bool rows_before_g
     } else if (!rows_before_go_on) {
         EXPECT_TRUE(torch::equal(h, in.h)) << at << ": rows of a layer that stopped";
     }
+    // The inputs are kept whether or not the layer goes on: an escalation starts from them.
+    auto want_kept = torch::full({kKeys, D}, -7.0F);
+    want_kept.index_copy_(0, torch::tensor(in.positions), in.h);
+    EXPECT_TRUE(torch::equal(midpoint.keep_inputs, want_kept)) << at << ": kept inputs";
     const int most = go_on || rows_before_go_on ? 1 : 0;
     for (const int n : taken) {
         EXPECT_LE(n, most) << at << ": side work";
@@ -300,6 +306,30 @@ TEST(FewRowsLayer, TheLayerInOneRegionEqualsItsParts) {
                                               " threads" + (go_on ? "" : ", stopped") +
                                               (early ? ", rows before go_on" : "") +
                                               (with_bias ? ", biases" : ""));
+        }
+    }
+}
+
+TEST(FewRowsLayer, KeepsInputsOnlyWhereTheyFit) {
+    torch::InferenceMode g;
+    const auto l = tiny_layer(false, 128);
+    const test::ScopedThreads scope(2);
+    auto in = qkv_inputs(l, 22);
+    detail::LayerMidpoint midpoint;
+    for (const auto& keep : {torch::zeros({kKeys - 1, 128}), torch::zeros({kKeys, 64}),
+                             torch::zeros({kKeys, 128}, torch::kFloat64)}) {
+        midpoint.keep_inputs = keep;
+        try {
+            detail::few_rows_layer(l.w, in.h, in.cos, in.sin, l.heads, l.kv_heads, l.eps, in.fused,
+                                   in.positions, nullptr, nullptr, midpoint);
+            ADD_FAILURE() << "no error for " << keep.sizes();
+        } catch (const std::invalid_argument& e) {
+            EXPECT_NE(std::string(e.what()).find("few_rows_layer: the inputs are kept in"),
+                      std::string::npos)
+                << e.what();
+            EXPECT_NE(std::string(e.what()).find("(" + std::to_string(kKeys) + ", 128) float32"),
+                      std::string::npos)
+                << e.what();
         }
     }
 }

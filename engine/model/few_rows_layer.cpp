@@ -289,6 +289,20 @@ private:
     std::atomic<int> m_state{kPending};
 };
 
+// few_rows_layer's keep_inputs as floats, checked against the layer's rows h (R, D) and the kv
+// cache's L positions; null where undefined.
+float* keep_inputs_of(const torch::Tensor& keep, const torch::Tensor& h,
+                      const LayerCache& kv_cache) {
+    if (!keep.defined()) return nullptr;
+    const int64_t L = kv_cache.k.size(1), D = h.size(1);
+    if (!cpu_float(keep) || keep.dim() != 2 || keep.size(0) != L || keep.size(1) != D)
+        throw std::invalid_argument(
+            "few_rows_layer: the inputs are kept in " + std::to_string(keep.dim()) + "-d " +
+            std::to_string(keep.numel()) + " values, not (" + std::to_string(L) + ", " +
+            std::to_string(D) + ") float32 contiguous on the CPU");
+    return keep.data_ptr<float>();
+}
+
 }  // namespace
 
 bool fits_few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
@@ -362,7 +376,9 @@ FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                        positions);
     const ColumnAttentionTasks attention(pass.fresh.q, kv_cache.k, kv_cache.v, probs_out != nullptr,
                                          probs_rows);
-    const int64_t R = h.size(0);
+    const int64_t R = h.size(0), D = h.size(1);
+    const float* inputs = h.data_ptr<float>();                               // (R, D)
+    float* kept_inputs = keep_inputs_of(midpoint.keep_inputs, h, kv_cache);  // (L, D) or null
     FewRowsLayerResult out{pass.fresh, attention.result(probs_out), false};
     const SideWork side = midpoint.side ? midpoint.side() : SideWork{};
     Verdict verdict;
@@ -373,6 +389,10 @@ FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
          },
          [&](int64_t first, int64_t last, int64_t shares) {  // each share its rows
              const auto [b, e] = row_share(R, first, last, shares);
+             if (kept_inputs)
+                 for (int64_t r = b; r < e; ++r)
+                     std::copy_n(inputs + r * D, D,
+                                 kept_inputs + positions[static_cast<size_t>(r)] * D);
              const bool caller = first == 0, early = !caller && midpoint.rows_before_go_on;
              if (caller) verdict.give(midpoint.go_on);
              if ((early ? !verdict.stopped() : verdict.await()) && b < e)

@@ -274,7 +274,10 @@ struct LayerRest {
     // LayerMidpoint::rows_before_go_on: a layer that stops does not need h's rows any more (it
     // never stops, or it starts again from the hidden cache).
     bool rows_before_go_on = false;
-    bool finished = false;  // the output and MLP ran in the attention's region
+    // LayerMidpoint::keep_inputs: the hidden cache, where the region keeps the rows' inputs.
+    torch::Tensor keep_inputs;
+    bool inputs_kept = false;  // the region kept them
+    bool finished = false;     // the output and MLP ran in the attention's region
     // The verdict, asked once.
     bool go_on() {
         if (!m_go_on) m_go_on = verdict();
@@ -370,7 +373,8 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
                 w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads, m_config.rms_norm_eps, lc,
                 rows->host, reads.probs, some ? &probs_rows : nullptr,
                 {[rest] { return rest->side(); }, [rest] { return rest->go_on(); },
-                 rest->rows_before_go_on});
+                 rest->rows_before_go_on, rest->keep_inputs});
+            rest->inputs_kept = rest->keep_inputs.defined();
             rest->finished = layer.finished;
             if (fresh_out) *fresh_out = layer.qkv;
             return layer.attn;  // (R, H*Dh)
@@ -536,7 +540,7 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     const auto& w = m_weights.layers[static_cast<size_t>(l)];
     gather_inputs(l, plan, lc, s);
     const RowSet* rows = plan.all_rows ? nullptr : &plan.rows;
-    if (plan.write_hidden && lc.hidden.defined()) write_rows(lc.hidden, rows ? *rows : s.all, s.h);
+    const bool keep_inputs = plan.write_hidden && lc.hidden.defined();
     LayerResult r;
     const bool may_escalate = plan.may_escalate && !plan.all_rows;
     QkvHeads fresh;  // of the computed rows
@@ -549,7 +553,9 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
                                plan.want_probs_mean ? &r.probs_mean : nullptr};
     LayerRest rest;
     rest.few_rows = rows && fits_few_rows_layer(w, s.h, nullptr);
-    rest.rows_before_go_on = !may_escalate || (plan.write_hidden && lc.hidden.defined());
+    rest.rows_before_go_on = !may_escalate || keep_inputs;
+    if (keep_inputs && rest.few_rows && uses_row_kernels(lc.hidden) && lc.hidden.is_contiguous())
+        rest.keep_inputs = lc.hidden;
     const auto attention_read = [&] {  // what the policy and the side work read of r
         if (r.probs.defined() || r.probs_mean.defined()) r.probs_positions = plan.probs_positions;
         r.layer = l;
@@ -565,6 +571,9 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
         return reads.probs_mean && rest.few_rows ? probs_mean_work(r, plan, means) : SideWork{};
     };
     auto attn = attention_rows(l, s.h, rows, s, lc, plan.write_kv, reads, &fresh, &rest);
+    // Elsewhere the inputs are kept here: nothing has changed h's rows yet, and the escalation
+    // starts from the hidden cache.
+    if (keep_inputs && !rest.inputs_kept) write_rows(lc.hidden, rows ? *rows : s.all, s.h);
     if (!rest.go_on()) {  // the side work's means, if it ran, are dropped
         attn = escalated_attention(l, plan, *rows, lc, s, r, reads, fresh);
         plan.all_rows = true;
