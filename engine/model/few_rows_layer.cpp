@@ -97,7 +97,7 @@ void scatter_heads(const float* qkv, int64_t b, int64_t n, int64_t H, int64_t Hk
 }
 
 // cache (Hkv, L, Dh) rows at positions[b, b + n) = fresh (Hkv, R, Dh) rows [b, b + n), of the kv
-// heads `kv`.
+// heads `kv` (the hidden cache (L, D): one head of D values).
 void write_cache_rows(const float* fresh, float* cache, KvHeads kv, int64_t R, int64_t L,
                       int64_t Dh, const int64_t* positions, int64_t b, int64_t n) {
     for (int64_t h = kv.first; h < kv.last; ++h)
@@ -376,7 +376,7 @@ FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                        positions);
     const ColumnAttentionTasks attention(pass.fresh.q, kv_cache.k, kv_cache.v, probs_out != nullptr,
                                          probs_rows);
-    const int64_t R = h.size(0), D = h.size(1);
+    const int64_t R = h.size(0), D = h.size(1), L = kv_cache.k.size(1);
     const float* inputs = h.data_ptr<float>();                               // (R, D)
     float* kept_inputs = keep_inputs_of(midpoint.keep_inputs, h, kv_cache);  // (L, D) or null
     FewRowsLayerResult out{pass.fresh, attention.result(probs_out), false};
@@ -390,9 +390,7 @@ FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
          [&](int64_t first, int64_t last, int64_t shares) {  // each share its rows
              const auto [b, e] = row_share(R, first, last, shares);
              if (kept_inputs)
-                 for (int64_t r = b; r < e; ++r)
-                     std::copy_n(inputs + r * D, D,
-                                 kept_inputs + positions[static_cast<size_t>(r)] * D);
+                 write_cache_rows(inputs, kept_inputs, {0, 1}, R, L, D, positions.data(), b, e - b);
              const bool caller = first == 0, early = !caller && midpoint.rows_before_go_on;
              if (caller) verdict.give(midpoint.go_on);
              if ((early ? !verdict.stopped() : verdict.await()) && b < e)
