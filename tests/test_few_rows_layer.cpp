@@ -11,6 +11,8 @@
 #include "engine/model/blocks.h"
 #include "engine/model/few_rows_layer.h"
 #include "engine/model/model.h"
+#include "engine/model/row_attention.h"
+#include "engine/model/row_head_mean.h"
 #include "engine/model/transformer.h"
 #include "scoped_threads.h"
 #include "test_util.h"
@@ -218,6 +220,27 @@ TEST(FewRowsLayer, QkvAndAttentionInOneRegionEqualTheTwoCalls) {
         << "one thread keeps the rows' pass and the attention's own region (and its head means)";
 }
 
+// The whole layer in one region (few_rows_layer, into h and in.fused) and its parts
+// (few_rows_qkv_attention into in.other, then few_rows_output_and_mlp on a copy of in.h).
+struct LayerAndParts {
+    detail::FewRowsLayerResult got;
+    detail::QkvAttention want;
+    torch::Tensor want_h;
+};
+LayerAndParts layer_and_parts(const Layer& l, QkvInputs& in, torch::Tensor& h,
+                              const std::vector<int64_t>& kept,
+                              const detail::LayerMidpoint& midpoint, torch::Tensor& got_probs,
+                              torch::Tensor& want_probs) {
+    LayerAndParts out;
+    out.got = detail::few_rows_layer(l.w, h, in.cos, in.sin, l.heads, l.kv_heads, l.eps, in.fused,
+                                     in.positions, &got_probs, &kept, midpoint);
+    out.want = detail::few_rows_qkv_attention(l.w, in.h, in.cos, in.sin, l.heads, l.kv_heads, l.eps,
+                                              in.other, in.positions, &want_probs, &kept);
+    out.want_h = in.h.clone();
+    detail::few_rows_output_and_mlp(l.w, out.want_h, out.want.attn, l.eps);
+    return out;
+}
+
 // The whole layer in one region (few_rows_layer) against its parts, few_rows_qkv_attention and
 // then few_rows_output_and_mlp: the same q, k, v, caches, attention output, kept probabilities
 // and rows, bit for bit. The side work is made once on the calling thread before the attention
@@ -256,13 +279,8 @@ void expect_same_layer(const Layer& l, int64_t R, bool go_on, bool rows_before_g
     midpoint.rows_before_go_on = rows_before_go_on;
     const int64_t D = in.h.size(1);
     midpoint.keep_inputs = torch::full({kKeys, D}, -7.0F);  // (L, D): the hidden cache
-    const auto got = detail::few_rows_layer(l.w, h, in.cos, in.sin, l.heads, l.kv_heads, l.eps,
-                                            in.fused, in.positions, &got_probs, &kept, midpoint);
-    const auto want =
-        detail::few_rows_qkv_attention(l.w, in.h, in.cos, in.sin, l.heads, l.kv_heads, l.eps,
-                                       in.other, in.positions, &want_probs, &kept);
-    auto want_h = in.h.clone();
-    detail::few_rows_output_and_mlp(l.w, want_h, want.attn, l.eps);
+    const auto [got, want, want_h] =
+        layer_and_parts(l, in, h, kept, midpoint, got_probs, want_probs);
     EXPECT_EQ(sides, 1) << at;
     EXPECT_EQ(verdicts, 1) << at;
     EXPECT_EQ(got.finished, go_on) << at;
@@ -307,6 +325,77 @@ TEST(FewRowsLayer, TheLayerInOneRegionEqualsItsParts) {
                                               (early ? ", rows before go_on" : "") +
                                               (with_bias ? ", biases" : ""));
         }
+    }
+}
+
+// With LayerMidpoint::scores: where each kv head's rows are one chunk (R g <= 64), the attention
+// keeps its scores and writes no probabilities; scores gets them once on the calling thread before
+// side and go_on, and the kept rows' float32 head mean read there (whole, in key shares as the
+// output projection's region sums it, and one value at a time) is head_mean_f32_keys' over the
+// probabilities of the two-call path, bit for bit (a share must start on a block of keys). Past
+// one chunk the probabilities come as asked.
+void expect_kept_scores(const Layer& l, int64_t R, const std::string& at) {
+    auto in = qkv_inputs(l, R);
+    const std::vector<int64_t> kept = {0, R / 2, R - 1};
+    const auto P = static_cast<int64_t>(kept.size());
+    torch::Tensor got_probs, want_probs;
+    auto h = in.h.clone();
+    const auto caller = std::this_thread::get_id();
+    const detail::ColumnAttentionTasks* scores = nullptr;
+    int handed = 0;
+    auto whole = torch::full({P, kKeys}, NAN, torch::kFloat64);
+    auto in_shares = whole.clone(), one_by_one = whole.clone();
+    detail::LayerMidpoint midpoint;
+    midpoint.scores = [&](const detail::ColumnAttentionTasks& t) {
+        ++handed;
+        EXPECT_EQ(std::this_thread::get_id(), caller) << at;
+        scores = &t;
+    };
+    midpoint.side = [&] {
+        EXPECT_EQ(handed, R * l.heads / l.kv_heads <= 64 ? 1 : 0) << at << ": scores before side";
+        return detail::SideWork{};
+    };
+    midpoint.go_on = [&] {
+        if (!scores) return true;
+        EXPECT_THROW(scores->kept_means(whole.data_ptr<double>(), 1, kKeys), std::logic_error)
+            << at << ": keys from 1, not on a block";
+        scores->kept_means(whole.data_ptr<double>(), 0, kKeys);
+        for (const int64_t split : {int64_t{0}, detail::kHeadMeanKeyAlignment, int64_t{128}})
+            for (const auto& [j0, j1] : {std::pair{int64_t{0}, split}, std::pair{split, kKeys}})
+                scores->kept_means(in_shares.data_ptr<double>(), j0, j1);
+        for (int64_t p = 0; p < P; ++p)
+            for (int64_t j = 0; j < kKeys; ++j)
+                one_by_one.data_ptr<double>()[p * kKeys + j] = scores->kept_mean_at(p, j);
+        return true;
+    };
+    const auto [got, want, want_h] =
+        layer_and_parts(l, in, h, kept, midpoint, got_probs, want_probs);
+    EXPECT_TRUE(torch::equal(got.attn, want.attn)) << at << ": attention output";
+    EXPECT_TRUE(torch::equal(h, want_h)) << at << ": rows";
+    if (R * l.heads / l.kv_heads > 64) {
+        EXPECT_EQ(handed, 0) << at;
+        EXPECT_TRUE(got_probs.defined() && torch::equal(got_probs, want_probs)) << at;
+        return;
+    }
+    EXPECT_EQ(handed, 1) << at;
+    EXPECT_FALSE(got_probs.defined()) << at << ": no probabilities written";
+    auto mean = torch::empty({P, kKeys}, torch::kFloat64);
+    detail::head_mean_f32_keys(want_probs.data_ptr<float>(), l.heads, P, kKeys, 0, kKeys,
+                               mean.data_ptr<double>());
+    EXPECT_TRUE(torch::equal(whole, mean)) << at << ": the mean";
+    EXPECT_TRUE(torch::equal(in_shares, mean)) << at << ": the mean in key shares";
+    EXPECT_TRUE(torch::equal(one_by_one, mean)) << at << ": the mean one value at a time";
+}
+
+TEST(FewRowsLayer, KeepsTheAttentionsScoresWhereAskedAndItCan) {
+    torch::manual_seed(24);
+    torch::InferenceMode g;
+    const auto l = tiny_layer(false, 128);
+    for (const int threads : {2, 3}) {
+        const test::ScopedThreads scope(threads);
+        for (const int64_t R : {6, 13, 22, 32, 33, 127})
+            expect_kept_scores(
+                l, R, std::to_string(R) + " rows, " + std::to_string(threads) + " threads");
     }
 }
 

@@ -30,7 +30,9 @@ namespace {
 struct LambdaHooks final : detail::LayerHooks {
     std::function<detail::LayerPlan(int)> plan_fn;
     std::function<void(const detail::LayerResult&)> observer;
+    std::function<bool(const detail::LayerResult&)> escalate_fn;
     detail::LayerPlan plan(int l) override { return plan_fn ? plan_fn(l) : detail::LayerPlan{}; }
+    bool escalate(const detail::LayerResult& r) override { return escalate_fn && escalate_fn(r); }
     void observe(const detail::LayerResult& r) override {
         if (observer) observer(r);
     }
@@ -39,10 +41,12 @@ struct LambdaHooks final : detail::LayerHooks {
 torch::Tensor run_plan(const detail::Transformer& net, const torch::Tensor& ids,
                        std::vector<detail::LayerCache>& cache, detail::RowSet& rows,
                        std::function<detail::LayerPlan(int)> plan = {},
-                       std::function<void(const detail::LayerResult&)> observer = {}) {
+                       std::function<void(const detail::LayerResult&)> observer = {},
+                       std::function<bool(const detail::LayerResult&)> escalate = {}) {
     LambdaHooks hooks;
     hooks.plan_fn = std::move(plan);
     hooks.observer = std::move(observer);
+    hooks.escalate_fn = std::move(escalate);
     return net.forward_plan(ids, hooks, cache, rows);
 }
 
@@ -689,15 +693,16 @@ TEST(Attention, KeptRowsHeadMeanFromTheAttentionsOwnPassIsElasticsWindowMean) {
     });
 }
 
-// Elastic-Cache's plan (a row subset at every layer, the float32 head mean of a few kept rows)
-// gets that mean at every thread count, to the bit: at 1 thread from the attention's own pass, at 2
-// and 3 beside the kept rows' probabilities (the attention splits by kv heads there), summed in the
-// output projection's region a share of the keys per thread (row_layer's probs_mean_work). 31
-// computed rows: two shares of the region at 2 threads, three at 3. d_model 128 over 4 heads: the
-// heads' columns are whole tiles, so the q/k/v pass and the attention share a region too. Where
-// the region sums the mean, it also sums some of its rows per key (LayerPlan::
-// mean_column_sum_positions, Elastic-Cache's window): window_column_sums_cpu's bits; at 1 thread
-// none (the reader sums them).
+// Elastic-Cache's plan (a row subset at every layer, the float32 head mean of a few kept rows,
+// a drift test that may escalate) gets that mean at every thread count, to the bit: at 1 thread
+// from the attention's own pass, at 2 and 3 from the scores each kv head's attention kept (it
+// splits by kv heads there and writes no probabilities), summed in the output projection's region
+// a share of the keys per thread (row_layer's probs_mean_work). The escalate test before it reads
+// the same values one at a time (LayerResult::probs_mean_at). 31 computed rows: two shares of the
+// region at 2 threads, three at 3. d_model 128 over 4 heads: the heads' columns are whole tiles,
+// so the q/k/v pass, the attention and the rest of the layer share a region too. Where the region
+// sums the mean, it also sums some of its rows per key (LayerPlan::mean_column_sum_positions,
+// Elastic-Cache's window): window_column_sums_cpu's bits; at 1 thread none (the reader sums them).
 TEST(Forward, KeptRowsHeadMeanIsTheSameAtEveryThreadCount) {
     auto model = Model::load(test::make_tiny_model("m", 128, 2, 4, 2));
     auto& net = model->net();
@@ -717,6 +722,7 @@ TEST(Forward, KeptRowsHeadMeanIsTheSameAtEveryThreadCount) {
     torch::InferenceMode g;
     std::vector<torch::Tensor> means[4];              // per thread count, per layer: (P, L) float64
     std::vector<std::vector<double>> column_sums[4];  // per thread count, per layer: (L) or empty
+    std::vector<torch::Tensor> tested[4];  // per thread count, per layer: what escalate read
     for (const int t : {1, 2, 3}) {
         auto cache = net.make_cache(L, true);
         detail::RowSet rows;
@@ -735,14 +741,34 @@ TEST(Forward, KeptRowsHeadMeanIsTheSameAtEveryThreadCount) {
                 p.want_probs_mean = true;
                 p.probs_positions = kept;
                 p.mean_column_sum_positions = summed;
+                p.write_hidden = true;
+                p.may_escalate = true;
                 return p;
             },
             [&](const detail::LayerResult& r) {
-                EXPECT_EQ(r.probs.defined(), t > 1) << t << " threads, layer " << r.layer;
+                EXPECT_FALSE(r.probs.defined()) << t << " threads, layer " << r.layer;
+                EXPECT_FALSE(r.probs_mean_at) << t << " threads, layer " << r.layer;
                 EXPECT_EQ(r.mean_column_sum_positions, t > 1 ? summed : std::vector<int64_t>{})
                     << t << " threads, layer " << r.layer;
                 means[t].push_back(r.probs_mean);
                 column_sums[t].push_back(r.mean_column_sums);
+            },
+            [&](const detail::LayerResult& r) {  // goes on; keeps what the drift test would read
+                const auto P = static_cast<int64_t>(kept.size());
+                EXPECT_EQ(r.probs_positions, kept) << t << " threads, layer " << r.layer;
+                if (t == 1) {
+                    tested[t].push_back(r.probs_mean);
+                    return false;
+                }
+                EXPECT_FALSE(r.probs_mean.defined()) << t << " threads, layer " << r.layer;
+                EXPECT_TRUE(r.probs_mean_at) << t << " threads, layer " << r.layer;
+                if (!r.probs_mean_at) return false;
+                auto read = torch::empty({P, L}, torch::kFloat64);
+                for (int64_t p = 0; p < P; ++p)
+                    for (int64_t j = 0; j < L; ++j)
+                        read.data_ptr<double>()[p * L + j] = r.probs_mean_at(p, j);
+                tested[t].push_back(read);
+                return false;
             });
         ASSERT_EQ(means[t].size(), 2U) << t << " threads";
     }
@@ -758,6 +784,9 @@ TEST(Forward, KeptRowsHeadMeanIsTheSameAtEveryThreadCount) {
             const auto& got = means[t][static_cast<size_t>(l)];
             ASSERT_TRUE(got.defined()) << t << " threads, layer " << l;
             EXPECT_TRUE(torch::equal(got, one)) << t << " threads, layer " << l;
+            ASSERT_EQ(tested[t].size(), 2U) << t << " threads";
+            EXPECT_TRUE(torch::equal(tested[t][static_cast<size_t>(l)], one))
+                << t << " threads, layer " << l << ": what escalate read";
             EXPECT_EQ(column_sums[t][static_cast<size_t>(l)], want) << t << " threads, layer " << l;
         }
     }

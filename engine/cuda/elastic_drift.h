@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/cuda/stream.h"
@@ -69,6 +70,13 @@ DriftSums drift_sums_cpu(const float* probs, ProbsShape s, const int32_t* rows_n
 DriftSums drift_sums_of_means_cpu(const double* means, int64_t keys, const int32_t* rows_now,
                                   int64_t window, const double* prev_attn, const int64_t* tracked,
                                   int64_t n_tracked, const int32_t* prev_rows = nullptr);
+
+// drift_sums_cpu with now(row, key) read wherever this step's head means are (the CPU attention's
+// kept scores, LayerResult::probs_mean_at): keys, the attention's L.
+DriftSums drift_sums_at_cpu(const std::function<double(int64_t row, int64_t key)>& now,
+                            int64_t keys, const int32_t* rows_now, int64_t window,
+                            const double* prev_attn, const int64_t* tracked, int64_t n_tracked,
+                            const int32_t* prev_rows = nullptr);
 
 // ---- On the device (every pointer on the device) --------------------------------------------
 

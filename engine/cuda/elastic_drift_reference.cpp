@@ -146,4 +146,11 @@ DriftSums drift_sums_of_means_cpu(const double* means, int64_t keys, const int32
     return drift_sums_of(now, keys, rows_now, window, prev_attn, prev_rows, tracked, n_tracked);
 }
 
+DriftSums drift_sums_at_cpu(const std::function<double(int64_t row, int64_t key)>& now,
+                            int64_t keys, const int32_t* rows_now, int64_t window,
+                            const double* prev_attn, const int64_t* tracked, int64_t n_tracked,
+                            const int32_t* prev_rows) {
+    return drift_sums_of(now, keys, rows_now, window, prev_attn, prev_rows, tracked, n_tracked);
+}
+
 }  // namespace cl::cuda

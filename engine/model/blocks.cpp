@@ -466,6 +466,18 @@ float* thread_scratch(size_t n) {
     return buffer.data();
 }
 
+namespace {
+
+// ColumnAttentionTasks' kept scores: the calling thread's, apart from thread_scratch, which the
+// q/k/v pass and the MLP use in the same region.
+float* kept_scores_buffer(size_t n) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < n) buffer.resize(n);
+    return buffer.data();
+}
+
+}  // namespace
+
 ColumnAttentionTasks::ColumnAttentionTasks(const torch::Tensor& q_in, const torch::Tensor& k_in,
                                            const torch::Tensor& v_in, bool want_probs,
                                            const std::vector<int64_t>* probs_rows)
@@ -501,6 +513,42 @@ ColumnAttentionTasks::ColumnAttentionTasks(const torch::Tensor& q_in, const torc
     }
 }
 
+ColumnAttentionTasks::ColumnAttentionTasks(const torch::Tensor& q_in, const torch::Tensor& k_in,
+                                           const torch::Tensor& v_in,
+                                           const std::vector<int64_t>* probs_rows, bool keep)
+    : ColumnAttentionTasks(q_in, k_in, v_in, !(keep && keeps_scores_for(q_in, k_in)), probs_rows) {
+    if (!probs.defined()) keep_scores();
+}
+
+bool ColumnAttentionTasks::keeps_scores_for(const torch::Tensor& q, const torch::Tensor& k) {
+    const int64_t H = q.size(-3), Hkv = k.size(-3), R = q.size(-2);
+    const int64_t g = Hkv > 0 ? H / Hkv : 0;
+    return q.dim() == 3 && k.dim() == 3 && g > 0 && R * g <= kColumnChunkRows;
+}
+
+void ColumnAttentionTasks::keep_scores() {
+    m_kept_stride = (column_attention_scratch(g, R, L, Dh) + kColumnHeadMeanPadding + 15) / 16 * 16;
+    m_kept = kept_scores_buffer(static_cast<size_t>(Hkv * m_kept_stride));
+    for (int64_t n = 0; n < Hkv; ++n) m_scratches.push_back(m_kept + n * m_kept_stride);
+    m_kept_rows.resize(static_cast<size_t>(P));
+    for (int64_t r = 0; r < R; ++r) {
+        const int64_t p = slot.empty() ? r : slot[static_cast<size_t>(r)];
+        if (p >= 0) m_kept_rows[static_cast<size_t>(p)] = r;
+    }
+}
+
+void ColumnAttentionTasks::kept_means(double* mean, int64_t k0, int64_t k1) const {
+    if (!m_kept) throw std::logic_error("ColumnAttentionTasks: no scores kept");
+    column_head_mean(at(0, 0, 0, R), m_scratches.data(), Hkv,
+                     {mean, slot.empty() ? nullptr : slot.data(), HeadMeanSums::Float32, k0, k1});
+}
+
+double ColumnAttentionTasks::kept_mean_at(int64_t p, int64_t key) const {
+    if (!m_kept) throw std::logic_error("ColumnAttentionTasks: no scores kept");
+    return column_head_mean_f32_at(at(0, 0, 0, R), m_scratches.data(), Hkv,
+                                   m_kept_rows[static_cast<size_t>(p)], key);
+}
+
 ColumnAttention ColumnAttentionTasks::at(int64_t b, int64_t n, int64_t r0, int64_t rows) const {
     ColumnAttention a;
     a.q = q.data_ptr<float>() + ((b * H + n * g) * R + r0) * Dh;  // (g, R, Dh)
@@ -534,6 +582,10 @@ int64_t ColumnAttentionTasks::chunks() const {
 }
 
 void ColumnAttentionTasks::run(int64_t b, int64_t n, int64_t c) const {
+    if (m_kept) {  // batch 1, one chunk: kv head n's own scratch
+        column_attention(at(0, n, 0, R), m_kept + n * m_kept_stride);
+        return;
+    }
     const int64_t rc = chunk_rows();
     float* scratch = thread_scratch(static_cast<size_t>(column_attention_scratch(g, rc, L, Dh)));
     column_attention(at(b, n, c * rc, std::min(rc, R - c * rc)), scratch);

@@ -132,6 +132,23 @@ struct ColumnAttentionTasks {
     // only (ascending indices into R).
     ColumnAttentionTasks(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                          bool want_probs, const std::vector<int64_t>* probs_rows);
+    // With keep_scores where keeps_scores_for(q, k) (one batch, each kv head's rows one chunk):
+    // instead of writing the probabilities (want_probs false), each kv head's task leaves its
+    // scores in a scratch of its own (the calling thread's, kept_scores_buffer), which the kept
+    // rows' float32 head mean reads afterwards (kept_means, kept_mean_at) until this object goes
+    // or the calling thread's next ColumnAttentionTasks keeps scores. Elastic-Cache's cached
+    // layers at 2 threads, where each thread takes a share of the kv heads and no pass sees every
+    // head of a row: writing the probabilities took 3.2 us of each kv head's 20.6 (16 rows over
+    // 415 keys).
+    ColumnAttentionTasks(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                         const std::vector<int64_t>* probs_rows, bool keep_scores);
+    static bool keeps_scores_for(const torch::Tensor& q, const torch::Tensor& k);
+    bool keeps_scores() const { return m_kept != nullptr; }
+    // The kept rows' (P) float32 head mean (row_attention.h's HeadMeanSums::Float32, the bits of
+    // head_mean_f32_keys over the probabilities) at the keys [k0, k1) into mean (P, L) float64,
+    // k0 a multiple of kHeadMeanKeyAlignment; and kept row p's at one key. After every task ran.
+    void kept_means(double* mean, int64_t k0, int64_t k1) const;
+    double kept_mean_at(int64_t p, int64_t key) const;
     // Kv head n of batch b, query rows [r0, r0 + rows), into out (and probs).
     ColumnAttention at(int64_t b, int64_t n, int64_t r0, int64_t rows) const;
     // Query rows per chunk, and chunks per kv head: a chunk's scores fit a core's L2.
@@ -149,6 +166,13 @@ struct ColumnAttentionTasks {
     std::vector<int64_t> slot;  // query row -> its row of probs, -1: none; empty: row r at r
     int64_t H, Hkv, g, R, L, Dh, P, batches;
     float scale;  // 1 / sqrt(Dh)
+
+private:
+    void keep_scores();
+    float* m_kept = nullptr;  // Hkv scratches of m_kept_stride floats, or null
+    int64_t m_kept_stride = 0;
+    std::vector<const float*> m_scratches;  // (Hkv) into m_kept
+    std::vector<int64_t> m_kept_rows;       // (P) the query row of each kept row
 };
 
 // Whether attend takes the column kernel for these operands: LibTorch 1.x (2.x has its own fused

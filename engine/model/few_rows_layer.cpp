@@ -374,12 +374,16 @@ FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                                   const LayerMidpoint& midpoint) {
     const QkvPass pass("few_rows_layer", w, h, cos, sin, heads, kv_heads, eps, &kv_cache,
                        positions);
-    const ColumnAttentionTasks attention(pass.fresh.q, kv_cache.k, kv_cache.v, probs_out != nullptr,
-                                         probs_rows);
+    const bool keep = midpoint.scores && probs_out != nullptr;
+    const ColumnAttentionTasks attention =
+        keep ? ColumnAttentionTasks(pass.fresh.q, kv_cache.k, kv_cache.v, probs_rows, true)
+             : ColumnAttentionTasks(pass.fresh.q, kv_cache.k, kv_cache.v, probs_out != nullptr,
+                                    probs_rows);
     const int64_t R = h.size(0), D = h.size(1), L = kv_cache.k.size(1);
     const float* inputs = h.data_ptr<float>();                               // (R, D)
     float* kept_inputs = keep_inputs_of(midpoint.keep_inputs, h, kv_cache);  // (L, D) or null
     FewRowsLayerResult out{pass.fresh, attention.result(probs_out), false};
+    if (attention.keeps_scores()) midpoint.scores(attention);
     const SideWork side = midpoint.side ? midpoint.side() : SideWork{};
     Verdict verdict;
     run_in_phases(

@@ -93,6 +93,11 @@ struct LayerMidpoint {
     // goes on. On the calling thread before the region, the 22 rows' copy took 1.6 us of a cached
     // layer at 2 threads, while the other thread waited. Undefined: none kept.
     torch::Tensor keep_inputs;
+    // Where the caller reads the probabilities only as their float32 head mean: the attention
+    // keeps each kv head's scores instead of writing the probabilities, where it can
+    // (ColumnAttentionTasks' keep_scores), and hands them to this on the calling thread before side
+    // and go_on; they last until few_rows_layer returns. Empty: the probabilities as asked.
+    std::function<void(const ColumnAttentionTasks&)> scores;
 };
 
 struct FewRowsLayerResult {

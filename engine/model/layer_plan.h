@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <vector>
 
 namespace cl::detail {
@@ -56,9 +57,10 @@ struct LayerPlan {
     // With want_probs and probs_positions, where the CPU kernel runs the attention: instead of
     // those rows' probabilities, their float32 head mean (engine/cuda/elastic_drift.h's, which
     // Elastic-Cache's window tracking and drift test read), summed in the attention's own pass at
-    // one thread; at 2+ threads the probabilities, and for a few-rows layer their mean as well,
-    // summed in the output projection's region (escalate sees the probabilities only); elsewhere
-    // the probabilities come as asked.
+    // one thread; at 2+ threads, for a few-rows layer, their mean summed in the output
+    // projection's region from the scores the attention kept (no probabilities written; escalate
+    // reads LayerResult::probs_mean_at), for other layers the probabilities; elsewhere the
+    // probabilities come as asked.
     bool want_probs_mean = false;
     // With want_probs_mean: these positions' head means (ascending, each one of probs_positions)
     // summed per key from 0.0 in this order, cuda::window_column_sums_cpu's sums (Elastic-Cache
@@ -92,6 +94,10 @@ struct LayerResult {
     std::vector<int64_t> probs_positions;  // the plan's: the P positions of probs' rows
     torch::Tensor head_mean;   // (R, L) float64 with want_head_mean (blocks.h, head_mean_f64)
     torch::Tensor probs_mean;  // (P, L) float64 with want_probs_mean where given (LayerPlan)
+    // For escalate only, where the attention kept its scores rather than write the probabilities
+    // (want_probs_mean on a few-rows layer at 2+ threads): the probs_mean value of row p at a key,
+    // read from them (the same bits). Empty elsewhere, and once escalate has answered.
+    std::function<double(int64_t p, int64_t key)> probs_mean_at;
     // (L) the column sums of LayerPlan::mean_column_sum_positions' rows of probs_mean where the
     // forward summed them, else empty; and the positions they sum (the plan's, or empty).
     std::vector<double> mean_column_sums;

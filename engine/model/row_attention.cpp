@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -395,16 +397,17 @@ struct HeadMeanKernel {
         constexpr int D = N / 2;  // doubles per vector
         const HeadScores* hs = heads.data();
         const auto H = static_cast<int64_t>(heads.size());
-        const int64_t whole = keys / D * D;
+        const int64_t k0 = out.key_begin, k1 = out.key_end < 0 ? keys : out.key_end;
+        const int64_t whole = k0 + (k1 - k0) / D * D;
         for (int64_t r0 = 0; r0 < rows; r0 += D) {
             const int64_t n = std::min<int64_t>(D, rows - r0);
             if (out.slot &&
                 std::all_of(out.slot + r0, out.slot + r0 + n, [](int64_t at) { return at < 0; }))
                 continue;  // none of these rows has a place in the output
-            for (int64_t j0 = 0; j0 < whole; j0 += D)
+            for (int64_t j0 = k0; j0 < whole; j0 += D)
                 head_mean_block<D, true, Sums>(hs, H, rp, keys, j0, D, r0, n, out);
-            if (whole < keys)
-                head_mean_block<D, false, Sums>(hs, H, rp, keys, whole, keys - whole, r0, n, out);
+            if (whole < k1)
+                head_mean_block<D, false, Sums>(hs, H, rp, keys, whole, k1 - whole, r0, n, out);
         }
     }
 };
@@ -445,6 +448,11 @@ void column_head_mean(const ColumnAttention& a, const float* const* scratches, i
                       const HeadMeanOut& out) {
     const int64_t rp = padded(a.heads * a.rows);
     if (rp == 0 || a.keys == 0) return;
+    const int64_t k1 = out.key_end < 0 ? a.keys : out.key_end;
+    if (out.key_begin < 0 || out.key_begin % kHeadMeanKeyAlignment != 0 || k1 > a.keys ||
+        out.key_begin > k1)
+        throw std::logic_error("column_head_mean: keys [" + std::to_string(out.key_begin) + ", " +
+                               std::to_string(k1) + ") of " + std::to_string(a.keys));
     std::vector<HeadScores> heads;  // in head order: kv head n's g heads, columns j R ...
     heads.reserve(static_cast<size_t>(kv_heads * a.heads));
     for (int64_t n = 0; n < kv_heads; ++n) {
@@ -458,6 +466,20 @@ void column_head_mean(const ColumnAttention& a, const float* const* scratches, i
     else
         cpu::run_at_vector_width<HeadMeanKernel<HeadMeanSums::Float64>>(heads, a.rows, rp, a.keys,
                                                                         out);
+}
+
+double column_head_mean_f32_at(const ColumnAttention& a, const float* const* scratches,
+                               int64_t kv_heads, int64_t row, int64_t key) {
+    const int64_t rp = padded(a.heads * a.rows);
+    float sum = 0.0F;  // + the first head's probability: exactly it, as head_sums starts
+    for (int64_t n = 0; n < kv_heads; ++n) {
+        const Scratch s = carve(const_cast<float*>(scratches[n]), rp, a.keys, a.head_dim);
+        for (int64_t j = 0; j < a.heads; ++j) {
+            const int64_t c = j * a.rows + row;
+            sum += rounded(s.st[key * rp + c] * s.inv_sum[c]);  // the float32 probability
+        }
+    }
+    return static_cast<double>(divided_by_heads<float, float>(sum, kv_heads * a.heads));
 }
 
 }  // namespace cl::detail

@@ -66,7 +66,12 @@ struct HeadMeanOut {
     double* mean = nullptr;
     const int64_t* slot = nullptr;  // (rows) or nullptr
     HeadMeanSums sums = HeadMeanSums::Float64;
+    // Only the keys [key_begin, key_end) (every key where key_end < 0): a share of the keys per
+    // thread. key_begin a multiple of kHeadMeanKeyAlignment, so that the shares' blocks of keys
+    // are the whole-call's (the same bits).
+    int64_t key_begin = 0, key_end = -1;
 };
+constexpr int64_t kHeadMeanKeyAlignment = 16;
 
 // The head mean of the query rows that column_attention has just taken through every kv head in
 // turn, kv head n's call with scratch scratches[n], which still holds its scores and sums: the
@@ -74,5 +79,10 @@ struct HeadMeanOut {
 // rows, keys, head_dim).
 void column_head_mean(const ColumnAttention& a, const float* const* scratches, int64_t kv_heads,
                       const HeadMeanOut& out);
+
+// column_head_mean's HeadMeanSums::Float32 mean of query row `row` at one key, read from the same
+// scratches (the same bits): Elastic-Cache's drift test reads a handful of keys of a few rows.
+double column_head_mean_f32_at(const ColumnAttention& a, const float* const* scratches,
+                               int64_t kv_heads, int64_t row, int64_t key);
 
 }  // namespace cl::detail

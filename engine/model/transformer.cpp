@@ -278,6 +278,9 @@ struct LayerRest {
     torch::Tensor keep_inputs;
     bool inputs_kept = false;  // the region kept them
     bool finished = false;     // the output and MLP ran in the attention's region
+    // LayerMidpoint::scores: where the attention kept its scores (the probabilities' mean was
+    // asked for) and wrote no probabilities; during the region only.
+    const ColumnAttentionTasks* scores = nullptr;
     // The verdict, asked once.
     bool go_on() {
         if (!m_go_on) m_go_on = verdict();
@@ -315,15 +318,18 @@ struct ProbsMeans {
 // probabilities instead (at 2+ threads, where each thread takes a share of the kv heads, no pass
 // sees every head of a row): the mean, out.mean (P, L) float64, as work for the output
 // projection's and MLP's region, each thread a share of the keys. Elastic-Cache summed it on the
-// engine thread while the other waited (3.8% of its steps at 2 threads, perf). No work where r
-// has no such probabilities.
-SideWork probs_mean_work(const LayerResult& r, const LayerPlan& plan, ProbsMeans& out) {
+// engine thread while the other waited (3.8% of its steps at 2 threads, perf). From the
+// attention's kept scores instead where it kept them (scores: few_rows_layer's, which then wrote
+// no probabilities). No work where r has neither.
+SideWork probs_mean_work(const LayerResult& r, const LayerPlan& plan, ProbsMeans& out,
+                         const ColumnAttentionTasks* scores) {
     const auto& p = r.probs;  // (H, P, L)
-    if (!p.defined() || r.probs_mean.defined() || !uses_row_kernels(p) || p.dim() != 3 ||
-        !p.is_contiguous())
+    if (!scores && (!p.defined() || r.probs_mean.defined() || !uses_row_kernels(p) ||
+                    p.dim() != 3 || !p.is_contiguous()))
         return {};
-    const int64_t H = p.size(0), P = p.size(1), L = p.size(2);
-    out.mean = empty_buffer({P, L}, p.options().dtype(torch::kFloat64));  // (P, L)
+    const int64_t H = scores ? scores->H : p.size(0), P = scores ? scores->P : p.size(1),
+                  L = scores ? scores->L : p.size(2);
+    out.mean = empty_buffer({P, L}, torch::TensorOptions().dtype(torch::kFloat64));  // (P, L)
     // The plan's column sums in the same pass, each thread those of its keys: the engine thread
     // would otherwise read the means the other thread just wrote.
     const auto& kept = r.probs_positions.empty() && r.rows ? r.rows->host : r.probs_positions;
@@ -334,9 +340,19 @@ SideWork probs_mean_work(const LayerResult& r, const LayerPlan& plan, ProbsMeans
         out.column_sums.assign(static_cast<size_t>(L), 0.0);
         out.column_sum_positions = plan.mean_column_sum_positions;
     }
-    return {L, [probs = p.data_ptr<float>(), mean = out.mean.data_ptr<double>(), H, P, L,
+    const float* probs = scores ? nullptr : p.data_ptr<float>();
+    return {L, [probs, scores, mean = out.mean.data_ptr<double>(), H, P, L,
                 sums = out.column_sums.data(), sum_rows](int64_t j0, int64_t j1) {
-                head_mean_f32_keys(probs, H, P, L, j0, j1, mean);
+                if (scores) {  // the shares' keys start on whole blocks of the kernel's
+                    const auto aligned = [L](int64_t j) {
+                        return j >= L ? L : j / kHeadMeanKeyAlignment * kHeadMeanKeyAlignment;
+                    };
+                    j0 = aligned(j0);
+                    j1 = aligned(j1);
+                    scores->kept_means(mean, j0, j1);
+                } else {
+                    head_mean_f32_keys(probs, H, P, L, j0, j1, mean);
+                }
                 if (!sum_rows.empty())
                     cuda::window_column_sums_keys_cpu(mean, L, sum_rows.data(),
                                                       static_cast<int64_t>(sum_rows.size()), j0, j1,
@@ -373,7 +389,10 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
                 w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads, m_config.rms_norm_eps, lc,
                 rows->host, reads.probs, some ? &probs_rows : nullptr,
                 {[rest] { return rest->side(); }, [rest] { return rest->go_on(); },
-                 rest->rows_before_go_on, rest->keep_inputs});
+                 rest->rows_before_go_on, rest->keep_inputs,
+                 reads.probs_mean ? [rest](const ColumnAttentionTasks& t) { rest->scores = &t; }
+                                  : std::function<void(const ColumnAttentionTasks&)>{}});
+            rest->scores = nullptr;  // the tasks are gone (go_on and side were asked in there)
             rest->inputs_kept = rest->keep_inputs.defined();
             rest->finished = layer.finished;
             if (fresh_out) *fresh_out = layer.qkv;
@@ -557,7 +576,12 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     if (keep_inputs && rest.few_rows && uses_row_kernels(lc.hidden) && lc.hidden.is_contiguous())
         rest.keep_inputs = lc.hidden;
     const auto attention_read = [&] {  // what the policy and the side work read of r
-        if (r.probs.defined() || r.probs_mean.defined()) r.probs_positions = plan.probs_positions;
+        if (rest.scores)
+            r.probs_mean_at = [t = rest.scores](int64_t p, int64_t key) {
+                return t->kept_mean_at(p, key);
+            };
+        if (r.probs.defined() || r.probs_mean.defined() || r.probs_mean_at)
+            r.probs_positions = plan.probs_positions;
         r.layer = l;
         r.rows = rows;
     };
@@ -568,9 +592,11 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     ProbsMeans means;
     rest.side_work = [&] {
         attention_read();
-        return reads.probs_mean && rest.few_rows ? probs_mean_work(r, plan, means) : SideWork{};
+        return reads.probs_mean && rest.few_rows ? probs_mean_work(r, plan, means, rest.scores)
+                                                 : SideWork{};
     };
     auto attn = attention_rows(l, s.h, rows, s, lc, plan.write_kv, reads, &fresh, &rest);
+    r.probs_mean_at = nullptr;  // it read the attention's scores, gone with its region
     // Elsewhere the inputs are kept here: nothing has changed h's rows yet, and the escalation
     // starts from the hidden cache.
     if (keep_inputs && !rest.inputs_kept) write_rows(lc.hidden, rows ? *rows : s.all, s.h);

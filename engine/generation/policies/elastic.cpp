@@ -164,7 +164,8 @@ private:
         rows_now.reserve(prev.rows.size());
         for (int64_t q : prev.rows) rows_now.push_back(probs_row(attention, q));
         const auto sums =
-            elastic::drift_sums({attention.probs, attention.probs_mean}, rows_now, prev.window);
+            elastic::drift_sums({attention.probs, attention.probs_mean, &attention.probs_mean_at},
+                                rows_now, prev.window);
         if (!sums.shared) return fire(layer, NAN, gamma);
         const double cos = sums.cosine();
         if (cos < gamma) return fire(layer, cos, gamma);

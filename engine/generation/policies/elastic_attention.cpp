@@ -121,7 +121,12 @@ cuda::DriftSums drift_sums(const AttentionReads& attention, const std::vector<in
     const auto n = static_cast<int64_t>(tracked.size());
     if (!prev.attn.is_cuda()) {  // a CPU run: the attention's means or probabilities
         const auto before = prev.attn.contiguous();  // (W', L) float64
-        if (attention.means.defined()) {             // (R, L) float64
+        if (!attention.probs.defined() && !attention.means.defined() && attention.mean_at &&
+            *attention.mean_at)
+            return cuda::drift_sums_at_cpu(*attention.mean_at, before.size(1), rows_now.data(), W,
+                                           before.data_ptr<double>(), tracked.data(), n,
+                                           prev.attn_rows.data());
+        if (attention.means.defined()) {  // (R, L) float64
             const auto means = attention.means.contiguous();
             return cuda::drift_sums_of_means_cpu(means.data_ptr<double>(), means.size(1),
                                                  rows_now.data(), W, before.data_ptr<double>(),

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <torch/torch.h>
@@ -32,6 +33,9 @@ struct WindowAttention {
 struct AttentionReads {
     const torch::Tensor& probs;
     const torch::Tensor& means;
+    // Where neither is there for the drift test (escalate at 2+ threads on the CPU): the means
+    // read from the attention's kept scores (LayerResult::probs_mean_at), or null.
+    const std::function<double(int64_t, int64_t)>* mean_at = nullptr;
 };
 
 // rows (W) rows of the attention, excluded (L) keys never tracked (masked ones): the head means
