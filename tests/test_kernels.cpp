@@ -137,6 +137,51 @@ TEST(KernelReference, CertaintyDensityIsOneAmongKnownTokensAndZeroAmongMasks) {
     EXPECT_NEAR(wide[99], 0.4, 1e-9);
 }
 
+// The prior's definition, one position and one sum at a time in position order: the reference
+// takes 16 positions side by side and must give these bits.
+std::vector<double> density_by_definition(const std::vector<uint8_t>& masked, DensityRange r,
+                                          std::vector<double> out) {
+    const auto L = static_cast<int64_t>(masked.size());
+    const auto reach = static_cast<int64_t>(std::ceil(r.sigma * 6));
+    for (int64_t i = std::max<int64_t>(r.begin, 0); i < std::min(r.end, L); ++i) {
+        if (r.masked_only && !masked[static_cast<size_t>(i)]) continue;
+        double num = 0, den = 0;
+        for (int64_t j = std::max<int64_t>(0, i - reach); j < std::min(L, i + reach + 1); ++j) {
+            const double k =
+                std::exp(-static_cast<double>((i - j) * (i - j)) / (2.0 * r.sigma * r.sigma));
+            den += k;
+            if (!masked[static_cast<size_t>(j)]) num += k;
+        }
+        out[static_cast<size_t>(i)] = den > 0 ? num / den : 0;
+    }
+    return out;
+}
+
+TEST(KernelReference, CertaintyDensityHasTheDefinitionsBitsEverywhere) {
+    std::mt19937 rng(5);
+    for (const int64_t L : {1, 7, 16, 100, 415})
+        for (const double sigma : {0.1, 2.0, 10.0, 1e12})
+            for (const bool masked_only : {false, true}) {
+                std::vector<uint8_t> masked(static_cast<size_t>(L));
+                for (auto& m : masked) m = static_cast<uint8_t>(rng() % 3 != 0);
+                for (const auto& [b, e] : {std::pair<int64_t, int64_t>{0, L},
+                                           {L / 3, L - L / 5},
+                                           {-4, L + 9},
+                                           {L / 2, L / 2}}) {
+                    const DensityRange r{
+                        .begin = b, .end = e, .sigma = sigma, .masked_only = masked_only};
+                    std::vector<double> got(static_cast<size_t>(L), -1.0);
+                    certainty_density_cpu(masked.data(), L, r, got.data());
+                    const auto want =
+                        density_by_definition(masked, r, std::vector<double>(got.size(), -1.0));
+                    for (int64_t i = 0; i < L; ++i)
+                        ASSERT_EQ(got[static_cast<size_t>(i)], want[static_cast<size_t>(i)])
+                            << "L " << L << ", sigma " << sigma << ", [" << b << ", " << e
+                            << "), masked only " << masked_only << ", position " << i;
+                }
+            }
+}
+
 TEST(KernelReference, MostAttendedKeysSkipExcludedKeysAndComeInKeyOrder) {
     // Two window rows over 5 keys; column sums 0.3, 0.9 (excluded), 0.5, 0.5, 0.1.
     const std::vector<double> attn{0.1, 0.4, 0.2, 0.3, 0.0, 0.2, 0.5, 0.3, 0.2, 0.1};
