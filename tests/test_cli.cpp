@@ -111,6 +111,8 @@ TEST(Cli, BenchRecordsTheCoreSpeedsAroundEachMode) {
                           cpu["probe_worst_us"].get<double>());
                 EXPECT_GT(cpu["relative"].get<double>(), 0.0);
                 EXPECT_LE(cpu["relative"].get<double>(), 1.0);
+                EXPECT_GT(cpu["l3_probe_median_us"].get<double>(), 0.0);
+                EXPECT_GT(cpu["l3_slowdown"].get<double>(), 0.0);
             }
         }
 }

@@ -1,5 +1,6 @@
 // The benches' core-speed probe (bench/core_speeds.h): one entry per CPU the process may run on,
-// each CPU's probe times in order, and the warning exactly where a core ran below 0.9 of the best.
+// each CPU's probe times in order (and its probe from L3), and the warning exactly where a core ran
+// below 0.9 of the best.
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -27,6 +28,8 @@ TEST(CoreSpeeds, OneEntryPerAllowedCpuItsTimesInOrder) {
         EXPECT_LE(c.median_us, c.worst_us);
         EXPECT_GT(c.relative, 0);
         EXPECT_LE(c.relative, 1);
+        EXPECT_GT(c.l3_median_us, 0);  // the weights from L3: the same work, so as slow at least
+        EXPECT_DOUBLE_EQ(c.l3_slowdown, c.l3_median_us / c.median_us);
     }
 }
 
@@ -47,14 +50,18 @@ TEST(CoreSpeeds, MeasuresOnlyTheCpusThisThreadMayUse) {
 
 TEST(CoreSpeeds, WarnsExactlyWhereACoreRanBelowNineTenthsOfTheBest) {
     const std::vector<CoreSpeed> even{{0, 10, 10.5, 11, 10 / 10.5}, {1, 10, 10.8, 12, 10 / 10.8}};
-    const std::vector<CoreSpeed> slow{{0, 10, 10, 11, 1.0}, {1, 14, 15, 21, 10 / 15.0}};
-    EXPECT_EQ(cl::bench::describe(slow), "cpu0 1.00 (10.0-11.0 us) cpu1 0.67 (14.0-21.0 us)");
+    const std::vector<CoreSpeed> slow{{0, 10, 10, 11, 1.0, 12, 1.2},
+                                      {1, 14, 15, 21, 10 / 15.0, 30, 2.0}};
+    EXPECT_EQ(cl::bench::describe(slow),
+              "cpu0 1.00 (10.0-11.0 us, L3 1.20x) cpu1 0.67 (14.0-21.0 us, L3 2.00x)");
     EXPECT_DOUBLE_EQ(cl::bench::slowest(slow), 10 / 15.0);
     EXPECT_EQ(cl::bench::before_and_after(even, even).find("in doubt"), std::string::npos);
     EXPECT_NE(cl::bench::before_and_after(even, slow).find("in doubt"), std::string::npos);
     EXPECT_NE(cl::bench::before_and_after(slow, even).find("in doubt"), std::string::npos);
     EXPECT_EQ(cl::bench::describe({}), "unknown");
     EXPECT_EQ(cl::bench::speeds_json(slow)[1]["probe_worst_us"].get<double>(), 21);
+    EXPECT_EQ(cl::bench::speeds_json(slow)[1]["l3_probe_median_us"].get<double>(), 30);
+    EXPECT_EQ(cl::bench::speeds_json(slow)[1]["l3_slowdown"].get<double>(), 2.0);
 }
 
 }  // namespace
