@@ -521,9 +521,9 @@ ColumnAttentionTasks::ColumnAttentionTasks(const torch::Tensor& q_in, const torc
 }
 
 bool ColumnAttentionTasks::keeps_scores_for(const torch::Tensor& q, const torch::Tensor& k) {
-    const int64_t H = q.size(-3), Hkv = k.size(-3), R = q.size(-2);
-    const int64_t g = Hkv > 0 ? H / Hkv : 0;
-    return q.dim() == 3 && k.dim() == 3 && g > 0 && R * g <= kColumnChunkRows;
+    if (q.dim() != 3 || k.dim() != 3 || k.size(0) == 0) return false;
+    const int64_t g = q.size(0) / k.size(0);  // (H, R, Dh), (Hkv, L, Dh)
+    return g > 0 && q.size(1) * g <= kColumnChunkRows;
 }
 
 void ColumnAttentionTasks::keep_scores() {

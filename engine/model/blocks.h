@@ -133,13 +133,13 @@ struct ColumnAttentionTasks {
     ColumnAttentionTasks(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                          bool want_probs, const std::vector<int64_t>* probs_rows);
     // With keep_scores where keeps_scores_for(q, k) (one batch, each kv head's rows one chunk):
-    // instead of writing the probabilities (want_probs false), each kv head's task leaves its
-    // scores in a scratch of its own (the calling thread's, kept_scores_buffer), which the kept
-    // rows' float32 head mean reads afterwards (kept_means, kept_mean_at) until this object goes
-    // or the calling thread's next ColumnAttentionTasks keeps scores. Elastic-Cache's cached
-    // layers at 2 threads, where each thread takes a share of the kv heads and no pass sees every
-    // head of a row: writing the probabilities took 3.2 us of each kv head's 20.6 (16 rows over
-    // 415 keys).
+    // no probabilities written; each kv head's task leaves its scores in a scratch of its own (the
+    // calling thread's, kept_scores_buffer), which the kept rows' float32 head mean reads
+    // afterwards (kept_means, kept_mean_at) until this object goes or the calling thread's next
+    // ColumnAttentionTasks keeps scores. Elsewhere the probabilities, as with want_probs.
+    // Elastic-Cache's cached layers at 2 threads, where each thread takes a share of the kv heads
+    // and no pass sees every head of a row: writing the probabilities took 3.2 us of each kv
+    // head's 20.6 (16 rows over 415 keys).
     ColumnAttentionTasks(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                          const std::vector<int64_t>* probs_rows, bool keep_scores);
     static bool keeps_scores_for(const torch::Tensor& q, const torch::Tensor& k);
