@@ -332,8 +332,8 @@ TEST(FewRowsLayer, TheLayerInOneRegionEqualsItsParts) {
 // keeps its scores and writes no probabilities; scores gets them once on the calling thread before
 // side and go_on, and the kept rows' float32 head mean read there (whole, in key shares as the
 // output projection's region sums it, and one value at a time) is head_mean_f32_keys' over the
-// probabilities of the two-call path, bit for bit (a share must start on a block of keys). Past
-// one chunk the probabilities come as asked.
+// probabilities of the two-call path, bit for bit, wherever the shares split (keys past the last
+// are refused). Past one chunk the probabilities come as asked.
 void expect_kept_scores(const Layer& l, int64_t R, const std::string& at) {
     auto in = qkv_inputs(l, R);
     const std::vector<int64_t> kept = {0, R / 2, R - 1};
@@ -357,10 +357,10 @@ void expect_kept_scores(const Layer& l, int64_t R, const std::string& at) {
     };
     midpoint.go_on = [&] {
         if (!scores) return true;
-        EXPECT_THROW(scores->kept_means(whole.data_ptr<double>(), 1, kKeys), std::logic_error)
-            << at << ": keys from 1, not on a block";
+        EXPECT_THROW(scores->kept_means(whole.data_ptr<double>(), 1, kKeys + 1), std::logic_error)
+            << at << ": keys past the last";
         scores->kept_means(whole.data_ptr<double>(), 0, kKeys);
-        for (const int64_t split : {int64_t{0}, detail::kHeadMeanKeyAlignment, int64_t{128}})
+        for (const int64_t split : {int64_t{0}, int64_t{1}, int64_t{16}, int64_t{77}, int64_t{128}})
             for (const auto& [j0, j1] : {std::pair{int64_t{0}, split}, std::pair{split, kKeys}})
                 scores->kept_means(in_shares.data_ptr<double>(), j0, j1);
         for (int64_t p = 0; p < P; ++p)

@@ -370,6 +370,20 @@ constexpr int64_t kHeadMeanFloatsPerTask = 32768;
 // Scores of every head kept per task where the attention makes the head mean: half of a 1 MB L2.
 constexpr int64_t kMeanTaskScoreFloats = 131072;
 
+// Floats between two kv heads' scratches where column_head_mean reads them afterwards (its
+// padding past column_attention_scratch's, rounded to 16 floats): a chunk of `rows` query rows.
+int64_t mean_scratch_stride(int64_t g, int64_t rows, int64_t L, int64_t Dh) {
+    return (column_attention_scratch(g, rows, L, Dh) + kColumnHeadMeanPadding + 15) / 16 * 16;
+}
+
+// The Hkv scratches from base, stride floats apart, in kv-head order.
+std::vector<const float*> scratches_from(const float* base, int64_t Hkv, int64_t stride) {
+    std::vector<const float*> out;
+    out.reserve(static_cast<size_t>(Hkv));
+    for (int64_t n = 0; n < Hkv; ++n) out.push_back(base + n * stride);
+    return out;
+}
+
 // Query rows per task where each task takes every head of its rows (the head mean from the
 // scores, which every head's scores must stay for): as many tasks as threads, at most
 // kColumnChunkRows / g rows each and few enough that all heads' scores stay within
@@ -414,13 +428,10 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
             kept_mean = empty_buffer({batches, P, L}, q.options().dtype(torch::kFloat64));
         const int64_t rc = rows_per_mean_task(R, H, g, L), chunks = (R + rc - 1) / rc;
         // A scratch per kv head, each left holding its scores for column_head_mean.
-        const int64_t region =
-            (column_attention_scratch(g, rc, L, Dh) + kColumnHeadMeanPadding + 15) / 16 * 16;
+        const int64_t region = mean_scratch_stride(g, rc, L, Dh);
         at::parallel_for(0, batches * chunks, 1, [&](int64_t begin, int64_t end) {
             float* scratch = thread_scratch(static_cast<size_t>(Hkv * region));
-            std::vector<const float*> scratches;
-            scratches.reserve(static_cast<size_t>(Hkv));
-            for (int64_t n = 0; n < Hkv; ++n) scratches.push_back(scratch + n * region);
+            const auto scratches = scratches_from(scratch, Hkv, region);
             for (int64_t item = begin; item < end; ++item) {
                 const int64_t b = item / chunks, r0 = item % chunks * rc;
                 const int64_t rows = std::min(rc, R - r0);
@@ -458,25 +469,30 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
 
 }  // namespace
 
-// A vector per task was zeroed each time (320 KB for a 128-row chunk over 594 keys) and, past
-// malloc's mmap threshold, had its pages faulted in again at every layer.
-float* thread_scratch(size_t n) {
+namespace {
+
+// The calling thread's buffer number Which, grown to n floats at least and kept for the thread's
+// life.
+template <int Which>
+float* thread_buffer(size_t n) {
     thread_local std::vector<float> buffer;
     if (buffer.size() < n) buffer.resize(n);
     return buffer.data();
 }
-
-namespace {
 
 // ColumnAttentionTasks' kept scores: the calling thread's, apart from thread_scratch, which the
 // q/k/v pass and the MLP use in the same region.
 float* kept_scores_buffer(size_t n) {
-    thread_local std::vector<float> buffer;
-    if (buffer.size() < n) buffer.resize(n);
-    return buffer.data();
+    return thread_buffer<1>(n);
 }
 
 }  // namespace
+
+// A vector per task was zeroed each time (320 KB for a 128-row chunk over 594 keys) and, past
+// malloc's mmap threshold, had its pages faulted in again at every layer.
+float* thread_scratch(size_t n) {
+    return thread_buffer<0>(n);
+}
 
 ColumnAttentionTasks::ColumnAttentionTasks(const torch::Tensor& q_in, const torch::Tensor& k_in,
                                            const torch::Tensor& v_in, bool want_probs,
@@ -527,9 +543,9 @@ bool ColumnAttentionTasks::keeps_scores_for(const torch::Tensor& q, const torch:
 }
 
 void ColumnAttentionTasks::keep_scores() {
-    m_kept_stride = (column_attention_scratch(g, R, L, Dh) + kColumnHeadMeanPadding + 15) / 16 * 16;
+    m_kept_stride = mean_scratch_stride(g, R, L, Dh);
     m_kept = kept_scores_buffer(static_cast<size_t>(Hkv * m_kept_stride));
-    for (int64_t n = 0; n < Hkv; ++n) m_scratches.push_back(m_kept + n * m_kept_stride);
+    m_scratches = scratches_from(m_kept, Hkv, m_kept_stride);
     m_kept_rows.resize(static_cast<size_t>(P));
     for (int64_t r = 0; r < R; ++r) {
         const int64_t p = slot.empty() ? r : slot[static_cast<size_t>(r)];

@@ -146,7 +146,7 @@ struct ColumnAttentionTasks {
     bool keeps_scores() const { return m_kept != nullptr; }
     // The kept rows' (P) float32 head mean (row_attention.h's HeadMeanSums::Float32, the bits of
     // head_mean_f32_keys over the probabilities) at the keys [k0, k1) into mean (P, L) float64,
-    // k0 a multiple of kHeadMeanKeyAlignment; and kept row p's at one key. After every task ran.
+    // and kept row p's at one key. After every task ran.
     void kept_means(double* mean, int64_t k0, int64_t k1) const;
     double kept_mean_at(int64_t p, int64_t key) const;
     // Kv head n of batch b, query rows [r0, r0 + rows), into out (and probs).

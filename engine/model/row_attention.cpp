@@ -449,8 +449,7 @@ void column_head_mean(const ColumnAttention& a, const float* const* scratches, i
     const int64_t rp = padded(a.heads * a.rows);
     if (rp == 0 || a.keys == 0) return;
     const int64_t k1 = out.key_end < 0 ? a.keys : out.key_end;
-    if (out.key_begin < 0 || out.key_begin % kHeadMeanKeyAlignment != 0 || k1 > a.keys ||
-        out.key_begin > k1)
+    if (out.key_begin < 0 || k1 > a.keys || out.key_begin > k1)
         throw std::logic_error("column_head_mean: keys [" + std::to_string(out.key_begin) + ", " +
                                std::to_string(k1) + ") of " + std::to_string(a.keys));
     std::vector<HeadScores> heads;  // in head order: kv head n's g heads, columns j R ...

@@ -67,11 +67,9 @@ struct HeadMeanOut {
     const int64_t* slot = nullptr;  // (rows) or nullptr
     HeadMeanSums sums = HeadMeanSums::Float64;
     // Only the keys [key_begin, key_end) (every key where key_end < 0): a share of the keys per
-    // thread. key_begin a multiple of kHeadMeanKeyAlignment, so that the shares' blocks of keys
-    // are the whole-call's (the same bits).
+    // thread. Each key's mean is its own sums, so any share gives the whole call's bits.
     int64_t key_begin = 0, key_end = -1;
 };
-constexpr int64_t kHeadMeanKeyAlignment = 16;
 
 // The head mean of the query rows that column_attention has just taken through every kv head in
 // turn, kv head n's call with scratch scratches[n], which still holds its scores and sums: the

@@ -343,16 +343,10 @@ SideWork probs_mean_work(const LayerResult& r, const LayerPlan& plan, ProbsMeans
     const float* probs = scores ? nullptr : p.data_ptr<float>();
     return {L, [probs, scores, mean = out.mean.data_ptr<double>(), H, P, L,
                 sums = out.column_sums.data(), sum_rows](int64_t j0, int64_t j1) {
-                if (scores) {  // the shares' keys start on whole blocks of the kernel's
-                    const auto aligned = [L](int64_t j) {
-                        return j >= L ? L : j / kHeadMeanKeyAlignment * kHeadMeanKeyAlignment;
-                    };
-                    j0 = aligned(j0);
-                    j1 = aligned(j1);
+                if (scores)
                     scores->kept_means(mean, j0, j1);
-                } else {
+                else
                     head_mean_f32_keys(probs, H, P, L, j0, j1, mean);
-                }
                 if (!sum_rows.empty())
                     cuda::window_column_sums_keys_cpu(mean, L, sum_rows.data(),
                                                       static_cast<int64_t>(sum_rows.size()), j0, j1,
