@@ -7,11 +7,14 @@
 // low confidence). Runs go round-robin over the policies (none first) so that the VM's slow phases
 // land on all alike; per prompt the median-wall repeat counts, as in the bench. Beside it, each
 // round's run against that round's `none` run (eff_pair: the median and range over the rounds),
-// which the VM's phases move less. At 2+ threads, where a policy's cached layers run as one
-// region each (few_rows_layer: q/k/v and attention by kv heads; then the policy's verdict, the
-// side work, output and MLP by rows), a line of where a region's time goes: each thread's work per
-// phase and its wait at the barrier after it (phased_region.h's timers, over every run). Prints a
-// table, writes JSON. Not a test: numbers only.
+// which the VM's phases move less, and split by where the host had the two CPUs: a cache line's
+// round trip between them before every run (core_placement.h: far over 200 ns, the CPUs on two
+// dies); a pair counts as far where any probe from before its none run to after its own run was. At
+// 2+ threads, where a policy's cached layers run as one region each (few_rows_layer: q/k/v and
+// attention by kv heads; then the policy's verdict, the side work, output and MLP by rows), a line
+// of where a region's time goes: each thread's work per phase and its wait at the barrier after it
+// (phased_region.h's timers, over every run). Prints a table, writes JSON. Not a test: numbers
+// only.
 //   cachelens-bench-steps [--model DIR] [--policies elastic,d2cache] [--prompts 2] [--repeats 3]
 //                         [--threads 1,2] [--json FILE]
 #include <CLI/CLI.hpp>
@@ -22,6 +25,7 @@
 #include <sstream>
 #include <utility>
 
+#include "bench/core_placement.h"
 #include "bench/core_speeds.h"
 #include "engine/base/cpu_clones.h"
 #include "engine/base/json_file.h"
@@ -132,15 +136,29 @@ RunSplit run_once(const std::shared_ptr<cl::Model>& model, const std::string& pr
     return out;
 }
 
+// A round's run against that round's `none` run, and the farthest the two CPUs were apart from
+// before the none run to after the policy's.
+struct Pair {
+    double efficiency = 0;
+    double round_trip_ns = -1;  // core_placement.h; -1 where not measured
+};
+
 // Per policy, the median-wall repeat of each prompt, summed over the prompts (the bench averages
 // each prompt's efficiency instead); and each round's efficiency against the `none` run of the
-// same round (prompt and repeat), seconds apart: the VM's slow and fast phases last minutes, so
-// these pairs cancel them where the medians, taken apart, do not.
+// same round (prompt and repeat), seconds apart: the VM's slow and fast phases last seconds to
+// minutes, so these pairs cancel them where the medians, taken apart, do not.
 struct Measured {
     std::map<std::string, RunSplit> medians;
-    std::map<std::string, std::vector<double>> paired;  // per policy, one per round
-    std::map<std::string, RegionTimes> regions;         // per policy, over every run
+    std::map<std::string, std::vector<Pair>> paired;  // per policy, one per round
+    std::map<std::string, RegionTimes> regions;       // per policy, over every run
+    std::vector<double> round_trips_ns;               // every probe, in order
 };
+
+// The CPUs' round trip now (core_placement.h), kept in out.
+double probe_placement(Measured& out) {
+    out.round_trips_ns.push_back(cl::bench::cross_core_round_trip_ns());
+    return out.round_trips_ns.back();
+}
 
 Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std::string>& prompts,
                  const std::vector<std::string>& names, const Options& o, int threads) {
@@ -149,16 +167,18 @@ Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std:
         (void)run_once(model, prompt, "none", o, threads);  // warm-up
         std::map<std::string, std::vector<RunSplit>> reps;
         for (int r = 0; r < o.repeats; ++r) {
+            // The farthest probe since the round's none run (names[0]) began; a probe between two
+            // runs is the one's after and the other's before.
+            double farthest = probe_placement(out);
             for (const auto& n : names) {
                 reps[n].push_back(run_once(model, prompt, n, o, threads));
                 out.regions[n].add(reps[n].back().regions, reps[n].back().quiet);
-            }
-            const StepTotals base = reps.at("none").back().all();
-            for (const auto& n : names) {
+                farthest = std::max(farthest, probe_placement(out));
                 if (n == "none") continue;
-                const StepTotals all = reps.at(n).back().all();
+                const StepTotals all = reps.at(n).back().all(), base = reps.at("none").back().all();
                 out.paired[n].push_back(
-                    cl::trace::efficiency(all.flops, all.wall_ms, base.flops, base.wall_ms));
+                    {cl::trace::efficiency(all.flops, all.wall_ms, base.flops, base.wall_ms),
+                     farthest});
             }
         }
         for (auto& [n, runs] : reps) {
@@ -173,15 +193,41 @@ Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std:
     return out;
 }
 
-// The median, lowest and highest of the rounds' paired efficiencies.
+// The median, lowest and highest of the rounds' paired efficiencies; and the median over the
+// rounds whose CPUs stayed near (or were not measured) and over those where they were far apart
+// at some point, with their counts (a median of 0 over no rounds).
 struct Spread {
     double median = 0, low = 0, high = 0;
+    double near_median = 0, far_median = 0;
+    int near_rounds = 0, far_rounds = 0;
 };
 
-Spread spread_of(const std::vector<double>& v) {
-    if (v.empty()) return {};
-    const auto [low, high] = std::minmax_element(v.begin(), v.end());
-    return {cl::stats::median(v), *low, *high};
+Spread spread_of(const std::vector<Pair>& pairs) {
+    if (pairs.empty()) return {};
+    std::vector<double> all, near, far;
+    for (const auto& p : pairs) {
+        all.push_back(p.efficiency);
+        (cl::bench::is_far(p.round_trip_ns) ? far : near).push_back(p.efficiency);
+    }
+    const auto [low, high] = std::minmax_element(all.begin(), all.end());
+    const auto median_of = [](const std::vector<double>& v) {
+        return v.empty() ? 0.0 : cl::stats::median(v);
+    };
+    return {cl::stats::median(all),
+            *low,
+            *high,
+            median_of(near),
+            median_of(far),
+            static_cast<int>(near.size()),
+            static_cast<int>(far.size())};
+}
+
+// "0.86 (7)": a median and the rounds it is over; "- (0)" over none.
+std::string median_over(double median, int rounds) {
+    char s[32];
+    if (rounds == 0) return "- (0)";
+    std::snprintf(s, sizeof s, "%.2f (%d)", median, rounds);
+    return s;
 }
 
 // A policy's row: each kind of step's efficiency against none's (whose steps are all full), the
@@ -205,14 +251,21 @@ nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSpli
         {"none_outside_layers_share", base.outside_layers_share()},
         {"paired_efficiency_median", paired.median},
         {"paired_efficiency_low", paired.low},
-        {"paired_efficiency_high", paired.high}};
+        {"paired_efficiency_high", paired.high},
+        {"paired_near_rounds", paired.near_rounds},
+        {"paired_efficiency_near_median", paired.near_median},
+        {"paired_far_rounds", paired.far_rounds},
+        {"paired_efficiency_far_median", paired.far_median}};
     std::printf(
-        "%7d %-12s %6.2f %7lld %6lld %8.0f%% %8.2f %8.2f %9.3f %6.0f%% %6.2f %6.2f %4.2f-%4.2f\n",
+        "%7d %-12s %6.2f %7lld %6lld %8.0f%% %8.2f %8.2f %9.3f %6.0f%% %6.2f %6.2f %4.2f-%4.2f "
+        "%9s %9s\n",
         threads, n.c_str(), row["efficiency"].get<double>(), (long long)c.steps,
         (long long)p.full.steps, 100 * row["cached_time_share"].get<double>(),
         row["cached_efficiency"].get<double>(), row["cached_layer_efficiency"].get<double>(),
         c.outside_layers_ms(), 100 * c.outside_layers_share(), row["full_efficiency"].get<double>(),
-        paired.median, paired.low, paired.high);
+        paired.median, paired.low, paired.high,
+        median_over(paired.near_median, paired.near_rounds).c_str(),
+        median_over(paired.far_median, paired.far_rounds).c_str());
     return row;
 }
 
@@ -307,12 +360,15 @@ void run(const Options& o) {
         "model %s, G=%lld B=%lld T=%lld, %d kv prompts x %d repeats (median-wall repeat per "
         "prompt), LibTorch %s (BLAS: %s, OpenBLAS kernels: %s), row kernels %s\n"
         "efficiency = FLOP rate / none's; cached steps: fewer FLOPs than a full forward; "
-        "eff_pair: each round against its own none run (median, range)\n"
-        "%7s %-12s %6s %7s %6s %9s %8s %8s %9s %7s %6s %6s %9s\n",
+        "eff_pair: each round against its own none run (median, range); near / far: eff_pair's "
+        "median "
+        "(rounds) where the CPUs stayed near / were far apart (core_placement.h)\n"
+        "%7s %-12s %6s %7s %6s %9s %8s %8s %9s %7s %6s %6s %9s %9s %9s\n",
         model->name().c_str(), (long long)o.gen_length, (long long)o.block_length,
         (long long)o.steps, o.prompts, o.repeats, cl::libtorch_version(), cl::blas_threading(),
         cl::blas_kernels().c_str(), cl::cpu::vector_isa(), "threads", "policy", "eff", "cached",
-        "full", "cached_t", "eff_c", "layers_c", "other_ms", "other", "eff_f", "eff_pair", "range");
+        "full", "cached_t", "eff_c", "layers_c", "other_ms", "other", "eff_f", "eff_pair", "range",
+        "near", "far");
     nlohmann::json rows = nlohmann::json::array(), cores = nlohmann::json::array(),
                    regions = nlohmann::json::array();
     cl::detail::set_phase_timing(true);
@@ -325,7 +381,9 @@ void run(const Options& o) {
         after = cl::bench::measure_core_speeds();
         cores.push_back({{"threads", t},
                          {"before", cl::bench::speeds_json(before)},
-                         {"after", cl::bench::speeds_json(after)}});
+                         {"after", cl::bench::speeds_json(after)},
+                         {"round_trips_ns", measured.round_trips_ns},
+                         {"far_round_trip_ns", cl::bench::kFarRoundTripNs}});
         const auto& runs = measured.medians;
         for (const auto& n : names)
             if (n != "none")
@@ -337,6 +395,8 @@ void run(const Options& o) {
                     100 * base.outside_layers_share());
         std::printf("%7d %-12s %s\n", t, "core speed",
                     cl::bench::before_and_after(before, after).c_str());
+        std::printf("%7d %-12s %s\n", t, "placement",
+                    cl::bench::describe_round_trips(measured.round_trips_ns).c_str());
         for (const auto& n : names)
             if (auto row = region_json(n, measured.regions.at(n), t); !row.is_null()) {
                 print_region(row);

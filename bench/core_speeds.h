@@ -7,8 +7,9 @@
 // 186-217 us for seconds at a time (taskset, one thread, session 45 of the README).
 // Beside it, the same product over weights that come from L3 (a pass over 48 of them, 8.6 MB):
 // how much slower than from L2 (1.05-1.48x over 8 s on this project's Zen 4 VM, whose 32 MB L3 the
-// host's other guests share, session 55). A cached step reads its layers' weights and K/V from L3,
-// so its speed follows this where `none`'s, which mostly computes, does not.
+// host's other guests share, session 55). A cached step reads its layers' weights and K/V from L3;
+// yet its slow stretches did not follow this probe but the CPUs' placement (core_placement.h,
+// session 56).
 // Linux only (sched_getaffinity); elsewhere it measures nothing and the benches print "unknown".
 #pragma once
 

@@ -1,0 +1,144 @@
+// How far apart the two CPUs a 2-thread run uses are now: the round trip of a cache line between
+// threads pinned to the first two CPUs this process may run on. Why the benches measure it: this
+// project's Zen 4 VM has its two vCPUs on one CCD (one L3: 50-90 ns) most of the time and on two
+// (310-360 ns) for seconds at a time. In those seconds a cached Elastic-Cache layer at 2 threads
+// took 133-136 us against 91-93, and even its single-threaded step work (the step record) half as
+// long again, where `none`'s steps lost 12-15% (session 56 of the README): a cached step reads
+// its layers' weights and K/V from L3 and hands rows between the threads twice a layer, where
+// `none` mostly computes. The benches split each policy's paired efficiency by it.
+// Linux only (sched_getaffinity); elsewhere, and with fewer than two CPUs, it measures nothing.
+#pragma once
+
+#include "engine/base/stats.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cl::bench {
+
+// A round trip counts as far above this: the CPUs on two dies or sockets. Same-die round trips
+// run 50-90 ns here (Zen 4, one CCD), about 100-150 ns on a large Intel mesh; two CCDs here
+// 310-360 ns. Not relative to the lowest seen: a whole measurement may fall in a far stretch.
+constexpr double kFarRoundTripNs = 200.0;
+
+namespace detail {
+
+inline bool pin_this_thread_to(int cpu) {
+#ifdef __linux__
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+#else
+    (void)cpu;
+    return false;
+#endif
+}
+
+// Spins until ready() or stop(); yields the core after a while, so that a probe sharing its CPU
+// with another busy thread still ends.
+template <class Ready, class Stop>
+void spin_until(Ready ready, Stop stop) {
+    for (int spins = 0; !ready() && !stop(); ++spins)
+        if (spins > 4096) std::this_thread::yield();
+}
+
+// `trips` round trips of a counter between a thread on CPU a and one on CPU b, ns each; -1 where
+// a thread could not be pinned.
+inline double round_trip_batch_ns(int a, int b, int trips) {
+    struct alignas(64) Line {
+        std::atomic<int64_t> value{0};
+    };
+    Line turn, failed;  // each on its own cache line
+    double ns = -1;
+    std::thread first([&] {
+        if (!pin_this_thread_to(a)) return;
+        std::thread second([&] {
+            if (!pin_this_thread_to(b)) {
+                failed.value.store(1);
+                return;
+            }
+            for (int64_t i = 0; i < trips; ++i) {
+                spin_until([&] { return turn.value.load(std::memory_order_acquire) == 2 * i + 1; },
+                           [] { return false; });
+                turn.value.store(2 * i + 2, std::memory_order_release);
+            }
+        });
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int64_t i = 0; i < trips && failed.value.load() == 0; ++i) {
+            turn.value.store(2 * i + 1, std::memory_order_release);
+            spin_until([&] { return turn.value.load(std::memory_order_acquire) == 2 * i + 2; },
+                       [&] { return failed.value.load(std::memory_order_relaxed) != 0; });
+        }
+        const auto t1 = std::chrono::steady_clock::now();
+        second.join();
+        if (failed.value.load() == 0)
+            ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / trips;
+    });
+    first.join();
+    return ns;
+}
+
+}  // namespace detail
+
+// The median of `batches` batches of `trips` round trips (about 1 ms a batch near, 4 ms far)
+// between the first two CPUs of this thread's affinity mask, or of the machine where this thread is
+// bound to one (OMP_PROC_BIND binds the thread that starts OpenMP); -1 where two threads cannot be
+// pinned to two CPUs, or off Linux.
+inline double cross_core_round_trip_ns(int batches = 3, int trips = 10000) {
+#ifdef __linux__
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
+    std::vector<int> cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE && cpus.size() < 2; ++cpu)
+        if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+    if (cpus.size() < 2) cpus = {0, 1};
+    std::vector<double> ns;
+    for (int b = 0; b < batches; ++b) {
+        const double batch = detail::round_trip_batch_ns(cpus[0], cpus[1], trips);
+        if (batch <= 0) return -1;
+        ns.push_back(batch);
+    }
+    return cl::stats::median(ns);
+#else
+    (void)batches;
+    (void)trips;
+    return -1;
+#endif
+}
+
+// Whether a round trip (-1: not measured) is far.
+inline bool is_far(double round_trip_ns) {
+    return round_trip_ns > kFarRoundTripNs;
+}
+
+// "cache-line round trip near 48-92 ns (19), far 311-352 ns (4); far: over 200 ns": each
+// placement's range and probes; "unknown" where nothing was measured.
+inline std::string describe_round_trips(const std::vector<double>& round_trips) {
+    std::vector<double> near, far;
+    for (double ns : round_trips)
+        if (ns > 0) (is_far(ns) ? far : near).push_back(ns);
+    if (near.empty() && far.empty()) return "unknown (no two CPUs to pin to, or off Linux)";
+    const auto range = [](const std::vector<double>& v) {
+        if (v.empty()) return std::string("none");
+        const auto [low, high] = std::minmax_element(v.begin(), v.end());
+        char s[64];
+        std::snprintf(s, sizeof s, "%.0f-%.0f ns (%zu)", *low, *high, v.size());
+        return std::string(s);
+    };
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%.0f ns", kFarRoundTripNs);
+    return "cache-line round trip near " + range(near) + ", far " + range(far) + "; far: over " +
+           limit;
+}
+
+}  // namespace cl::bench
