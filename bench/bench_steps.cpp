@@ -360,9 +360,9 @@ void run(const Options& o) {
         "model %s, G=%lld B=%lld T=%lld, %d kv prompts x %d repeats (median-wall repeat per "
         "prompt), LibTorch %s (BLAS: %s, OpenBLAS kernels: %s), row kernels %s\n"
         "efficiency = FLOP rate / none's; cached steps: fewer FLOPs than a full forward; "
-        "eff_pair: each round against its own none run (median, range); near / far: eff_pair's "
-        "median "
-        "(rounds) where the CPUs stayed near / were far apart (core_placement.h)\n"
+        "eff_pair: each round against its own none run (median, range); near / far: "
+        "eff_pair's median (rounds) where the CPUs stayed near / were far apart "
+        "(core_placement.h)\n"
         "%7s %-12s %6s %7s %6s %9s %8s %8s %9s %7s %6s %6s %9s %9s %9s\n",
         model->name().c_str(), (long long)o.gen_length, (long long)o.block_length,
         (long long)o.steps, o.prompts, o.repeats, cl::libtorch_version(), cl::blas_threading(),

@@ -9,10 +9,8 @@
 // Linux only (sched_getaffinity); elsewhere, and with fewer than two CPUs, it measures nothing.
 #pragma once
 
+#include "bench/cpu_pinning.h"
 #include "engine/base/stats.h"
-
-#include <pthread.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -30,18 +28,6 @@ namespace cl::bench {
 constexpr double kFarRoundTripNs = 200.0;
 
 namespace detail {
-
-inline bool pin_this_thread_to(int cpu) {
-#ifdef __linux__
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
-#else
-    (void)cpu;
-    return false;
-#endif
-}
 
 // Spins until ready() or stop(); yields the core after a while, so that a probe sharing its CPU
 // with another busy thread still ends.
@@ -94,14 +80,8 @@ inline double round_trip_batch_ns(int a, int b, int trips) {
 // bound to one (OMP_PROC_BIND binds the thread that starts OpenMP); -1 where two threads cannot be
 // pinned to two CPUs, or off Linux.
 inline double cross_core_round_trip_ns(int batches = 3, int trips = 10000) {
-#ifdef __linux__
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
-    std::vector<int> cpus;
-    for (int cpu = 0; cpu < CPU_SETSIZE && cpus.size() < 2; ++cpu)
-        if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
-    if (cpus.size() < 2) cpus = {0, 1};
+    std::vector<int> cpus = allowed_cpus();
+    if (cpus.size() < 2) cpus = {0, 1};  // pinning fails where there are no two
     std::vector<double> ns;
     for (int b = 0; b < batches; ++b) {
         const double batch = detail::round_trip_batch_ns(cpus[0], cpus[1], trips);
@@ -109,11 +89,6 @@ inline double cross_core_round_trip_ns(int batches = 3, int trips = 10000) {
         ns.push_back(batch);
     }
     return cl::stats::median(ns);
-#else
-    (void)batches;
-    (void)trips;
-    return -1;
-#endif
 }
 
 // Whether a round trip (-1: not measured) is far.

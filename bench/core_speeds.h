@@ -13,11 +13,10 @@
 // Linux only (sched_getaffinity); elsewhere it measures nothing and the benches print "unknown".
 #pragma once
 
+#include "bench/cpu_pinning.h"
 #include "engine/base/stats.h"
 #include "engine/model/row_gemm.h"
 
-#include <pthread.h>
-#include <sched.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -107,13 +106,7 @@ inline double probe_product_us() {
 // where the mask cannot be read or a thread cannot be pinned.
 inline std::vector<CoreSpeed> measure_core_speeds(int rounds = 8) {
     std::vector<CoreSpeed> out;
-#ifdef __linux__
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return {};
-    std::vector<int> cpus;
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-        if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+    const std::vector<int> cpus = allowed_cpus();
     std::vector<std::vector<double>> times(cpus.size()), streamed(cpus.size());
     const std::vector<float> weights(
         static_cast<size_t>(detail::kStreamedWeights * detail::kProbeInner * detail::kProbeColumns),
@@ -122,10 +115,7 @@ inline std::vector<CoreSpeed> measure_core_speeds(int rounds = 8) {
         for (size_t i = 0; i < cpus.size(); ++i) {
             double us = -1, l3_us = -1;
             std::thread probe([&] {
-                cpu_set_t one;
-                CPU_ZERO(&one);
-                CPU_SET(cpus[i], &one);
-                if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) return;
+                if (!pin_this_thread_to(cpus[i])) return;
                 us = detail::probe_product_us();
                 l3_us = detail::probe_streamed_us(weights);
             });
@@ -145,7 +135,6 @@ inline std::vector<CoreSpeed> measure_core_speeds(int rounds = 8) {
             return a.best_us < b.best_us;
         })->best_us;
     for (auto& c : out) c.relative = fastest / c.median_us;
-#endif
     return out;
 }
 
