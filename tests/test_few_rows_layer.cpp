@@ -3,16 +3,15 @@
 // counts on both sides of a thread's share.
 #include <torch/torch.h>
 
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "engine/cuda/elastic_drift.h"
 #include "engine/model/blocks.h"
 #include "engine/model/few_rows_layer.h"
 #include "engine/model/model.h"
 #include "engine/model/row_attention.h"
-#include "engine/model/row_head_mean.h"
 #include "engine/model/transformer.h"
 #include "scoped_threads.h"
 #include "test_util.h"
@@ -104,18 +103,6 @@ void expect_same_output_and_mlp(const Layer& l, int64_t R, const std::string& at
     want = detail::gated_mlp(l.w, detail::rms_norm(want, l.w.ff_norm, l.eps), want);
     EXPECT_TRUE(torch::equal(got, want))
         << at << ": max difference " << (got - want).abs().max().item<double>();
-    // With side work: the same rows, and the shares of its range cover each value once.
-    std::mutex taken_lock;
-    std::vector<int> taken(static_cast<size_t>(kKeys), 0);
-    const detail::SideWork side{kKeys, [&](int64_t begin, int64_t end) {
-                                    const std::lock_guard<std::mutex> hold(taken_lock);
-                                    for (int64_t j = begin; j < end; ++j)
-                                        ++taken[static_cast<size_t>(j)];
-                                }};
-    auto with_side = residual.clone();
-    detail::few_rows_output_and_mlp(l.w, with_side, attn, l.eps, &side);
-    EXPECT_TRUE(torch::equal(with_side, want)) << at << ": with side work";
-    EXPECT_EQ(taken, std::vector<int>(static_cast<size_t>(kKeys), 1)) << at << ": side work";
 }
 
 // The feature-cache layer (dLLM-Cache): fresh outputs into the cached features, every row's
@@ -243,11 +230,9 @@ LayerAndParts layer_and_parts(const Layer& l, QkvInputs& in, torch::Tensor& h,
 
 // The whole layer in one region (few_rows_layer) against its parts, few_rows_qkv_attention and
 // then few_rows_output_and_mlp: the same q, k, v, caches, attention output, kept probabilities
-// and rows, bit for bit. The side work is made once on the calling thread before the attention
-// (its probabilities' tensor is there), and the shares cover its range once; go_on runs once, on
-// the calling thread, after the attention (its probabilities sum to 1). A layer that stops leaves
-// the rows as they came and its side work undone, unless the other threads may run theirs before
-// go_on answers: then they may have run their shares.
+// and rows, bit for bit. go_on runs once, on the calling thread, after the attention (its
+// probabilities sum to 1). A layer that stops leaves the rows as they came, unless the other
+// threads may run theirs before go_on answers.
 void expect_same_layer(const Layer& l, int64_t R, bool go_on, bool rows_before_go_on,
                        const std::string& at) {
     auto in = qkv_inputs(l, R);
@@ -255,20 +240,8 @@ void expect_same_layer(const Layer& l, int64_t R, bool go_on, bool rows_before_g
     torch::Tensor got_probs, want_probs;
     auto h = in.h.clone();
     const auto caller = std::this_thread::get_id();
-    int sides = 0, verdicts = 0;
-    std::mutex taken_lock;
-    std::vector<int> taken(static_cast<size_t>(kKeys), 0);
+    int verdicts = 0;
     detail::LayerMidpoint midpoint;
-    midpoint.side = [&] {
-        ++sides;
-        EXPECT_EQ(std::this_thread::get_id(), caller) << at;
-        EXPECT_TRUE(got_probs.defined()) << at;
-        return detail::SideWork{kKeys, [&](int64_t begin, int64_t end) {
-                                    const std::lock_guard<std::mutex> hold(taken_lock);
-                                    for (int64_t j = begin; j < end; ++j)
-                                        ++taken[static_cast<size_t>(j)];
-                                }};
-    };
     midpoint.go_on = [&] {
         ++verdicts;
         EXPECT_EQ(std::this_thread::get_id(), caller) << at;
@@ -281,7 +254,6 @@ void expect_same_layer(const Layer& l, int64_t R, bool go_on, bool rows_before_g
     midpoint.keep_inputs = torch::full({kKeys, D}, -7.0F);  // (L, D): the hidden cache
     const auto [got, want, want_h] =
         layer_and_parts(l, in, h, kept, midpoint, got_probs, want_probs);
-    EXPECT_EQ(sides, 1) << at;
     EXPECT_EQ(verdicts, 1) << at;
     EXPECT_EQ(got.finished, go_on) << at;
     EXPECT_TRUE(torch::equal(got.qkv.q, want.qkv.q)) << at << ": q";
@@ -300,13 +272,6 @@ void expect_same_layer(const Layer& l, int64_t R, bool go_on, bool rows_before_g
     auto want_kept = torch::full({kKeys, D}, -7.0F);
     want_kept.index_copy_(0, torch::tensor(in.positions), in.h);
     EXPECT_TRUE(torch::equal(midpoint.keep_inputs, want_kept)) << at << ": kept inputs";
-    const int most = go_on || rows_before_go_on ? 1 : 0;
-    for (const int n : taken) {
-        EXPECT_LE(n, most) << at << ": side work";
-        if (go_on) {
-            EXPECT_EQ(n, 1) << at << ": side work";
-        }
-    }
 }
 
 TEST(FewRowsLayer, TheLayerInOneRegionEqualsItsParts) {
@@ -330,42 +295,37 @@ TEST(FewRowsLayer, TheLayerInOneRegionEqualsItsParts) {
 
 // With LayerMidpoint::scores: where each kv head's rows are one chunk (R g <= 64), the attention
 // keeps its scores and writes no probabilities; scores gets them once on the calling thread before
-// side and go_on, and the kept rows' float32 head mean read there (whole, in key shares as the
-// output projection's region sums it, and one value at a time) is head_mean_f32_keys' over the
-// probabilities of the two-call path, bit for bit, wherever the shares split (keys past the last
-// are refused). Past one chunk the probabilities come as asked.
+// go_on, and the kept rows' float32 head mean read there (one value at a time) and after the layer
+// (FewRowsLayerResult::kept, valid until the next attention keeps scores) is window_head_mean_cpu's
+// over the probabilities of the two-call path, bit for bit; the window rows' column sums, each kv
+// head's part summed by the thread that ran it, are window_column_sums_cpu's. Past one chunk the
+// probabilities come as asked, and no sums.
 void expect_kept_scores(const Layer& l, int64_t R, const std::string& at) {
     auto in = qkv_inputs(l, R);
     const std::vector<int64_t> kept = {0, R / 2, R - 1};
+    const std::vector<int64_t> window = {R / 2, R - 1};  // query rows, each a kept row
     const auto P = static_cast<int64_t>(kept.size());
     torch::Tensor got_probs, want_probs;
     auto h = in.h.clone();
     const auto caller = std::this_thread::get_id();
-    const detail::ColumnAttentionTasks* scores = nullptr;
+    const detail::KeptScores* scores = nullptr;
     int handed = 0;
-    auto whole = torch::full({P, kKeys}, NAN, torch::kFloat64);
-    auto in_shares = whole.clone(), one_by_one = whole.clone();
-    detail::LayerMidpoint midpoint;
-    midpoint.scores = [&](const detail::ColumnAttentionTasks& t) {
-        ++handed;
-        EXPECT_EQ(std::this_thread::get_id(), caller) << at;
-        scores = &t;
-    };
-    midpoint.side = [&] {
-        EXPECT_EQ(handed, R * l.heads / l.kv_heads <= 64 ? 1 : 0) << at << ": scores before side";
-        return detail::SideWork{};
-    };
-    midpoint.go_on = [&] {
-        if (!scores) return true;
-        EXPECT_THROW(scores->kept_means(whole.data_ptr<double>(), 1, kKeys + 1), std::logic_error)
-            << at << ": keys past the last";
-        scores->kept_means(whole.data_ptr<double>(), 0, kKeys);
-        for (const int64_t split : {int64_t{0}, int64_t{1}, int64_t{16}, int64_t{77}, int64_t{128}})
-            for (const auto& [j0, j1] : {std::pair{int64_t{0}, split}, std::pair{split, kKeys}})
-                scores->kept_means(in_shares.data_ptr<double>(), j0, j1);
+    auto during = torch::full({P, kKeys}, NAN, torch::kFloat64);
+    auto after = during.clone();
+    const auto read = [&](const detail::KeptScores& k, torch::Tensor& into) {
         for (int64_t p = 0; p < P; ++p)
             for (int64_t j = 0; j < kKeys; ++j)
-                one_by_one.data_ptr<double>()[p * kKeys + j] = scores->kept_mean_at(p, j);
+                into.data_ptr<double>()[p * kKeys + j] = k.mean_at(p, j);
+    };
+    detail::LayerMidpoint midpoint;
+    midpoint.scores = [&](const detail::KeptScores& k) {
+        ++handed;
+        EXPECT_EQ(std::this_thread::get_id(), caller) << at;
+        scores = &k;
+    };
+    midpoint.window_rows = &window;
+    midpoint.go_on = [&] {
+        if (scores) read(*scores, during);
         return true;
     };
     const auto [got, want, want_h] =
@@ -374,17 +334,26 @@ void expect_kept_scores(const Layer& l, int64_t R, const std::string& at) {
     EXPECT_TRUE(torch::equal(h, want_h)) << at << ": rows";
     if (R * l.heads / l.kv_heads > 64) {
         EXPECT_EQ(handed, 0) << at;
+        EXPECT_FALSE(got.kept) << at;
+        EXPECT_TRUE(got.window_sums.empty()) << at;
         EXPECT_TRUE(got_probs.defined() && torch::equal(got_probs, want_probs)) << at;
         return;
     }
     EXPECT_EQ(handed, 1) << at;
     EXPECT_FALSE(got_probs.defined()) << at << ": no probabilities written";
+    ASSERT_TRUE(got.kept) << at;
+    read(*got.kept, after);
+    const auto p = want_probs.contiguous();  // (H, P, L)
+    const cuda::ProbsShape shape{l.heads, P, kKeys};
+    const std::vector<int32_t> all{0, 1, 2}, window_of_kept{1, 2};
     auto mean = torch::empty({P, kKeys}, torch::kFloat64);
-    detail::head_mean_f32_keys(want_probs.data_ptr<float>(), l.heads, P, kKeys, 0, kKeys,
-                               mean.data_ptr<double>());
-    EXPECT_TRUE(torch::equal(whole, mean)) << at << ": the mean";
-    EXPECT_TRUE(torch::equal(in_shares, mean)) << at << ": the mean in key shares";
-    EXPECT_TRUE(torch::equal(one_by_one, mean)) << at << ": the mean one value at a time";
+    cuda::window_head_mean_cpu(p.data_ptr<float>(), shape, all.data(), P, mean.data_ptr<double>());
+    EXPECT_TRUE(torch::equal(during, mean)) << at << ": the mean during the region";
+    EXPECT_TRUE(torch::equal(after, mean)) << at << ": the mean after the layer";
+    std::vector<double> sums(static_cast<size_t>(kKeys));
+    cuda::window_column_sums_cpu(p.data_ptr<float>(), shape, l.kv_heads, window_of_kept.data(), 2,
+                                 sums.data());
+    EXPECT_EQ(got.window_sums, sums) << at << ": the window's column sums";
 }
 
 TEST(FewRowsLayer, KeepsTheAttentionsScoresWhereAskedAndItCan) {

@@ -192,38 +192,65 @@ TEST(KernelReference, MostAttendedKeysSkipExcludedKeysAndComeInKeyOrder) {
               (std::vector<int64_t>{0, 2, 3}));
 }
 
-// The head means' pass also gives the column sums most_attended_keys_cpu ranks, bit for bit: the
-// head mean of each element is the float sum in head order divided by H, widened; each column sum
-// is the float64 sum of those in window order (the loops are cloned per instruction set, so the
-// key counts leave a vector's tail on every width).
-TEST(KernelReference, WindowHeadMeanColumnSumsRankAsMostAttendedKeys) {
+// The window head means and the window column sums by their definitions: a head mean is the float
+// sum in head order divided by H, widened; a column sum is, kv head by kv head, the float64 sum of
+// its heads' probabilities (heads in order, each over the window rows in order), the kv heads'
+// sums then added in order. The loops are cloned per instruction set, so the key counts leave a
+// vector's tail on every width.
+TEST(KernelReference, WindowHeadMeansAndColumnSumsFollowTheirDefinitions) {
     std::mt19937 rng(5);
-    for (const ProbsShape s : {ProbsShape{4, 20, 439}, ProbsShape{3, 9, 37}, ProbsShape{1, 2, 5}}) {
+    for (const auto& [s, kv_heads] :
+         {std::pair{ProbsShape{4, 20, 439}, int64_t{2}},
+          std::pair{ProbsShape{6, 9, 37}, int64_t{3}}, std::pair{ProbsShape{3, 9, 37}, int64_t{1}},
+          std::pair{ProbsShape{1, 2, 5}, int64_t{1}}}) {
         const auto probs = random_probs(s, rng);
         const std::vector<int32_t> rows{static_cast<int32_t>(s.rows - 1), 0, 1};
         const auto W = static_cast<int64_t>(rows.size());
         std::vector<double> means(static_cast<size_t>(W * s.keys), -1.0);
         std::vector<double> sums(static_cast<size_t>(s.keys), -1.0);
-        window_head_mean_cpu(probs.data(), s, rows.data(), W, means.data(), sums.data());
-        std::vector<uint8_t> excluded(static_cast<size_t>(s.keys), 0);
-        for (int64_t c = 0; c < s.keys; c += 3) excluded[static_cast<size_t>(c)] = 1;
+        window_head_mean_cpu(probs.data(), s, rows.data(), W, means.data());
+        window_column_sums_cpu(probs.data(), s, kv_heads, rows.data(), W, sums.data());
+        const auto p = [&](int64_t h, int64_t row, int64_t c) {
+            return probs[static_cast<size_t>((h * s.rows + row) * s.keys + c)];
+        };
+        const int64_t g = s.heads / kv_heads;
         for (int64_t c = 0; c < s.keys; ++c) {
-            double column = 0.0;
             for (int64_t w = 0; w < W; ++w) {
                 float sum = 0.F;
-                for (int64_t h = 0; h < s.heads; ++h)
-                    sum += probs[static_cast<size_t>(
-                        (h * s.rows + rows[static_cast<size_t>(w)]) * s.keys + c)];
+                for (int64_t h = 0; h < s.heads; ++h) sum += p(h, rows[static_cast<size_t>(w)], c);
                 const auto mean = static_cast<double>(sum / static_cast<float>(s.heads));
                 ASSERT_EQ(means[static_cast<size_t>(w * s.keys + c)], mean) << w << " " << c;
-                column += mean;
+                ASSERT_EQ(head_mean_cpu(probs.data(), s, rows[static_cast<size_t>(w)], c), mean);
+            }
+            double column = 0.0;
+            for (int64_t n = 0; n < kv_heads; ++n) {
+                double part = 0.0;
+                for (int64_t h = n * g; h < (n + 1) * g; ++h)
+                    for (int64_t w = 0; w < W; ++w)
+                        part += static_cast<double>(p(h, rows[static_cast<size_t>(w)], c));
+                column += part;
             }
             ASSERT_EQ(sums[static_cast<size_t>(c)], column) << c;
         }
-        for (const int64_t n : {1, 2, 4})
-            EXPECT_EQ(top_attended_keys_cpu(sums.data(), s.keys, excluded.data(), n),
-                      most_attended_keys_cpu(means.data(), W, s.keys, excluded.data(), n));
     }
+}
+
+// The ranking of given column sums is most_attended_keys_cpu's of the rows they sum.
+TEST(KernelReference, TopAttendedKeysRankAsMostAttendedKeys) {
+    std::mt19937 rng(6);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    const int64_t W = 3, keys = 41;
+    std::vector<double> attn(static_cast<size_t>(W * keys));
+    for (auto& a : attn) a = u(rng);
+    std::vector<double> sums(static_cast<size_t>(keys), 0.0);
+    for (int64_t w = 0; w < W; ++w)
+        for (int64_t c = 0; c < keys; ++c)
+            sums[static_cast<size_t>(c)] += attn[static_cast<size_t>(w * keys + c)];
+    std::vector<uint8_t> excluded(static_cast<size_t>(keys), 0);
+    for (int64_t c = 0; c < keys; c += 3) excluded[static_cast<size_t>(c)] = 1;
+    for (const int64_t n : {1, 2, 4})
+        EXPECT_EQ(top_attended_keys_cpu(sums.data(), keys, excluded.data(), n),
+                  most_attended_keys_cpu(attn.data(), W, keys, excluded.data(), n));
 }
 
 TEST(KernelReference, DriftSumsCountOnlyRowsPresentInBothSteps) {
@@ -242,26 +269,22 @@ TEST(KernelReference, DriftSumsCountOnlyRowsPresentInBothSteps) {
     const std::vector<int32_t> gone{-1, -1};
     EXPECT_FALSE(
         drift_sums_cpu(probs.data(), s, gone.data(), 2, prev.data(), tracked.data(), 2).shared);
-    // The previous window rows read through a row map (Elastic-Cache keeps the attention's own
-    // means): rows 1 and 0 of `prev` placed at rows 0 and 2 of a 3-row buffer, mapped back, the
-    // same sums.
-    std::vector<double> kept(3 * 6, -7.0);
-    std::copy_n(prev.begin(), 6, kept.begin() + 2 * 6);  // window row 0 at row 2
-    std::copy_n(prev.begin() + 6, 6, kept.begin());      // window row 1 at row 0
-    const std::vector<int32_t> prev_rows{2, 0};
-    const auto mapped = drift_sums_cpu(probs.data(), s, rows_before.data(), 2, kept.data(),
-                                       tracked.data(), 2, prev_rows.data());
-    EXPECT_EQ(mapped.dot, same.dot);
-    EXPECT_EQ(mapped.now_sq, same.now_sq);
-    EXPECT_EQ(mapped.before_sq, same.before_sq);
-    // And where the means are at hand (the head means of every row of `probs`, one (3, 6) buffer).
-    std::vector<double> now_means(3 * 6);
-    const std::vector<int32_t> all_rows{0, 1, 2};
-    window_head_mean_cpu(probs.data(), s, all_rows.data(), 3, now_means.data());
-    const auto of_means = drift_sums_of_means_cpu(now_means.data(), 6, rows_before.data(), 2,
-                                                  kept.data(), tracked.data(), 2, prev_rows.data());
-    EXPECT_EQ(of_means.dot, same.dot);
-    EXPECT_EQ(of_means.before_sq, same.before_sq);
+    // The previous window's means at the tracked keys only, (W, n), and this step's read one at a
+    // time (the CPU attention's kept scores): the same sums, bit for bit.
+    std::vector<double> before;
+    for (int64_t w = 0; w < 2; ++w)
+        for (const int64_t key : tracked) before.push_back(prev[static_cast<size_t>(w * 6 + key)]);
+    const auto now = [&](int64_t row, int64_t key) {
+        return head_mean_cpu(probs.data(), s, row, key);
+    };
+    const auto tracked_only =
+        drift_sums_tracked_cpu(now, rows_before.data(), 2, before.data(), tracked.data(), 2);
+    EXPECT_TRUE(tracked_only.shared);
+    EXPECT_EQ(tracked_only.dot, same.dot);
+    EXPECT_EQ(tracked_only.now_sq, same.now_sq);
+    EXPECT_EQ(tracked_only.before_sq, same.before_sq);
+    EXPECT_FALSE(
+        drift_sums_tracked_cpu(now, gone.data(), 2, before.data(), tracked.data(), 2).shared);
 }
 
 // ---- Kernels against the references (need a device) ------------------------------------------
@@ -325,13 +348,16 @@ TEST(CudaKernels, ElasticTrackingAndDriftEqualTheReference) {
     SKIP_WITHOUT_DEVICE();
     std::mt19937 rng(9);
     const ProbsShape s{8, 24, 333};
+    const int64_t kv_heads = 2;
     const auto before = random_probs(s, rng), now = random_probs(s, rng);
     const std::vector<int32_t> window_rows{0, 3, 4, 9, 17};
     const auto W = static_cast<int64_t>(window_rows.size());
     std::vector<double> prev(static_cast<size_t>(W * s.keys));
     window_head_mean_cpu(before.data(), s, window_rows.data(), W, prev.data());
     const auto excluded = random_flags(static_cast<size_t>(s.keys), 0.4, rng);
-    const auto tracked = most_attended_keys_cpu(prev.data(), W, s.keys, excluded.data(), 4);
+    std::vector<double> want_sums(static_cast<size_t>(s.keys));
+    window_column_sums_cpu(before.data(), s, kv_heads, window_rows.data(), W, want_sums.data());
+    const auto tracked = top_attended_keys_cpu(want_sums.data(), s.keys, excluded.data(), 4);
     const std::vector<int32_t> rows_now{2, -1, 5, 11, 23};
     const auto want = drift_sums_cpu(now.data(), s, rows_now.data(), W, prev.data(), tracked.data(),
                                      static_cast<int64_t>(tracked.size()));
@@ -342,7 +368,12 @@ TEST(CudaKernels, ElasticTrackingAndDriftEqualTheReference) {
     window_head_mean(d_before.get(), s, d_rows.get(), W, d_prev.get(), nullptr);
     EXPECT_EQ(d_prev.to_host(), prev);  // the same float sums in the same order
     DeviceArray<uint8_t> d_excluded(excluded), chosen(static_cast<size_t>(s.keys));
-    attention_column_sums(d_prev.get(), W, s.keys, d_excluded.get(), sums.get(), nullptr);
+    window_column_sums(d_before.get(), s, kv_heads, d_rows.get(), W, d_excluded.get(), sums.get(),
+                       nullptr);
+    const auto got_sums = sums.to_host();
+    for (int64_t c = 0; c < s.keys; ++c)  // the same float64 sums in the same order
+        if (!excluded[static_cast<size_t>(c)])
+            EXPECT_EQ(got_sums[static_cast<size_t>(c)], want_sums[static_cast<size_t>(c)]) << c;
     std::vector<uint8_t> eligible(excluded.size());
     for (size_t i = 0; i < eligible.size(); ++i) eligible[i] = !excluded[i];
     DeviceArray<uint8_t> d_eligible(eligible);

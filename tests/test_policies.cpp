@@ -301,10 +301,11 @@ TEST(Policies, ElasticRecordsDriftTestsWithValuesAndThresholds) {
 }
 
 // Elastic asks the forward for the attention of its window rows only (and last step's window
-// rows still computed): at one thread on the CPU their head means, which the attention sums in its
-// own pass (LayerPlan::want_probs_mean), at two their probabilities; when the attention panel
-// wants every row's probabilities, it gets them all. All must give the same drift values, to the
-// bit, and the same tokens.
+// rows still computed): on the CPU the scores the attention keeps instead of the probabilities
+// (LayerPlan::want_probs_mean; at two threads each kv head's on the thread that ran it), with the
+// window's column sums; when the attention panel wants every row's probabilities, it gets them all
+// and the policy sums them itself. All must give the same drift values, to the bit, and the same
+// tokens.
 TEST(Policies, ElasticDriftFromItsWindowRowsEqualsTheOneFromEveryRow) {
     for (const int threads : {1, 2}) {
         const test::ScopedThreads scope(threads);

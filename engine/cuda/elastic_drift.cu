@@ -1,6 +1,6 @@
 // Elastic-Cache's tracking and drift test on the device. Head means repeat the CPU's float32 sums
-// in head order (exact); the drift sums reduce in a different order than the CPU's loop (equal to
-// rounding, ~1e-15 relative).
+// in head order and the window column sums its float64 sums in its order (exact); the drift sums
+// reduce in a different order than the CPU's loop (equal to rounding, ~1e-15 relative).
 #include <cmath>
 
 #include "engine/cuda/cuda_check.h"
@@ -26,17 +26,28 @@ __global__ void window_head_mean_kernel(const float* probs, ProbsShape s, const 
         out[w * s.keys + c] = head_mean(probs, s, rows[w], c);
 }
 
-__global__ void column_sums_kernel(const double* attn, int64_t window, int64_t keys,
-                                   const uint8_t* excluded, double* column_sums) {
-    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i >= keys) return;
-    if (excluded && excluded[i]) {
-        column_sums[i] = -INFINITY;
+// One thread per key: window_column_sums_cpu's loops (kv head by kv head, each over its heads and
+// the window rows in order), so the same bits.
+__global__ void window_column_sums_kernel(const float* probs, ProbsShape s, int64_t kv_heads,
+                                          const int32_t* rows, int64_t window,
+                                          const uint8_t* excluded, double* column_sums) {
+    const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (c >= s.keys) return;
+    if (excluded && excluded[c]) {
+        column_sums[c] = -INFINITY;
         return;
     }
+    const int64_t g = s.heads / kv_heads;
     double column = 0;
-    for (int64_t w = 0; w < window; ++w) column += attn[w * keys + i];  // window order, as the CPU
-    column_sums[i] = column;
+    for (int64_t n = 0; n < kv_heads; ++n) {
+        double part = 0;
+        for (int64_t h = n * g; h < (n + 1) * g; ++h)
+            for (int64_t w = 0; w < window; ++w)
+                part = __dadd_rn(part,
+                                 static_cast<double>(probs[(h * s.rows + rows[w]) * s.keys + c]));
+        column = __dadd_rn(column, part);
+    }
+    column_sums[c] = column;
 }
 
 // One block: each thread takes (w, t) pairs, then a shared-memory tree reduction of the three sums.
@@ -85,13 +96,14 @@ void window_head_mean(const float* probs, ProbsShape s, const int32_t* rows, int
     check_launch("window_head_mean");
 }
 
-void attention_column_sums(const double* attn, int64_t window, int64_t keys,
-                           const uint8_t* excluded, double* column_sums, Stream stream) {
-    if (keys <= 0) return;
-    const auto blocks = static_cast<unsigned>((keys + kThreads - 1) / kThreads);
-    column_sums_kernel<<<blocks, kThreads, 0, native(stream)>>>(attn, window, keys, excluded,
-                                                                column_sums);
-    check_launch("attention_column_sums");
+void window_column_sums(const float* probs, ProbsShape s, int64_t kv_heads, const int32_t* rows,
+                        int64_t window, const uint8_t* excluded, double* column_sums,
+                        Stream stream) {
+    if (s.keys <= 0) return;
+    const auto blocks = static_cast<unsigned>((s.keys + kThreads - 1) / kThreads);
+    window_column_sums_kernel<<<blocks, kThreads, 0, native(stream)>>>(
+        probs, s, kv_heads, rows, window, excluded, column_sums);
+    check_launch("window_column_sums");
 }
 
 void drift_sums(const float* probs, ProbsShape s, const int32_t* rows_now, int64_t window,

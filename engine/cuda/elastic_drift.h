@@ -1,6 +1,6 @@
 // Elastic-Cache's attention-drift test and its window tracking. After each layer of a step the
-// policy keeps the head-mean attention of the window's query rows and the keys they attend to most
-// (tracking); at the next step, the cosine between the tracked columns now and then decides
+// policy keeps the keys the window's query rows attend to most (tracking) and the rows' head-mean
+// attention to them; at the next step, the cosine between the tracked columns now and then decides
 // whether the layer and every deeper one is recomputed (the test). CPU references below are what
 // the policy runs on the CPU (engine/generation/policies/elastic.cpp); the device versions keep
 // the (H, R, L) probabilities on the GPU.
@@ -30,24 +30,24 @@ struct DriftSums {
 
 // ---- CPU references -----------------------------------------------------------------------------
 
+// One head mean: probs row `row` at `key` (the definition above).
+double head_mean_cpu(const float* probs, ProbsShape s, int64_t row, int64_t key);
+
 // out (W, keys) float64: the head mean of probs row rows[w], for each w. rows[w] must be valid.
-// With column_sums (keys): also each key's sum of out over w from 0.0 in window order, the sums
-// most_attended_keys_cpu ranks (the same bits), in the same pass.
 void window_head_mean_cpu(const float* probs, ProbsShape s, const int32_t* rows, int64_t window,
-                          double* out, double* column_sums = nullptr);
+                          double* out);
 
-// window_head_mean_cpu's column_sums where the head means are at hand already: means (rows, keys)
-// float64 the head means of the attention's rows (the CPU attention sums them in its own pass:
-// engine/model/row_attention.h, HeadMeanSums::Float32), summed over the window rows rows[w]. The
-// means themselves are not copied: Elastic-Cache keeps the attention's tensor for the next step
-// (a copy of the window's rows and its allocation were 2.8% of a cached step).
-void window_column_sums_cpu(const double* means, int64_t keys, const int32_t* rows, int64_t window,
-                            double* column_sums);
-
-// window_column_sums_cpu's sums of the keys [k0, k1) only (column_sums (keys), the others left as
-// they are): the same bits, a share of the keys per thread (a key's sum reads only its column).
-void window_column_sums_keys_cpu(const double* means, int64_t keys, const int32_t* rows,
-                                 int64_t window, int64_t k0, int64_t k1, double* column_sums);
+// column_sums (keys) float64: how much the window's rows rows[w] attend to each key, the sums
+// Elastic-Cache ranks its tracked keys by. Per key, kv head by kv head in order, each kv head's
+// probabilities (its heads in head order, each over the window rows in window order) widened and
+// summed in float64 from 0.0, then the kv heads' sums added from 0.0 in kv head order. So a
+// thread that ran a kv head's attention sums that kv head's part from its own scores
+// (engine/model/row_attention.h, column_window_sums) and only the kv heads' (keys) sums cross
+// threads: summing the window's float32 head means instead read every head of every window row
+// at every key, 40 KB a layer from the other core's cache (README, session 57).
+// heads / kv_heads query heads share a kv head, kv_heads divides heads.
+void window_column_sums_cpu(const float* probs, ProbsShape s, int64_t kv_heads, const int32_t* rows,
+                            int64_t window, double* column_sums);
 
 // The n keys with the largest column sum over the window's rows of attn (W, keys), excluded keys
 // (masked ones) skipped; ties to the lower key (select_top_k_cpu). Returned in ascending key order.
@@ -60,33 +60,27 @@ std::vector<int64_t> top_attended_keys_cpu(const double* column_sums, int64_t ke
                                            const uint8_t* excluded, int64_t n);
 
 // The drift test's sums over the previous window rows still present now (rows_now[w] >= 0: their
-// row in probs) and the tracked keys: now = head mean of probs, before = prev_attn (W, keys), or
-// with prev_rows (W) window row w's values at row prev_rows[w] of prev_attn.
+// row in probs) and the tracked keys: now = head mean of probs, before = prev_attn (W, keys).
 DriftSums drift_sums_cpu(const float* probs, ProbsShape s, const int32_t* rows_now, int64_t window,
-                         const double* prev_attn, const int64_t* tracked, int64_t n_tracked,
-                         const int32_t* prev_rows = nullptr);
+                         const double* prev_attn, const int64_t* tracked, int64_t n_tracked);
 
-// drift_sums_cpu where the head means (rows, keys) float64 are at hand (window_column_sums_cpu's).
-DriftSums drift_sums_of_means_cpu(const double* means, int64_t keys, const int32_t* rows_now,
-                                  int64_t window, const double* prev_attn, const int64_t* tracked,
-                                  int64_t n_tracked, const int32_t* prev_rows = nullptr);
-
-// drift_sums_cpu with now(row, key) read wherever this step's head means are (the CPU attention's
-// kept scores, LayerResult::probs_mean_at): keys, the attention's L.
-DriftSums drift_sums_at_cpu(const std::function<double(int64_t row, int64_t key)>& now,
-                            int64_t keys, const int32_t* rows_now, int64_t window,
-                            const double* prev_attn, const int64_t* tracked, int64_t n_tracked,
-                            const int32_t* prev_rows = nullptr);
+// drift_sums_cpu's sums (the same order) with now(row, key) read wherever this step's head means
+// are (the probabilities, or the CPU attention's kept scores: LayerResult::probs_mean_at) and
+// before (W, n_tracked) window row w's head mean at tracked[t] the step before, at w * n + t.
+DriftSums drift_sums_tracked_cpu(const std::function<double(int64_t row, int64_t key)>& now,
+                                 const int32_t* rows_now, int64_t window, const double* before,
+                                 const int64_t* tracked, int64_t n_tracked);
 
 // ---- On the device (every pointer on the device) --------------------------------------------
 
 void window_head_mean(const float* probs, ProbsShape s, const int32_t* rows, int64_t window,
                       double* out, Stream stream);
 
-// column_sums (keys) float64: the sum over w of attn[w, key] in window order; excluded keys get
+// column_sums (keys) float64: window_column_sums_cpu's sums (the same bits); excluded keys get
 // -inf so that select_top_k(column_sums, not excluded, n) ranks them out.
-void attention_column_sums(const double* attn, int64_t window, int64_t keys,
-                           const uint8_t* excluded, double* column_sums, Stream stream);
+void window_column_sums(const float* probs, ProbsShape s, int64_t kv_heads, const int32_t* rows,
+                        int64_t window, const uint8_t* excluded, double* column_sums,
+                        Stream stream);
 
 // sums (3) float64: dot, now_sq, before_sq; shared (1) int32: the count of rows present in both.
 void drift_sums(const float* probs, ProbsShape s, const int32_t* rows_now, int64_t window,

@@ -66,7 +66,8 @@ void certainty_density(const uint8_t*, int64_t, DensityRange, double*, Stream) {
 void window_head_mean(const float*, ProbsShape, const int32_t*, int64_t, double*, Stream) {
     no_cuda();
 }
-void attention_column_sums(const double*, int64_t, int64_t, const uint8_t*, double*, Stream) {
+void window_column_sums(const float*, ProbsShape, int64_t, const int32_t*, int64_t, const uint8_t*,
+                        double*, Stream) {
     no_cuda();
 }
 void drift_sums(const float*, ProbsShape, const int32_t*, int64_t, const double*, const int64_t*,

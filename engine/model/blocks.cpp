@@ -396,6 +396,23 @@ int64_t rows_per_mean_task(int64_t R, int64_t H, int64_t g, int64_t L) {
     return (R + tasks - 1) / tasks;
 }
 
+// The kept scores' attention (KeptAttention): each kv head's task into its own scratch, its part of
+// the window's column sums from there on the thread that ran it. At one thread the float32 head
+// mean of the kept rows, summed in the attention's pass, was 0.7-2.7% faster than writing their
+// probabilities for Elastic-Cache's steps; keeping the scores writes neither.
+torch::Tensor attend_keeping_scores(const torch::Tensor& q, const torch::Tensor& k,
+                                    const torch::Tensor& v, const std::vector<int64_t>* probs_rows,
+                                    KeptAttention& kept) {
+    const ColumnAttentionTasks call(q, k, v, probs_rows, true, kept.window_rows);
+    at::parallel_for(0, call.Hkv, 1, [&](int64_t first, int64_t last) {
+        for (int64_t n = first; n < last; ++n) call.run(0, n, 0);
+    });
+    kept.kept = true;
+    kept.scores = call.kept_scores();
+    kept.window_sums = call.window_column_sums();
+    return call.result(nullptr);
+}
+
 // The CPU attention by row_attention's kernel: each kv head's g * R query rows in chunks against
 // every key, written straight into the (..., R, H*Dh) rows the output projection reads (and into
 // the (..., H, R, L) probabilities where they are asked for). One chunk per task over LibTorch's
@@ -411,21 +428,15 @@ int64_t rows_per_mean_task(int64_t R, int64_t H, int64_t g, int64_t L) {
 // where writing the probabilities and the head mean's pass over them took 31 (33 rows 12 and 16).
 torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows,
-                             torch::Tensor* head_mean_out, torch::Tensor* probs_mean_out) {
-    // The float32 head mean of the kept rows instead of their probabilities, where one thread runs
-    // the attention. Split over threads, the mean's tasks (rows through every kv head) each read
-    // every kv head's K and V, the probabilities' (a kv head each) one: Elastic-Cache's paired
-    // steps at 2 threads were 1.1-2.4% slower so (same-path pairs 0.989-1.007), at 1 thread
-    // 0.7-2.7% faster.
-    const bool probs_mean = probs_mean_out && probs_rows && at::get_num_threads() == 1;
-    const ColumnAttentionTasks call(q, k, v, probs_out && !probs_mean, probs_rows);
+                             torch::Tensor* head_mean_out, KeptAttention* kept) {
+    if (kept && probs_rows && !head_mean_out && ColumnAttentionTasks::keeps_scores_for(q, k))
+        return attend_keeping_scores(q, k, v, probs_rows, *kept);
+    const ColumnAttentionTasks call(q, k, v, probs_out != nullptr, probs_rows);
     const int64_t H = call.H, Hkv = call.Hkv, g = call.g, R = call.R, L = call.L, Dh = call.Dh;
-    const int64_t P = call.P, batches = call.batches;
-    torch::Tensor mean, kept_mean;  // (B, R, L), (B, P, L) float64
-    if (head_mean_out || probs_mean) {
-        if (head_mean_out) mean = empty_buffer({batches, R, L}, q.options().dtype(torch::kFloat64));
-        if (probs_mean)
-            kept_mean = empty_buffer({batches, P, L}, q.options().dtype(torch::kFloat64));
+    const int64_t batches = call.batches;
+    torch::Tensor mean;  // (B, R, L) float64
+    if (head_mean_out) {
+        mean = empty_buffer({batches, R, L}, q.options().dtype(torch::kFloat64));
         const int64_t rc = rows_per_mean_task(R, H, g, L), chunks = (R + rc - 1) / rc;
         // A scratch per kv head, each left holding its scores for column_head_mean.
         const int64_t region = mean_scratch_stride(g, rc, L, Dh);
@@ -440,13 +451,8 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
                     a = call.at(b, n, r0, rows);
                     column_attention(a, scratch + n * region);
                 }
-                if (mean.defined())
-                    column_head_mean(a, scratches.data(), Hkv,
-                                     {mean.data_ptr<double>() + (b * R + r0) * L});
-                if (kept_mean.defined())
-                    column_head_mean(a, scratches.data(), Hkv,
-                                     {kept_mean.data_ptr<double>() + b * P * L,
-                                      call.slot.data() + r0, HeadMeanSums::Float32});
+                column_head_mean(a, scratches.data(), Hkv,
+                                 {mean.data_ptr<double>() + (b * R + r0) * L});
             }
         });
     } else {
@@ -460,10 +466,6 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
     shape.erase(shape.end() - 3);
     shape.back() = L;
     if (head_mean_out) *head_mean_out = mean.view(shape);  // (..., R, L)
-    if (probs_mean) {                                      // (..., P, L)
-        shape[shape.size() - 2] = P;
-        *probs_mean_out = kept_mean.view(shape);
-    }
     return call.result(probs_out);
 }
 
@@ -531,9 +533,20 @@ ColumnAttentionTasks::ColumnAttentionTasks(const torch::Tensor& q_in, const torc
 
 ColumnAttentionTasks::ColumnAttentionTasks(const torch::Tensor& q_in, const torch::Tensor& k_in,
                                            const torch::Tensor& v_in,
-                                           const std::vector<int64_t>* probs_rows, bool keep)
+                                           const std::vector<int64_t>* probs_rows, bool keep,
+                                           const std::vector<int64_t>* window_rows)
     : ColumnAttentionTasks(q_in, k_in, v_in, !(keep && keeps_scores_for(q_in, k_in)), probs_rows) {
-    if (!probs.defined()) keep_scores();
+    if (probs.defined()) return;
+    keep_scores();
+    if (window_rows && !window_rows->empty()) {
+        for (int64_t r : *window_rows)
+            if (r < 0 || r >= R || (!slot.empty() && slot[static_cast<size_t>(r)] < 0))
+                throw std::invalid_argument("ColumnAttentionTasks: window row " +
+                                            std::to_string(r) + " is not a kept row of " +
+                                            std::to_string(R));
+        m_window_rows = *window_rows;
+        m_window_sums.assign(static_cast<size_t>(Hkv * L), 0.0);
+    }
 }
 
 bool ColumnAttentionTasks::keeps_scores_for(const torch::Tensor& q, const torch::Tensor& k) {
@@ -553,16 +566,30 @@ void ColumnAttentionTasks::keep_scores() {
     }
 }
 
-void ColumnAttentionTasks::kept_means(double* mean, int64_t k0, int64_t k1) const {
+KeptScores ColumnAttentionTasks::kept_scores() const {
     if (!m_kept) throw std::logic_error("ColumnAttentionTasks: no scores kept");
-    column_head_mean(at(0, 0, 0, R), m_scratches.data(), Hkv,
-                     {mean, slot.empty() ? nullptr : slot.data(), HeadMeanSums::Float32, k0, k1});
+    return {m_scratches, m_kept_rows, g, R, L, Dh};
 }
 
-double ColumnAttentionTasks::kept_mean_at(int64_t p, int64_t key) const {
-    if (!m_kept) throw std::logic_error("ColumnAttentionTasks: no scores kept");
-    return column_head_mean_f32_at(at(0, 0, 0, R), m_scratches.data(), Hkv,
-                                   m_kept_rows[static_cast<size_t>(p)], key);
+std::vector<double> ColumnAttentionTasks::window_column_sums() const {
+    std::vector<double> sums;  // (L)
+    if (m_window_sums.empty()) return sums;
+    sums.assign(static_cast<size_t>(L), 0.0);
+    for (int64_t n = 0; n < Hkv; ++n) {
+        const double* part = m_window_sums.data() + n * L;
+        for (int64_t c = 0; c < L; ++c) sums[static_cast<size_t>(c)] += part[c];
+    }
+    return sums;
+}
+
+double KeptScores::mean_at(int64_t p, int64_t key) const {
+    ColumnAttention a;  // the sizes column_head_mean_f32_at reads
+    a.heads = g;
+    a.rows = R;
+    a.keys = L;
+    a.head_dim = Dh;
+    return column_head_mean_f32_at(a, scratches.data(), static_cast<int64_t>(scratches.size()),
+                                   rows[static_cast<size_t>(p)], key);
 }
 
 ColumnAttention ColumnAttentionTasks::at(int64_t b, int64_t n, int64_t r0, int64_t rows) const {
@@ -599,7 +626,13 @@ int64_t ColumnAttentionTasks::chunks() const {
 
 void ColumnAttentionTasks::run(int64_t b, int64_t n, int64_t c) const {
     if (m_kept) {  // batch 1, one chunk: kv head n's own scratch
-        column_attention(at(0, n, 0, R), m_kept + n * m_kept_stride);
+        const ColumnAttention a = at(0, n, 0, R);
+        float* scratch = m_kept + n * m_kept_stride;
+        column_attention(a, scratch);
+        if (!m_window_rows.empty())
+            column_window_sums(a, scratch, m_window_rows.data(),
+                               static_cast<int64_t>(m_window_rows.size()),
+                               m_window_sums.data() + n * L);
         return;
     }
     const int64_t rc = chunk_rows();
@@ -623,9 +656,9 @@ bool uses_column_attention(const torch::Tensor& q, const torch::Tensor& k, const
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows,
-                     torch::Tensor* head_mean_out, torch::Tensor* probs_mean_out) {
+                     torch::Tensor* head_mean_out, KeptAttention* kept) {
     if (uses_column_attention(q, k, v))
-        return attend_columns(q, k, v, probs_out, probs_rows, head_mean_out, probs_mean_out);
+        return attend_columns(q, k, v, probs_out, probs_rows, head_mean_out, kept);
     const int64_t H = q.size(-3), Hkv = k.size(-3), Dh = q.size(-1);
     auto keys = k, values = v;  // (..., Hkv, L, Dh)
     if (Hkv != H) {

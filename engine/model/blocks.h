@@ -107,20 +107,42 @@ QkvHeads project_qkv(const LayerWeights& w, const torch::Tensor& x, const torch:
 // a call that takes it too.
 float* thread_scratch(size_t n);
 
+// The float32 head mean (engine/cuda/elastic_drift.h's) of the query rows whose scores a
+// ColumnAttentionTasks kept, read from the scores where they lie. Valid until the thread that made
+// the tasks makes the next that keep scores (the next layer's attention): it outlasts the tasks, so
+// that Elastic-Cache reads its tracked keys after the layer without the probabilities written.
+struct KeptScores {
+    std::vector<const float*> scratches;  // (Hkv) kv head n's scores and sums
+    std::vector<int64_t> rows;            // (P) the query row of each kept row
+    int64_t g = 0, R = 0, L = 0, Dh = 0;  // query heads per kv head, query rows, keys, head size
+    // Kept row p's head mean at one key.
+    double mean_at(int64_t p, int64_t key) const;
+};
+
+// What attend keeps where it keeps the scores instead of writing the probabilities.
+struct KeptAttention {
+    // In: query rows (ascending indices into R, kept rows) whose column sums it adds up (Elastic-
+    // Cache's window), or null.
+    const std::vector<int64_t>* window_rows = nullptr;
+    bool kept = false;  // out: whether it kept the scores (else the probabilities came as asked)
+    KeptScores scores;  // out: the kept rows' head means
+    // out (L): the window rows' column sums (ColumnAttentionTasks::window_column_sums), or empty.
+    std::vector<double> window_sums;
+};
+
 // The one attention implementation: softmax(q k^T / sqrt(Dh)) v over every key, kv heads shared
 // by H / Hkv query heads. q (..., H, R, Dh), k and v (..., Hkv, L, Dh) -> (..., R, H*Dh) before the
 // output projection; the probabilities (..., H, R, L) go to *probs_out when it is given, only the
 // P query rows of probs_rows (ascending indices into R) when that is given too: (..., H, P, L).
 // With head_mean_out: the probabilities' float64 head mean (..., R, L) of every query row too
 // (head_mean_f64's bits), which the CPU kernel sums in its own pass without writing them.
-// With probs_mean_out and probs_rows, where the CPU kernel runs: instead of the probabilities, the
-// float32 head mean (..., P, L) float64 of those rows (engine/cuda/elastic_drift.h's bits), and
-// *probs_out stays as it was; elsewhere the probabilities come as without it.
+// With kept and probs_rows, where ColumnAttentionTasks can keep the scores (a few rows of one
+// batch on the CPU kernel) and no head mean is asked: no probabilities, the scores kept instead
+// (KeptAttention), and *probs_out stays as it was; elsewhere the probabilities come as without it.
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      torch::Tensor* probs_out = nullptr,
                      const std::vector<int64_t>* probs_rows = nullptr,
-                     torch::Tensor* head_mean_out = nullptr,
-                     torch::Tensor* probs_mean_out = nullptr);
+                     torch::Tensor* head_mean_out = nullptr, KeptAttention* kept = nullptr);
 
 // attend()'s CPU column kernel (row_attention.h) taken apart: the operands, the output's and the
 // probabilities' memory, and one task per query-row chunk of a kv head (its H / Hkv query heads),
@@ -134,21 +156,25 @@ struct ColumnAttentionTasks {
                          bool want_probs, const std::vector<int64_t>* probs_rows);
     // With keep_scores where keeps_scores_for(q, k) (one batch, each kv head's rows one chunk):
     // no probabilities written; each kv head's task leaves its scores in a scratch of its own (the
-    // calling thread's, kept_scores_buffer), which the kept rows' float32 head mean reads
-    // afterwards (kept_means, kept_mean_at) until this object goes or the calling thread's next
-    // ColumnAttentionTasks keeps scores. Elsewhere the probabilities, as with want_probs.
-    // Elastic-Cache's cached layers at 2 threads, where each thread takes a share of the kv heads
-    // and no pass sees every head of a row: writing the probabilities took 3.2 us of each kv
-    // head's 20.6 (16 rows over 415 keys).
+    // calling thread's, kept_scores_buffer), which kept_scores() reads afterwards. Elsewhere the
+    // probabilities, as with want_probs. Elastic-Cache's cached layers at 2 threads, where each
+    // thread takes a share of the kv heads and no pass sees every head of a row: writing the
+    // probabilities took 3.2 us of each kv head's 20.6 (16 rows over 415 keys). With window_rows
+    // (ascending indices into R, each one of probs_rows' rows): each kv head's task then also sums
+    // its part of those rows' column sums from its own scores (row_attention.h's
+    // column_window_sums), on the thread that ran it; window_column_sums() adds the parts.
     ColumnAttentionTasks(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                         const std::vector<int64_t>* probs_rows, bool keep_scores);
+                         const std::vector<int64_t>* probs_rows, bool keep_scores,
+                         const std::vector<int64_t>* window_rows = nullptr);
     static bool keeps_scores_for(const torch::Tensor& q, const torch::Tensor& k);
     bool keeps_scores() const { return m_kept != nullptr; }
-    // The kept rows' (P) float32 head mean (row_attention.h's HeadMeanSums::Float32, the bits of
-    // head_mean_f32_keys over the probabilities) at the keys [k0, k1) into mean (P, L) float64,
-    // and kept row p's at one key. After every task ran.
-    void kept_means(double* mean, int64_t k0, int64_t k1) const;
-    double kept_mean_at(int64_t p, int64_t key) const;
+    // The kept rows' head means, read from the kept scores (valid as KeptScores says). Where
+    // scores are kept.
+    KeptScores kept_scores() const;
+    // (L) float64: the window rows' column sums, engine/cuda/elastic_drift.h's
+    // window_column_sums_cpu over the probabilities (the same bits): the kv heads' parts added from
+    // 0.0 in kv head order. After every task ran; empty without window rows.
+    std::vector<double> window_column_sums() const;
     // Kv head n of batch b, query rows [r0, r0 + rows), into out (and probs).
     ColumnAttention at(int64_t b, int64_t n, int64_t r0, int64_t rows) const;
     // Query rows per chunk, and chunks per kv head: a chunk's scores fit a core's L2.
@@ -171,8 +197,10 @@ private:
     void keep_scores();
     float* m_kept = nullptr;  // Hkv scratches of m_kept_stride floats, or null
     int64_t m_kept_stride = 0;
-    std::vector<const float*> m_scratches;  // (Hkv) into m_kept
-    std::vector<int64_t> m_kept_rows;       // (P) the query row of each kept row
+    std::vector<const float*> m_scratches;      // (Hkv) into m_kept
+    std::vector<int64_t> m_kept_rows;           // (P) the query row of each kept row
+    std::vector<int64_t> m_window_rows;         // (W) query rows whose column sums are summed
+    mutable std::vector<double> m_window_sums;  // (Hkv, L): kv head n's part in row n
 };
 
 // Whether attend takes the column kernel for these operands: LibTorch 1.x (2.x has its own fused

@@ -242,13 +242,10 @@ void qkv_and_attention_of(const QkvPass& pass, const ColumnAttentionTasks& atten
         for (int64_t c = 0; c < chunks; ++c) attention.run(0, n, c);
 }
 
-// Rows [b, e) of few_rows_output_and_mlp (a = attn contiguous (R, H*Dh)), and their part of side.
+// Rows [b, e) of few_rows_output_and_mlp (a = attn contiguous (R, H*Dh)).
 void output_and_mlp_rows(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& a,
-                         double eps, int64_t b, int64_t e, const SideWork* side) {
-    const int64_t R = h.size(0), D = h.size(1), A = a.size(1), F = w.ff_proj.size(0), n = e - b;
-    // The side work first: its reads (the attention's probabilities) were written just before,
-    // and the products' weights would push them out of the cache.
-    if (side) side->run(side->range * b / R, side->range * e / R);
+                         double eps, int64_t b, int64_t e) {
+    const int64_t D = h.size(1), A = a.size(1), F = w.ff_proj.size(0), n = e - b;
     float* rows = h.data_ptr<float>() + b * D;  // (n, D)
     float* scratch = thread_scratch(static_cast<size_t>(mlp_scratch(n, D, F)));
     rows_product(a.data_ptr<float>() + b * A, n, A, w.attn_out_panels, D, rows, true);
@@ -360,10 +357,10 @@ QkvAttention few_rows_qkv_attention(const LayerWeights& w, const torch::Tensor& 
 }
 
 void few_rows_output_and_mlp(const LayerWeights& w, const torch::Tensor& h,
-                             const torch::Tensor& attn, double eps, const SideWork* side) {
+                             const torch::Tensor& attn, double eps) {
     const auto a = attn.contiguous();  // (R, H*Dh)
     for_row_shares(h.size(0),
-                   [&](int64_t b, int64_t e) { output_and_mlp_rows(w, h, a, eps, b, e, side); });
+                   [&](int64_t b, int64_t e) { output_and_mlp_rows(w, h, a, eps, b, e); });
 }
 
 FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
@@ -376,15 +373,18 @@ FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                        positions);
     const bool keep = midpoint.scores && probs_out != nullptr;
     const ColumnAttentionTasks attention =
-        keep ? ColumnAttentionTasks(pass.fresh.q, kv_cache.k, kv_cache.v, probs_rows, true)
+        keep ? ColumnAttentionTasks(pass.fresh.q, kv_cache.k, kv_cache.v, probs_rows, true,
+                                    midpoint.window_rows)
              : ColumnAttentionTasks(pass.fresh.q, kv_cache.k, kv_cache.v, probs_out != nullptr,
                                     probs_rows);
     const int64_t R = h.size(0), D = h.size(1), L = kv_cache.k.size(1);
     const float* inputs = h.data_ptr<float>();                               // (R, D)
     float* kept_inputs = keep_inputs_of(midpoint.keep_inputs, h, kv_cache);  // (L, D) or null
-    FewRowsLayerResult out{pass.fresh, attention.result(probs_out), false};
-    if (attention.keeps_scores()) midpoint.scores(attention);
-    const SideWork side = midpoint.side ? midpoint.side() : SideWork{};
+    FewRowsLayerResult out{pass.fresh, attention.result(probs_out), false, {}, {}};
+    if (attention.keeps_scores()) {
+        out.kept = attention.kept_scores();
+        midpoint.scores(*out.kept);
+    }
     Verdict verdict;
     run_in_phases(
         {[&](int64_t first, int64_t last, int64_t shares) {  // each share its kv heads
@@ -398,9 +398,10 @@ FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
              const bool caller = first == 0, early = !caller && midpoint.rows_before_go_on;
              if (caller) verdict.give(midpoint.go_on);
              if ((early ? !verdict.stopped() : verdict.await()) && b < e)
-                 output_and_mlp_rows(w, h, out.attn, eps, b, e, side.run ? &side : nullptr);
+                 output_and_mlp_rows(w, h, out.attn, eps, b, e);
          }});
     out.finished = verdict.await();
+    out.window_sums = attention.window_column_sums();  // the other threads' parts are done
     return out;
 }
 

@@ -25,6 +25,7 @@
 #include "engine/model/layer_plan.h"
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace cl::detail {
@@ -63,23 +64,9 @@ QkvAttention few_rows_qkv_attention(const LayerWeights& w, const torch::Tensor& 
                                     torch::Tensor* probs_out,
                                     const std::vector<int64_t>* probs_rows);
 
-// Work over a range of its own that runs in few_rows_output_and_mlp's region beside the rows:
-// each thread's share [b, e) of the R rows also runs run(range * b / R, range * e / R), so the
-// shares cover [0, range) once (a layer's read of its attention, on the threads that would
-// otherwise wait for it).
-struct SideWork {
-    int64_t range = 0;
-    std::function<void(int64_t begin, int64_t end)> run;
-};
-
 // How few_rows_layer hands its attention to the caller between the attention and the output
 // projection.
 struct LayerMidpoint {
-    // On the calling thread before the region, once *probs_out holds the probabilities' tensor
-    // (filled in the region): work that reads them, which runs beside the output and MLP (the
-    // other threads' shares of it, with rows_before_go_on, before go_on answers: the caller drops
-    // its results where the layer stops). None where empty.
-    std::function<SideWork()> side;
     // On the calling thread after the attention, once: false ends the layer there (the caller
     // takes it on another way). Empty: the layer goes on.
     std::function<bool()> go_on;
@@ -93,25 +80,33 @@ struct LayerMidpoint {
     // goes on. On the calling thread before the region, the 22 rows' copy took 1.6 us of a cached
     // layer at 2 threads, while the other thread waited. Undefined: none kept.
     torch::Tensor keep_inputs;
-    // Where the caller reads the probabilities only as their float32 head mean: the attention
-    // keeps each kv head's scores instead of writing the probabilities, where it can
-    // (ColumnAttentionTasks' keep_scores), and hands them to this on the calling thread before side
-    // and go_on; they last until few_rows_layer returns. Empty: the probabilities as asked.
-    std::function<void(const ColumnAttentionTasks&)> scores;
+    // Where the caller reads the probabilities only as their float32 head mean at a few keys: the
+    // attention keeps each kv head's scores instead of writing the probabilities, where it can
+    // (ColumnAttentionTasks' keep_scores), and hands them to this on the calling thread before
+    // go_on (FewRowsLayerResult::kept has them too). Empty: the probabilities as asked.
+    std::function<void(const KeptScores&)> scores;
+    // With scores: the query rows (ascending indices into h's rows, each one of probs_rows) whose
+    // column sums each kv head's share sums from its own scores after its attention
+    // (FewRowsLayerResult::window_sums). Null or empty: none.
+    const std::vector<int64_t>* window_rows = nullptr;
 };
 
 struct FewRowsLayerResult {
     QkvHeads qkv;           // the rows' fresh q, k, v
     torch::Tensor attn;     // (R, H*Dh)
     bool finished = false;  // the output projection and MLP ran: h is the layer's output
+    // Where the scores were kept (LayerMidpoint::scores): the kept rows' head means, and the
+    // window rows' column sums (ColumnAttentionTasks::window_column_sums; empty without them).
+    std::optional<KeptScores> kept;
+    std::vector<double> window_sums;
 };
 
-// few_rows_qkv_attention, then the midpoint (its side work, and go_on() on the calling thread),
+// few_rows_qkv_attention, then the midpoint (go_on() on the calling thread),
 // then (where it goes on) few_rows_output_and_mlp, in one region (run_in_phases) with one barrier
 // after the attention, where there were two regions: a fork and a join less per layer, the same
 // bits. With rows_before_go_on the other threads do not wait for go_on after the barrier: they run
-// their share of the side work and their rows while the calling thread runs go_on first. Elastic-
-// Cache's drift test and side work's set-up took 2.8 us of a 100 us layer at 2 threads, which the
+// their rows while the calling thread runs go_on first. Elastic-
+// Cache's drift test and its set-up took 2.8 us of a 100 us layer at 2 threads, which the
 // other thread waited for in a phase of their own; alternated runs with the two libraries, 2
 // threads, 24 pairs each: cached steps 0.981 and 0.992 x (with a set-up of 1.2 us). Where
 // fuses_qkv_and_attention(h, kv_cache, heads, kv_heads) holds. The output projection and MLP stay
@@ -143,8 +138,8 @@ void few_rows_features(const LayerWeights& w, const torch::Tensor& h, const torc
                        const std::vector<int64_t>& positions, LayerCache& features, double eps);
 
 // h (R, D) += attn (R, H*Dh) @ attn_out^T, then h += the gated MLP of norm(h) with ff_norm: in
-// place, the rows' residual stream after the layer; with side, its work too.
+// place, the rows' residual stream after the layer.
 void few_rows_output_and_mlp(const LayerWeights& w, const torch::Tensor& h,
-                             const torch::Tensor& attn, double eps, const SideWork* side = nullptr);
+                             const torch::Tensor& attn, double eps);
 
 }  // namespace cl::detail

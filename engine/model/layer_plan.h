@@ -54,21 +54,16 @@ struct LayerPlan {
     // rollout): the CPU attention sums it in its own pass without writing the (H, R, L)
     // probabilities, which were 4% of a d2cache step and their head mean's pass another 4%.
     bool want_head_mean = false;
-    // With want_probs and probs_positions, where the CPU kernel runs the attention: instead of
-    // those rows' probabilities, their float32 head mean (engine/cuda/elastic_drift.h's, which
-    // Elastic-Cache's window tracking and drift test read), summed in the attention's own pass at
-    // one thread; at 2+ threads, for a few-rows layer, their mean summed in the output
-    // projection's region from the scores the attention kept (no probabilities written; escalate
-    // reads LayerResult::probs_mean_at), for other layers the probabilities; elsewhere the
-    // probabilities come as asked.
+    // With want_probs and probs_positions, where the CPU kernel runs the attention of few enough
+    // rows (ColumnAttentionTasks::keeps_scores_for): instead of those rows' probabilities, the
+    // attention keeps its scores, which LayerResult::probs_mean_at reads (the float32 head mean of
+    // engine/cuda/elastic_drift.h, which Elastic-Cache's drift test and tracking read at a few
+    // keys), and sums window_sum_positions' rows per key from them (each kv head's part on the
+    // thread that ran it: LayerResult::window_column_sums). Elsewhere the probabilities as asked.
     bool want_probs_mean = false;
-    // With want_probs_mean: these positions' head means (ascending, each one of probs_positions)
-    // summed per key from 0.0 in this order, cuda::window_column_sums_cpu's sums (Elastic-Cache
-    // ranks its window's most-attended keys by them), into LayerResult::mean_column_sums where the
-    // mean is summed in the output projection's region, a share of the keys per thread, beside the
-    // mean. Elsewhere none: the reader sums them (on the engine thread, reading the means the other
-    // thread wrote, 2.8 us a layer at 2 threads).
-    std::vector<int64_t> mean_column_sum_positions;
+    // With want_probs_mean: the positions (ascending, each one of probs_positions) whose column
+    // sums Elastic-Cache ranks its window's most-attended keys by (cuda::window_column_sums_cpu's).
+    std::vector<int64_t> window_sum_positions;
 
     // Feature-cache mode (dLLM-Cache): every row keeps a live residual stream; rows that are not
     // computed add their cached attention and FFN outputs (cache.attn_out / ffn_out) instead.
@@ -92,16 +87,16 @@ struct LayerResult {
     bool escalated = false;        // the layer was recomputed for every row
     torch::Tensor probs;  // (H, R, L) when asked for, else undefined; (H, P, L) with positions:
     std::vector<int64_t> probs_positions;  // the plan's: the P positions of probs' rows
-    torch::Tensor head_mean;   // (R, L) float64 with want_head_mean (blocks.h, head_mean_f64)
-    torch::Tensor probs_mean;  // (P, L) float64 with want_probs_mean where given (LayerPlan)
-    // For escalate only, where the attention kept its scores rather than write the probabilities
-    // (want_probs_mean on a few-rows layer at 2+ threads): the probs_mean value of row p at a key,
-    // read from them (the same bits). Empty elsewhere, and once escalate has answered.
+    torch::Tensor head_mean;  // (R, L) float64 with want_head_mean (blocks.h, head_mean_f64)
+    // Where the attention kept its scores rather than write the probabilities (want_probs_mean):
+    // the float32 head mean of kept row p (of probs_positions) at a key, read from them. Valid
+    // until the forward's next layer runs its attention (in the policy's escalate and
+    // observe_layer); empty elsewhere.
     std::function<double(int64_t p, int64_t key)> probs_mean_at;
-    // (L) the column sums of LayerPlan::mean_column_sum_positions' rows of probs_mean where the
-    // forward summed them, else empty; and the positions they sum (the plan's, or empty).
-    std::vector<double> mean_column_sums;
-    std::vector<int64_t> mean_column_sum_positions;
+    // (L) the column sums of LayerPlan::window_sum_positions' rows where the attention kept its
+    // scores, else empty; and the positions they sum (the plan's, or empty).
+    std::vector<double> window_column_sums;
+    std::vector<int64_t> window_sum_positions;
     torch::Tensor k, v;  // (Hkv, R, Dh) the fresh K/V of the computed rows (K after RoPE)
     double ms = 0.0;
 };

@@ -21,7 +21,8 @@ namespace {
 // one where 8 columns are left (a cached step's 22 queries of a head take 24 columns, not 32);
 // 8 is a whole number of AVX2's and SSE2's vectors.
 constexpr int64_t kColumnPadding = 8;
-constexpr int64_t kPartialSums = 4;  // each column's exps summed in 4 interleaved partial sums
+constexpr int64_t kMaxVectorFloats = 16;  // the widest kernel's N (AVX-512)
+constexpr int64_t kPartialSums = 4;       // each column's exps summed in 4 interleaved partial sums
 using row_lanes::Doubles;
 using row_lanes::Floats;
 using row_lanes::lanes_of;
@@ -336,48 +337,35 @@ template <int D>
 }
 
 // The D key vectors (D query columns each) from j0 of the mean, summed over the heads in head
-// order (head by head over the D keys: D independent sums under way). Float64: each probability
-// widened, summed in float64, not yet divided. Float32: summed in float32, divided there, widened.
-template <int D, HeadMeanSums Sums>
+// order (head by head over the D keys: D independent sums under way): each probability widened,
+// summed in float64, not yet divided.
+template <int D>
 [[gnu::always_inline]] inline void head_sums(const HeadScores* hs, int64_t H, int64_t rp,
                                              int64_t j0, int64_t n_keys, int64_t r0,
                                              Doubles<D> (&m)[D]) {
-    if constexpr (Sums == HeadMeanSums::Float32) {
-        Floats<D> f[D] = {};
-        for (int64_t k = 0; k < n_keys; ++k) f[k] = probabilities<D>(hs[0], rp, j0 + k, r0);
-        for (int64_t h = 1; h < H; ++h)
-            for (int64_t k = 0; k < n_keys; ++k) {
-                // Rounded to float first, as the probabilities the definition sums are: GCC would
-                // fuse the product and the sum into one multiply-add (other bits).
-                f[k] += rounded(probabilities<D>(hs[h], rp, j0 + k, r0));
-            }
+    for (int64_t k = 0; k < n_keys; ++k)
+        m[k] = to_doubles<D>(probabilities<D>(hs[0], rp, j0 + k, r0));
+    for (int64_t h = 1; h < H; ++h)
         for (int64_t k = 0; k < n_keys; ++k)
-            m[k] = to_doubles<D>(divided_by_heads<Floats<D>, float>(f[k], H));
-    } else {
-        for (int64_t k = 0; k < n_keys; ++k)
-            m[k] = to_doubles<D>(probabilities<D>(hs[0], rp, j0 + k, r0));
-        for (int64_t h = 1; h < H; ++h)
-            for (int64_t k = 0; k < n_keys; ++k)
-                m[k] += to_doubles<D>(probabilities<D>(hs[h], rp, j0 + k, r0));
-    }
+            m[k] += to_doubles<D>(probabilities<D>(hs[h], rp, j0 + k, r0));
 }
 
 // mean rows of query rows [r0, r0 + n) at keys [j0, j0 + nj), n, nj <= D: the head sums,
-// transposed in registers, divided (Float64), stored along the rows (each at its slot where the
-// output has slots). Whole: nj == D, whose constant trip counts keep the D vectors in registers
-// (indexed by a variable they went to the stack).
-template <int D, bool Whole, HeadMeanSums Sums>
+// transposed in registers, divided, stored along the rows (each at its slot where the output has
+// slots). Whole: nj == D, whose constant trip counts keep the D vectors in registers (indexed by a
+// variable they went to the stack).
+template <int D, bool Whole>
 [[gnu::always_inline]] inline void head_mean_block(const HeadScores* hs, int64_t H, int64_t rp,
                                                    int64_t keys, int64_t j0, int64_t nj, int64_t r0,
                                                    int64_t n, const HeadMeanOut& out) {
     const int64_t n_keys = Whole ? D : nj;
     Doubles<D> m[D] = {};
-    head_sums<D, Sums>(hs, H, rp, j0, n_keys, r0, m);
+    head_sums<D>(hs, H, rp, j0, n_keys, r0, m);
     transpose_levels<D / 2>(m);  // m[r]: row r0 + r's keys from j0
     for (int64_t r = 0; r < n; ++r) {
         const int64_t at = out.slot ? out.slot[r0 + r] : r0 + r;
         if (at < 0) continue;
-        const Doubles<D> row = Sums == HeadMeanSums::Float64 ? divided_by_heads(m[r], H) : m[r];
+        const Doubles<D> row = divided_by_heads(m[r], H);
         double* dst = out.mean + at * keys + j0;
         if (Whole)
             __builtin_memcpy(dst, &row, sizeof row);  // inlined: one vector store
@@ -389,7 +377,6 @@ template <int D, bool Whole, HeadMeanSums Sums>
 // Rows outermost, so that D rows of the mean are written along at a time: keys outermost (D keys'
 // score rows kept in L1 while every query row took them) made d2cache steps 2-3% slower in place,
 // its stores scattered over the freshly allocated mean, though not in isolation.
-template <HeadMeanSums Sums>
 struct HeadMeanKernel {
     template <int N>
     [[gnu::always_inline]] static void run(const std::vector<HeadScores>& heads, int64_t rows,
@@ -397,18 +384,70 @@ struct HeadMeanKernel {
         constexpr int D = N / 2;  // doubles per vector
         const HeadScores* hs = heads.data();
         const auto H = static_cast<int64_t>(heads.size());
-        const int64_t k0 = out.key_begin, k1 = out.key_end < 0 ? keys : out.key_end;
-        const int64_t whole = k0 + (k1 - k0) / D * D;
+        const int64_t whole = keys / D * D;
         for (int64_t r0 = 0; r0 < rows; r0 += D) {
             const int64_t n = std::min<int64_t>(D, rows - r0);
             if (out.slot &&
                 std::all_of(out.slot + r0, out.slot + r0 + n, [](int64_t at) { return at < 0; }))
                 continue;  // none of these rows has a place in the output
-            for (int64_t j0 = k0; j0 < whole; j0 += D)
-                head_mean_block<D, true, Sums>(hs, H, rp, keys, j0, D, r0, n, out);
-            if (whole < k1)
-                head_mean_block<D, false, Sums>(hs, H, rp, keys, whole, k1 - whole, r0, n, out);
+            for (int64_t j0 = 0; j0 < whole; j0 += D)
+                head_mean_block<D, true>(hs, H, rp, keys, j0, D, r0, n, out);
+            if (whole < keys)
+                head_mean_block<D, false>(hs, H, rp, keys, whole, keys - whole, r0, n, out);
         }
+    }
+};
+
+// lo and hi += the two halves of f widened to doubles, lane by lane.
+template <int N>
+[[gnu::always_inline]] inline void add_widened(Floats<N> f, Doubles<N / 2>& lo,
+                                               Doubles<N / 2>& hi) {
+    Floats<N / 2> low, high;
+    __builtin_memcpy(&low, &f, sizeof low);
+    __builtin_memcpy(&high, reinterpret_cast<const char*>(&f) + sizeof low, sizeof high);
+    lo += to_doubles<N / 2>(low);
+    hi += to_doubles<N / 2>(high);
+}
+
+// column_window_sums of one kv head: N keys at a time, the N x N blocks of scores along the query
+// columns that hold a window row, transposed in registers (each vector then one column's N keys),
+// times the column's 1 / sum (each probability as `probs` would hold it), widened and added where
+// the column is a window row's, in column order: heads outermost, then rows, the definition's
+// order. Each lane is one key's sum in that order, so every width gives the same bits. 3.0-3.2 us
+// a kv head where its attention takes 35 (16 window rows of 22, 2 heads, 439 keys, AVX-512);
+// scalar loops over the strided scores took about 5. window (rp + N): 1 at a window row's column.
+// Whole: N keys, else nj < N (only those rows of st are read: the rows past the last are not the
+// scratch's).
+template <int N, bool Whole>
+[[gnu::always_inline]] inline void window_sums_block(const Scratch& s, int64_t rp, int64_t j0,
+                                                     int64_t nj, const uint8_t* window,
+                                                     double* sums) {
+    Doubles<N / 2> lo = {}, hi = {};
+    for (int64_t i0 = 0; i0 < rp; i0 += N) {
+        bool any = false;
+        for (int64_t c = 0; c < N; ++c) any |= window[i0 + c] != 0;
+        if (!any) continue;
+        Floats<N> m[N];
+        for (int64_t r = 0; r < N; ++r)
+            m[r] = Whole || r < nj ? load<Floats<N>>(s.st + (j0 + r) * rp + i0) : Floats<N>{};
+        transpose_levels<N / 2>(m);  // m[c]: column i0 + c at keys j0 ...
+        for (int64_t c = 0; c < N; ++c)
+            if (window[i0 + c]) add_widened<N>(m[c] * s.inv_sum[i0 + c], lo, hi);
+    }
+    double out[N];
+    __builtin_memcpy(out, &lo, sizeof lo);
+    __builtin_memcpy(out + N / 2, &hi, sizeof hi);
+    for (int64_t k = 0; k < (Whole ? N : nj); ++k) sums[j0 + k] = out[k];
+}
+
+struct WindowSumsKernel {
+    template <int N>
+    [[gnu::always_inline]] static void run(const Scratch& s, int64_t rp, int64_t keys,
+                                           const uint8_t* window, double* sums) {
+        const int64_t whole = keys / N * N;
+        for (int64_t j0 = 0; j0 < whole; j0 += N)
+            window_sums_block<N, true>(s, rp, j0, N, window, sums);
+        if (whole < keys) window_sums_block<N, false>(s, rp, whole, keys - whole, window, sums);
     }
 };
 
@@ -448,10 +487,6 @@ void column_head_mean(const ColumnAttention& a, const float* const* scratches, i
                       const HeadMeanOut& out) {
     const int64_t rp = padded(a.heads * a.rows);
     if (rp == 0 || a.keys == 0) return;
-    const int64_t k1 = out.key_end < 0 ? a.keys : out.key_end;
-    if (out.key_begin < 0 || k1 > a.keys || out.key_begin > k1)
-        throw std::logic_error("column_head_mean: keys [" + std::to_string(out.key_begin) + ", " +
-                               std::to_string(k1) + ") of " + std::to_string(a.keys));
     std::vector<HeadScores> heads;  // in head order: kv head n's g heads, columns j R ...
     heads.reserve(static_cast<size_t>(kv_heads * a.heads));
     for (int64_t n = 0; n < kv_heads; ++n) {
@@ -459,12 +494,7 @@ void column_head_mean(const ColumnAttention& a, const float* const* scratches, i
         for (int64_t j = 0; j < a.heads; ++j)
             heads.push_back({s.st + j * a.rows, s.inv_sum + j * a.rows});
     }
-    if (out.sums == HeadMeanSums::Float32)
-        cpu::run_at_vector_width<HeadMeanKernel<HeadMeanSums::Float32>>(heads, a.rows, rp, a.keys,
-                                                                        out);
-    else
-        cpu::run_at_vector_width<HeadMeanKernel<HeadMeanSums::Float64>>(heads, a.rows, rp, a.keys,
-                                                                        out);
+    cpu::run_at_vector_width<HeadMeanKernel>(heads, a.rows, rp, a.keys, out);
 }
 
 double column_head_mean_f32_at(const ColumnAttention& a, const float* const* scratches,
@@ -479,6 +509,19 @@ double column_head_mean_f32_at(const ColumnAttention& a, const float* const* scr
         }
     }
     return static_cast<double>(divided_by_heads<float, float>(sum, kv_heads * a.heads));
+}
+
+void column_window_sums(const ColumnAttention& a, const float* scratch, const int64_t* rows,
+                        int64_t n_rows, double* sums) {
+    const int64_t rp = padded(a.heads * a.rows);
+    std::fill(sums, sums + a.keys, 0.0);
+    if (rp == 0 || a.keys == 0 || n_rows == 0) return;
+    const Scratch s = carve(const_cast<float*>(scratch), rp, a.keys, a.head_dim);
+    // 1 at head j's row r, column j R + r; past rp (a block's columns beyond the padding) none.
+    std::vector<uint8_t> window(static_cast<size_t>(rp + kMaxVectorFloats), 0);
+    for (int64_t j = 0; j < a.heads; ++j)
+        for (int64_t i = 0; i < n_rows; ++i) window[static_cast<size_t>(j * a.rows + rows[i])] = 1;
+    cpu::run_at_vector_width<WindowSumsKernel>(s, rp, a.keys, window.data(), sums);
 }
 
 }  // namespace cl::detail

@@ -54,21 +54,12 @@ void column_attention(const ColumnAttention& a, float* scratch);
 // Floats a scratch needs past column_attention_scratch's for column_head_mean to read it.
 constexpr int64_t kColumnHeadMeanPadding = 16;
 
-// Which head mean column_head_mean sums. Float64: row_head_mean.h's (each probability widened,
-// summed over the heads in head order in float64, divided by H; d2Cache's rollout). Float32:
-// engine/cuda/elastic_drift.h's (summed over the heads in head order in float32, divided by H
-// there, widened; Elastic-Cache's window attention).
-enum class HeadMeanSums { Float64, Float32 };
-
-// Where column_head_mean writes: query row r's mean at mean + row * keys, row = slot[r] (none
-// where that is -1) or r itself without slots.
+// Where column_head_mean writes: query row r's float64 head mean (row_head_mean.h's: each
+// probability widened, summed over the heads in head order in float64, divided by H; d2Cache's
+// rollout) at mean + row * keys, row = slot[r] (none where that is -1) or r itself without slots.
 struct HeadMeanOut {
     double* mean = nullptr;
     const int64_t* slot = nullptr;  // (rows) or nullptr
-    HeadMeanSums sums = HeadMeanSums::Float64;
-    // Only the keys [key_begin, key_end) (every key where key_end < 0): a share of the keys per
-    // thread. Each key's mean is its own sums, so any share gives the whole call's bits.
-    int64_t key_begin = 0, key_end = -1;
 };
 
 // The head mean of the query rows that column_attention has just taken through every kv head in
@@ -78,9 +69,19 @@ struct HeadMeanOut {
 void column_head_mean(const ColumnAttention& a, const float* const* scratches, int64_t kv_heads,
                       const HeadMeanOut& out);
 
-// column_head_mean's HeadMeanSums::Float32 mean of query row `row` at one key, read from the same
-// scratches (the same bits): Elastic-Cache's drift test reads a handful of keys of a few rows.
+// The float32 head mean (engine/cuda/elastic_drift.h's: the probabilities summed over the heads in
+// head order in float32, divided by H there, widened) of query row `row` at one key, read from
+// the scratches column_head_mean reads: Elastic-Cache's drift test and tracking read a handful of
+// keys of a few rows.
 double column_head_mean_f32_at(const ColumnAttention& a, const float* const* scratches,
                                int64_t kv_heads, int64_t row, int64_t key);
+
+// One kv head's part of Elastic-Cache's window column sums (engine/cuda/elastic_drift.h,
+// window_column_sums_cpu): sums (keys) float64, each key's probabilities of a's heads in head
+// order, each over the query rows `rows` (n_rows, ascending indices into a's rows) in order,
+// widened and added from 0.0; read from the scratch column_attention left with a, on the thread
+// that ran it.
+void column_window_sums(const ColumnAttention& a, const float* scratch, const int64_t* rows,
+                        int64_t n_rows, double* sums);
 
 }  // namespace cl::detail

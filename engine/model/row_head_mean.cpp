@@ -2,8 +2,6 @@
 
 #include "engine/base/cpu_clones.h"
 
-#include <algorithm>
-
 namespace cl::detail {
 namespace {
 
@@ -21,34 +19,7 @@ CL_CPU_CLONES void head_mean_row(const float* __restrict p, int64_t H, int64_t R
     for (int64_t j = 0; j < L; ++j) out[j] = divided_by_heads(out[j], H);
 }
 
-// Keys per block of head_mean_f32_keys: the float32 sums of a block stay in L1 while every head
-// adds its row.
-constexpr int64_t kF32SumKeys = 256;
-
-// keys [j0, j0 + n) of row r, n <= kF32SumKeys: the first head's probabilities, the others added in
-// head order in float32 (no product to fuse into the adds, so the same bits at every width), then
-// the division in float32 and the widening.
-CL_CPU_CLONES void head_mean_f32_block(const float* __restrict p, int64_t H, int64_t R, int64_t L,
-                                       int64_t r, int64_t j0, int64_t n, double* __restrict out) {
-    float sum[kF32SumKeys];
-    const float* __restrict first = p + r * L + j0;
-    for (int64_t j = 0; j < n; ++j) sum[j] = first[j];
-    for (int64_t h = 1; h < H; ++h) {
-        const float* __restrict head = p + (h * R + r) * L + j0;
-        for (int64_t j = 0; j < n; ++j) sum[j] += head[j];
-    }
-    for (int64_t j = 0; j < n; ++j)
-        out[j] = static_cast<double>(divided_by_heads<float, float>(sum[j], H));
-}
-
 }  // namespace
-
-void head_mean_f32_keys(const float* p, int64_t H, int64_t R, int64_t L, int64_t j0, int64_t j1,
-                        double* m) {
-    for (int64_t r = 0; r < R; ++r)
-        for (int64_t j = j0; j < j1; j += kF32SumKeys)
-            head_mean_f32_block(p, H, R, L, r, j, std::min(kF32SumKeys, j1 - j), m + r * L + j);
-}
 
 void head_mean_rows(const float* p, int64_t H, int64_t R, int64_t L, int64_t r0, int64_t r1,
                     double* m) {

@@ -15,13 +15,6 @@ namespace cl::detail {
 void head_mean_rows(const float* p, int64_t H, int64_t R, int64_t L, int64_t r0, int64_t r1,
                     double* m);
 
-// p (H, R, L) float32 -> keys [j0, j1) of every row of m (R, L) float64, the float32-sum head
-// mean (HeadMeanSums::Float32 in row_attention.h, engine/cuda/elastic_drift.h's): summed over the
-// heads in head order in float32, divided by the head count there, widened. A share of the keys
-// per thread (the sums of a key never cross another's), where the kv heads were each thread's.
-void head_mean_f32_keys(const float* p, int64_t H, int64_t R, int64_t L, int64_t j0, int64_t j1,
-                        double* m);
-
 // A head mean's division of a sum (an S, double or float, or a vector of them) by the head count:
 // times the reciprocal where the count is a power of two (exact, so the same bits as the division;
 // the divisions were half of the head mean's time with 4 heads), else a division.

@@ -1,8 +1,6 @@
 #include "engine/model/transformer.h"
 
-#include "engine/cuda/elastic_drift.h"
 #include "engine/model/few_rows_layer.h"
-#include "engine/model/row_head_mean.h"
 
 #include <algorithm>
 #include <chrono>
@@ -261,15 +259,24 @@ std::vector<int64_t> query_rows_of(const std::vector<int64_t>& positions, const 
                 : positions;
 }
 
+// The query rows of reads' window positions, where the attention may keep its scores and sum
+// their columns: each must be one of the positions whose probabilities are read.
+std::vector<int64_t> window_rows_of(const AttentionReads& reads, const RowSet* rows) {
+    if (!reads.kept || !reads.window_positions || reads.window_positions->empty()) return {};
+    (void)indices_in(*reads.window_positions,
+                     reads.positions ? *reads.positions : std::vector<int64_t>{}, "column sums",
+                     "the probabilities' rows");
+    return query_rows_of(*reads.window_positions, rows);
+}
+
 }  // namespace
 
 // A row layer's work after the attention of its planned rows, which attention_rows may run in the
 // attention's own region (few_rows_layer) instead of leaving it to row_layer: the policy's look at
-// the attention (whether the layer goes on), the side work that reads it, then the output
-// projection and MLP of those rows into h.
+// the attention (whether the layer goes on), then the output projection and MLP of those rows
+// into h.
 struct LayerRest {
     std::function<bool()> verdict;
-    std::function<SideWork()> side_work;
     bool few_rows = false;  // the output and MLP may run as few_rows_output_and_mlp
     // LayerMidpoint::rows_before_go_on: a layer that stops does not need h's rows any more (it
     // never stops, or it starts again from the hidden cache).
@@ -278,83 +285,18 @@ struct LayerRest {
     torch::Tensor keep_inputs;
     bool inputs_kept = false;  // the region kept them
     bool finished = false;     // the output and MLP ran in the attention's region
-    // LayerMidpoint::scores: where the attention kept its scores (the probabilities' mean was
-    // asked for) and wrote no probabilities; during the region only.
-    const ColumnAttentionTasks* scores = nullptr;
+    // LayerMidpoint::scores: where the attention kept its scores (AttentionReads::kept) and wrote
+    // no probabilities; during the region only.
+    const KeptScores* scores = nullptr;
     // The verdict, asked once.
     bool go_on() {
         if (!m_go_on) m_go_on = verdict();
         return *m_go_on;
     }
-    // The side work, made once.
-    const SideWork& side() {
-        if (!m_side) m_side = side_work();
-        return *m_side;
-    }
 
 private:
     std::optional<bool> m_go_on;
-    std::optional<SideWork> m_side;
 };
-
-namespace {
-
-// probs_mean_work's results, which become the layer's (LayerResult's probs_mean,
-// mean_column_sums and mean_column_sum_positions) once it goes on: the work may run before the
-// policy's verdict, which would read a defined r.probs_mean instead of the probabilities.
-struct ProbsMeans {
-    torch::Tensor mean;  // (P, L) float64
-    std::vector<double> column_sums;
-    std::vector<int64_t> column_sum_positions;
-    void move_into(LayerResult& r) {
-        if (!mean.defined()) return;
-        r.probs_mean = std::move(mean);
-        r.mean_column_sums = std::move(column_sums);
-        r.mean_column_sum_positions = std::move(column_sum_positions);
-    }
-};
-
-// Where the kept rows' float32 head mean was asked for and attend handed over their
-// probabilities instead (at 2+ threads, where each thread takes a share of the kv heads, no pass
-// sees every head of a row): the mean, out.mean (P, L) float64, as work for the output
-// projection's and MLP's region, each thread a share of the keys. Elastic-Cache summed it on the
-// engine thread while the other waited (3.8% of its steps at 2 threads, perf). From the
-// attention's kept scores instead where it kept them (scores: few_rows_layer's, which then wrote
-// no probabilities). No work where r has neither.
-SideWork probs_mean_work(const LayerResult& r, const LayerPlan& plan, ProbsMeans& out,
-                         const ColumnAttentionTasks* scores) {
-    const auto& p = r.probs;  // (H, P, L)
-    if (!scores && (!p.defined() || r.probs_mean.defined() || !uses_row_kernels(p) ||
-                    p.dim() != 3 || !p.is_contiguous()))
-        return {};
-    const int64_t H = scores ? scores->H : p.size(0), P = scores ? scores->P : p.size(1),
-                  L = scores ? scores->L : p.size(2);
-    out.mean = empty_buffer({P, L}, torch::TensorOptions().dtype(torch::kFloat64));  // (P, L)
-    // The plan's column sums in the same pass, each thread those of its keys: the engine thread
-    // would otherwise read the means the other thread just wrote.
-    const auto& kept = r.probs_positions.empty() && r.rows ? r.rows->host : r.probs_positions;
-    const auto indices =
-        indices_in(plan.mean_column_sum_positions, kept, "column sums", "the probabilities' rows");
-    const std::vector<int32_t> sum_rows(indices.begin(), indices.end());  // (W) rows of probs_mean
-    if (!sum_rows.empty()) {
-        out.column_sums.assign(static_cast<size_t>(L), 0.0);
-        out.column_sum_positions = plan.mean_column_sum_positions;
-    }
-    const float* probs = scores ? nullptr : p.data_ptr<float>();
-    return {L, [probs, scores, mean = out.mean.data_ptr<double>(), H, P, L,
-                sums = out.column_sums.data(), sum_rows](int64_t j0, int64_t j1) {
-                if (scores)
-                    scores->kept_means(mean, j0, j1);
-                else
-                    head_mean_f32_keys(probs, H, P, L, j0, j1, mean);
-                if (!sum_rows.empty())
-                    cuda::window_column_sums_keys_cpu(mean, L, sum_rows.data(),
-                                                      static_cast<int64_t>(sum_rows.size()), j0, j1,
-                                                      sums);
-            }};
-}
-
-}  // namespace
 
 torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, const RowSet* rows,
                                           PlanState& s, LayerCache& lc, bool write_kv,
@@ -373,22 +315,25 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
     const bool fused = !all && fits_few_rows_layer(w, h, write_kv ? &lc : nullptr);
     const bool some = reads.probs && reads.positions && !reads.positions->empty();
     const auto probs_rows = some ? query_rows_of(*reads.positions, rows) : std::vector<int64_t>{};
+    const auto window_rows = some ? window_rows_of(reads, rows) : std::vector<int64_t>{};
+    if (reads.kept) *reads.kept = {};
     // At 2+ threads the q/k/v pass and the attention share one region where the attention makes
-    // no head means; reads.probs_mean needs none here, since at 2+ threads attend hands over the
-    // probabilities instead of their mean either way (row_layer sums it: probs_mean_work).
+    // no head means (reads.kept's scores are kept there as in attend).
     if (fused && write_kv && !reads.head_mean &&
         fuses_qkv_and_attention(h, lc, m_config.n_heads, m_config.n_kv_heads)) {
         if (rest && rest->few_rows) {  // the whole layer in one region
             auto layer = few_rows_layer(
                 w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads, m_config.rms_norm_eps, lc,
                 rows->host, reads.probs, some ? &probs_rows : nullptr,
-                {[rest] { return rest->side(); }, [rest] { return rest->go_on(); },
-                 rest->rows_before_go_on, rest->keep_inputs,
-                 reads.probs_mean ? [rest](const ColumnAttentionTasks& t) { rest->scores = &t; }
-                                  : std::function<void(const ColumnAttentionTasks&)>{}});
-            rest->scores = nullptr;  // the tasks are gone (go_on and side were asked in there)
+                {[rest] { return rest->go_on(); }, rest->rows_before_go_on, rest->keep_inputs,
+                 reads.kept ? [rest](const KeptScores& k) { rest->scores = &k; }
+                            : std::function<void(const KeptScores&)>{},
+                 &window_rows});
+            rest->scores = nullptr;  // asked in there (go_on)
             rest->inputs_kept = rest->keep_inputs.defined();
             rest->finished = layer.finished;
+            if (reads.kept && layer.kept)
+                *reads.kept = {nullptr, true, std::move(*layer.kept), std::move(layer.window_sums)};
             if (fresh_out) *fresh_out = layer.qkv;
             return layer.attn;  // (R, H*Dh)
         }
@@ -423,8 +368,11 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
         k_all = with_rows(lc.k, *rows, qkv.k);
         v_all = with_rows(lc.v, *rows, qkv.v);
     }
-    return attend(qkv.q, k_all, v_all, reads.probs, some ? &probs_rows : nullptr, reads.head_mean,
-                  reads.probs_mean);  // (R, H*Dh)
+    if (reads.kept) reads.kept->window_rows = &window_rows;
+    auto out = attend(qkv.q, k_all, v_all, reads.probs, some ? &probs_rows : nullptr,
+                      reads.head_mean, reads.kept);     // (R, H*Dh)
+    if (reads.kept) reads.kept->window_rows = nullptr;  // window_rows goes now
+    return out;
 }
 
 LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks& hooks,
@@ -544,8 +492,9 @@ torch::Tensor Transformer::escalated_attention(int l, const LayerPlan& plan, con
     auto full = lc.hidden.clone();  // (L, D)
     if (!plan.write_hidden) write_rows(full, rows, s.h);
     s.h = full;
-    return attention_rows(l, s.h, nullptr, s, lc, plan.write_kv,
-                          {&r.probs, reads.positions, reads.head_mean, reads.probs_mean}, &fresh);
+    return attention_rows(
+        l, s.h, nullptr, s, lc, plan.write_kv,
+        {&r.probs, reads.positions, reads.head_mean, reads.kept, reads.window_positions}, &fresh);
 }
 
 LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, LayerCache& lc,
@@ -561,43 +510,37 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     // layer recomputes every row from the hidden cache and then writes every row's K/V, so the
     // cache ends the same either way (deferring the write cost Elastic-Cache a copy of the whole
     // K and V cache per layer and step: index_copy + copy_, a tenth of its run).
+    KeptAttention kept;
     const AttentionReads reads{(plan.want_probs || may_escalate) ? &r.probs : nullptr,
                                &plan.probs_positions, plan.want_head_mean ? &r.head_mean : nullptr,
-                               plan.want_probs_mean ? &r.probs_mean : nullptr};
+                               plan.want_probs_mean ? &kept : nullptr, &plan.window_sum_positions};
     LayerRest rest;
     rest.few_rows = rows && fits_few_rows_layer(w, s.h, nullptr);
     rest.rows_before_go_on = !may_escalate || keep_inputs;
     if (keep_inputs && rest.few_rows && uses_row_kernels(lc.hidden) && lc.hidden.is_contiguous())
         rest.keep_inputs = lc.hidden;
-    const auto attention_read = [&] {  // what the policy and the side work read of r
-        if (rest.scores)
-            r.probs_mean_at = [t = rest.scores](int64_t p, int64_t key) {
-                return t->kept_mean_at(p, key);
-            };
-        if (r.probs.defined() || r.probs_mean.defined() || r.probs_mean_at)
-            r.probs_positions = plan.probs_positions;
+    // What the policy reads of r: during the region, the kept scores there.
+    const auto attention_read = [&](const KeptScores* scores) {
+        if (scores)
+            r.probs_mean_at = [k = *scores](int64_t p, int64_t key) { return k.mean_at(p, key); };
+        if (r.probs.defined() || r.probs_mean_at) r.probs_positions = plan.probs_positions;
         r.layer = l;
         r.rows = rows;
     };
-    rest.verdict = [&] {
-        attention_read();
+    rest.verdict = [&] {  // in the region its scores, after attend the scores it kept
+        attention_read(rest.scores ? rest.scores : kept.kept ? &kept.scores : nullptr);
         return !(may_escalate && hooks.escalate(r));
     };
-    ProbsMeans means;
-    rest.side_work = [&] {
-        attention_read();
-        return reads.probs_mean && rest.few_rows ? probs_mean_work(r, plan, means, rest.scores)
-                                                 : SideWork{};
-    };
     auto attn = attention_rows(l, s.h, rows, s, lc, plan.write_kv, reads, &fresh, &rest);
-    r.probs_mean_at = nullptr;  // it read the attention's scores, gone with its region
     // Elsewhere the inputs are kept here: nothing has changed h's rows yet, and the escalation
     // starts from the hidden cache.
     if (keep_inputs && !rest.inputs_kept) write_rows(lc.hidden, rows ? *rows : s.all, s.h);
-    if (!rest.go_on()) {  // the side work's means, if it ran, are dropped
+    if (!rest.go_on()) {
+        r.probs_mean_at = nullptr;  // the escalated attention's reads replace the cached one's
         attn = escalated_attention(l, plan, *rows, lc, s, r, reads, fresh);
         plan.all_rows = true;
         rows = nullptr;
+        attention_read(nullptr);
     }
     r.k = fresh.k;
     r.v = fresh.v;
@@ -605,15 +548,19 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     // the residual adds may go into it.
     if (!rest.finished) {             // else the attention's region ran them
         if (rows && rest.few_rows) {  // each thread its rows, in place
-            const auto& side = rest.side();
-            few_rows_output_and_mlp(w, s.h, attn, m_config.rms_norm_eps,
-                                    side.run ? &side : nullptr);
+            few_rows_output_and_mlp(w, s.h, attn, m_config.rms_norm_eps);
         } else {
             s.h = add_linear(s.h, attn, w.attn_out, w.attn_out_panels);
             s.h = gated_mlp(w, norm(s.h, w.ff_norm), s.h);
         }
     }
-    if (!r.escalated) means.move_into(r);
+    if (kept.kept) {  // the scores stay where they are until the next layer's attention
+        attention_read(&kept.scores);
+        if (!kept.window_sums.empty()) {
+            r.window_column_sums = std::move(kept.window_sums);
+            r.window_sum_positions = plan.window_sum_positions;
+        }
+    }
     if (plan.all_rows) {
         s.prev = &s.all;
     } else {

@@ -18,15 +18,18 @@
 
 namespace cl::detail {
 
+struct KeptAttention;  // blocks.h
+
 // What a layer's attention hands back besides its output, each where asked for: the probabilities
 // of the computed rows at `positions` (every computed row's if empty), or where the CPU kernel can,
-// with probs_mean, those rows' float32 head mean in their place; and every computed row's float64
-// head mean.
+// with kept, its kept scores in their place (KeptAttention), with the column sums of the rows at
+// window_positions (ascending, each one of positions); and every computed row's float64 head mean.
 struct AttentionReads {
     torch::Tensor* probs = nullptr;
     const std::vector<int64_t>* positions = nullptr;
     torch::Tensor* head_mean = nullptr;
-    torch::Tensor* probs_mean = nullptr;
+    KeptAttention* kept = nullptr;
+    const std::vector<int64_t>* window_positions = nullptr;
 };
 
 struct LayerRest;  // transformer.cpp

@@ -50,6 +50,7 @@ public:
     void on_run_start(detail::Transformer& net, int64_t seq_len) override {
         m_cache = net.make_cache(seq_len, /*with_hidden=*/true);
         m_device = net.device();
+        m_kv_heads = net.config().n_kv_heads;
         m_prev.assign(m_cache.size(), {});
     }
     void begin_step(const StepContext& ctx) override {
@@ -84,13 +85,13 @@ public:
         p.write_kv = true;
         p.write_hidden = true;
         p.want_probs = true;
-        p.want_probs_mean = true;      // the head means are what is read (on the CPU kernel)
-        p.probs_positions = m_window;  // every row's probabilities: the window's are read
+        p.want_probs_mean = true;           // the head means are what is read (on the CPU kernel)
+        p.probs_positions = m_window;       // every row's probabilities: the window's are read
+        p.window_sum_positions = m_window;  // observe_layer ranks the window's keys
         if (m_full || m_fired_at >= 0 || m_queries.empty()) return p;  // every row
         p.all_rows = false;
         p.rows = m_rows;
         p.may_escalate = true;
-        p.mean_column_sum_positions = m_window;  // observe_layer ranks the window's keys
         // The drift test also reads last step's window rows that are still queries (decoded at
         // the previous step).
         for (int64_t q : m_prev[static_cast<size_t>(layer)].rows)
@@ -104,11 +105,11 @@ public:
     // layer and every deeper one for every row.
     bool escalate(const detail::LayerResult& attention) override { return drift_test(attention); }
     void observe_layer(const detail::LayerResult& r) override {
-        // Track the decoded keys the window attends to most, and remember its attention for next
-        // step. Plain loops on the CPU over the head means its attention summed in its own pass
-        // (a dozen small LibTorch ops per layer cost more than the few query rows this policy
-        // computes), kernels over the (H, R, L) probabilities on a GPU.
-        if (!r.probs.defined() && !r.probs_mean.defined()) return;  // plan_layer asks for them
+        // Track the decoded keys the window attends to most, and remember its attention to them for
+        // the next step. Plain loops on the CPU over the scores the attention kept (a dozen small
+        // LibTorch ops per layer cost more than the few query rows this policy computes), kernels
+        // over the (H, R, L) probabilities on a GPU.
+        if (!r.probs.defined() && !r.probs_mean_at) return;  // plan_layer asks for them
         auto& prev = m_prev[static_cast<size_t>(r.layer)];
         prev.rows.clear();
         std::vector<int32_t> locals;
@@ -118,13 +119,13 @@ public:
             prev.rows.push_back(q);
             locals.push_back(local);
         }
-        // The window's head means, and the decoded keys it attends to most (column sums over the
-        // window's rows, masked keys excluded): none without window rows.
-        // The forward's column sums where it summed these rows (a cached layer at 2+ threads).
-        const bool summed = r.mean_column_sum_positions == prev.rows;
-        prev.window =
-            elastic::window_attention({r.probs, r.probs_mean}, locals, *m_ctx.masked, m_p.track_num,
-                                      summed ? &r.mean_column_sums : nullptr);
+        // The decoded keys the window attends to most (column sums over the window's rows, masked
+        // keys excluded; the attention's own where it summed these rows) and the window's head
+        // means at them: none without window rows.
+        const bool summed = r.window_sum_positions == prev.rows;
+        prev.window = elastic::window_attention(
+            {r.probs, &r.probs_mean_at, summed ? &r.window_column_sums : nullptr}, locals,
+            *m_ctx.masked, m_p.track_num, m_kv_heads);
     }
     std::vector<detail::LayerCache>& cache() override { return m_cache; }
 
@@ -132,7 +133,7 @@ private:
     Params m_p;
     struct PrevAttention {
         std::vector<int64_t> rows;        // window query positions
-        elastic::WindowAttention window;  // their head means and the keys they attend to most
+        elastic::WindowAttention window;  // the keys they attend to most, their head means there
     };
     // The first w masked positions from `from`.
     std::vector<int64_t> first_masks(const StepContext& ctx, int64_t from) const {
@@ -164,8 +165,7 @@ private:
         rows_now.reserve(prev.rows.size());
         for (int64_t q : prev.rows) rows_now.push_back(probs_row(attention, q));
         const auto sums =
-            elastic::drift_sums({attention.probs, attention.probs_mean, &attention.probs_mean_at},
-                                rows_now, prev.window);
+            elastic::drift_sums({attention.probs, &attention.probs_mean_at}, rows_now, prev.window);
         if (!sums.shared) return fire(layer, NAN, gamma);
         const double cos = sums.cosine();
         if (cos < gamma) return fire(layer, cos, gamma);
@@ -193,6 +193,7 @@ private:
 
     std::vector<detail::LayerCache> m_cache;
     torch::Device m_device{torch::kCPU};
+    int64_t m_kv_heads = 1;  // the window column sums' order (cuda::window_column_sums_cpu)
     StepContext m_ctx;
     bool m_full = true;
     int m_fired_at = -1;
