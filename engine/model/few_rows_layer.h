@@ -101,22 +101,21 @@ struct FewRowsLayerResult {
     std::vector<double> window_sums;
 };
 
-// few_rows_qkv_attention, then the midpoint (go_on() on the calling thread),
-// then (where it goes on) few_rows_output_and_mlp, in one region (run_in_phases) with one barrier
-// after the attention, where there were two regions: a fork and a join less per layer, the same
-// bits. With rows_before_go_on the other threads do not wait for go_on after the barrier: they run
-// their rows while the calling thread runs go_on first. Elastic-
-// Cache's drift test and its set-up took 2.8 us of a 100 us layer at 2 threads, which the
-// other thread waited for in a phase of their own; alternated runs with the two libraries, 2
-// threads, 24 pairs each: cached steps 0.981 and 0.992 x (with a set-up of 1.2 us). Where
-// fuses_qkv_and_attention(h, kv_cache, heads, kv_heads) holds. The output projection and MLP stay
-// split by rows: split by columns (each thread half of every product's weights, two barriers
-// more) they took 7% and 5% longer in Elastic's and fast-dual's cached steps at 2 threads on an
-// AMD Zen 3, and 6% and 5% on an Intel Xeon whose cores read L3 at about 20 GB/s (README, session
-// 49), since the residual rows and the MLP's hidden values then cross the cores at each barrier.
-// d2Cache's layers (attend with head means: tasks of rows through every head) keep their three
-// regions: in one region, after a barrier, they were no faster (median of 24 alternated
-// pairs 1.004).
+// few_rows_qkv_attention, then the midpoint (go_on() on the calling thread), then (where it goes
+// on) few_rows_output_and_mlp, in one region (run_in_phases) with one barrier after the attention,
+// where there were two regions: a fork and a join less per layer, the same bits. With
+// rows_before_go_on the other threads do not wait for go_on after the barrier: they run their rows
+// while the calling thread runs go_on first. Elastic-Cache's drift test and its set-up took 2.8 us
+// of a 100 us layer at 2 threads, which the other thread waited for in a phase of their own;
+// alternated runs with the two libraries, 2 threads, 24 pairs each: cached steps 0.981 and 0.992 x
+// (with a set-up of 1.2 us). Where fuses_qkv_and_attention(h, kv_cache, heads, kv_heads) holds. The
+// output projection and MLP stay split by rows: split by columns (each thread half of every
+// product's weights, two barriers more) they took 7% and 5% longer in Elastic's and fast-dual's
+// cached steps at 2 threads on an AMD Zen 3, and 6% and 5% on an Intel Xeon whose cores read L3 at
+// about 20 GB/s (README, session 49), since the residual rows and the MLP's hidden values then
+// cross the cores at each barrier. d2Cache's layers (attend with head means: tasks of rows through
+// every head) keep their three regions: in one region, after a barrier, they were no faster (median
+// of 24 alternated pairs 1.004).
 FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                                   const torch::Tensor& cos, const torch::Tensor& sin, int64_t heads,
                                   int64_t kv_heads, double eps, LayerCache& kv_cache,
