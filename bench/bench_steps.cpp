@@ -11,8 +11,8 @@
 // round trip between them before every run (core_placement.h: far over 200 ns, the CPUs on two
 // dies); a pair counts as far where any probe from before its none run to after its own run was. At
 // 2+ threads, where a policy's cached layers run as one region each (few_rows_layer: q/k/v and
-// attention by kv heads; then the policy's verdict, the side work, output and MLP by rows), a line
-// of where a region's time goes: each thread's work per phase and its wait at the barrier after it
+// attention by kv heads; then the policy's verdict, output and MLP by rows), a line of where a
+// region's time goes: each thread's work per phase and its wait at the barrier after it
 // (phased_region.h's timers, over every run). Prints a table, writes JSON. Not a test: numbers
 // only.
 //   cachelens-bench-steps [--model DIR] [--policies elastic,d2cache] [--prompts 2] [--repeats 3]
