@@ -555,7 +555,7 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
         }
     }
     if (kept.kept) {  // the scores stay where they are until the next layer's attention
-        attention_read(&kept.scores);
+        if (!r.probs_mean_at) attention_read(&kept.scores);  // else the verdict's reader of them
         if (!kept.window_sums.empty()) {
             r.window_column_sums = std::move(kept.window_sums);
             r.window_sum_positions = plan.window_sum_positions;
