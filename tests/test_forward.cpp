@@ -56,6 +56,19 @@ detail::RowSet row_set(std::vector<int64_t> rows) {
     return detail::RowSet::from_host(std::move(rows), torch::kCPU);
 }
 
+// The K/V cache a full forward of ids leaves at 1 thread (the same cache for every thread count a
+// test then runs a cached plan at), and the rows it ran.
+struct FilledCache {
+    std::vector<detail::LayerCache> cache;
+    detail::RowSet rows;
+};
+FilledCache filled_cache(const detail::Transformer& net, const torch::Tensor& ids) {
+    FilledCache out{net.make_cache(ids.size(0), true), {}};
+    const test::ScopedThreads one(1);
+    run_plan(net, ids, out.cache, out.rows);
+    return out;
+}
+
 using test::nmse;
 
 // Attention probabilities (H, R, L) of q (H, R, Dh) over k (Hkv, L, Dh), one head at a time.
@@ -758,12 +771,7 @@ TEST(Forward, KeptScoresReadTheSameAtEveryThreadCount) {
     std::vector<torch::Tensor> means[4], tested[4];   // per thread count, per layer: (P, L)
     std::vector<std::vector<double>> column_sums[4];  // per thread count, per layer: (L)
     for (const int t : {0, 1, 2, 3}) {                // 0: the probabilities at 1 thread
-        auto cache = net.make_cache(L, true);
-        detail::RowSet rows;
-        {
-            const ScopedThreads one(1);  // the same cache at every thread count
-            run_plan(net, ids, cache, rows);
-        }
+        auto [cache, rows] = filled_cache(net, ids);
         const ScopedThreads threads(std::max(t, 1));
         const std::string at = std::to_string(t) + " threads";
         run_plan(
@@ -810,6 +818,58 @@ TEST(Forward, KeptScoresReadTheSameAtEveryThreadCount) {
                 << t << " threads, layer " << l << ": what escalate read";
             EXPECT_EQ(column_sums[t][l], want_sums[l]) << t << " threads, layer " << l;
         }
+    }
+}
+
+// d2Cache's plan (a row subset at every layer, K/V written, every computed row's float64 head mean
+// asked) through row_layer: the head means, the K/V cache and the output rows are the same bits at
+// 1, 2 and 3 threads (the q/k/v pass by kv heads at 2+, the attention's tasks by chunks of rows
+// through every kv head, the output and MLP by rows), and each layer's head mean is head_mean_f64's
+// of the probabilities a plan that asks for them gets. 64 computed rows: chunks of 32 (2 heads a kv
+// head).
+TEST(Forward, HeadMeansOfARowSubsetAreTheSameAtEveryThreadCount) {
+    auto model = Model::load(test::make_tiny_model("m", 128, 2, 4, 2));
+    auto& net = model->net();
+    const int64_t L = 150;
+    const auto ids = torch::tensor(some_ids(L, model->config().vocab_size));
+    std::vector<int64_t> computed;
+    for (int64_t r = 3; r < L && computed.size() < 64; r += 2) computed.push_back(r);
+    const auto subset = row_set(computed);
+    torch::InferenceMode g;
+    const auto plan = [&](bool probs) {
+        return [&, probs](int) {
+            detail::LayerPlan p;
+            p.all_rows = false;
+            p.rows = subset;
+            p.want_head_mean = !probs;
+            p.want_probs = probs;
+            return p;
+        };
+    };
+    std::vector<torch::Tensor> want;  // per layer: (R, L) float64
+    std::vector<torch::Tensor> means[4], outputs(4), k_cache(4);
+    for (const int t : {0, 1, 2, 3}) {  // 0: the probabilities at 1 thread
+        auto [cache, rows] = filled_cache(net, ids);
+        const ScopedThreads threads(std::max(t, 1));
+        outputs[t] =
+            run_plan(net, ids, cache, rows, plan(t == 0), [&](const detail::LayerResult& r) {
+                if (t == 0) {
+                    want.push_back(detail::head_mean_f64(r.probs));
+                    return;
+                }
+                EXPECT_EQ(r.rows ? r.rows->host : std::vector<int64_t>{}, computed)
+                    << t << " threads, layer " << r.layer;
+                means[t].push_back(r.head_mean);
+            });
+        k_cache[t] = cache.back().k.clone();
+    }
+    ASSERT_EQ(want.size(), 2U);
+    for (const int t : {1, 2, 3}) {
+        ASSERT_EQ(means[t].size(), 2U) << t << " threads";
+        for (size_t l = 0; l < 2; ++l)
+            EXPECT_TRUE(torch::equal(means[t][l], want[l])) << t << " threads, layer " << l;
+        EXPECT_TRUE(torch::equal(outputs[t], outputs[0])) << t << " threads: rows";
+        EXPECT_TRUE(torch::equal(k_cache[t], k_cache[0])) << t << " threads: K cache";
     }
 }
 
