@@ -847,8 +847,9 @@ TEST(Forward, HeadMeansOfARowSubsetAreTheSameAtEveryThreadCount) {
         };
     };
     std::vector<torch::Tensor> want;  // per layer: (R, L) float64
-    std::vector<torch::Tensor> means[4], outputs(4), k_cache(4);
-    for (const int t : {0, 1, 2, 3}) {  // 0: the probabilities at 1 thread
+    std::vector<torch::Tensor> means[4], outputs(4);
+    std::vector<detail::LayerCache> caches[4];  // per thread count, per layer
+    for (const int t : {0, 1, 2, 3}) {          // 0: the probabilities at 1 thread
         auto [cache, rows] = filled_cache(net, ids);
         const ScopedThreads threads(std::max(t, 1));
         outputs[t] =
@@ -861,7 +862,7 @@ TEST(Forward, HeadMeansOfARowSubsetAreTheSameAtEveryThreadCount) {
                     << t << " threads, layer " << r.layer;
                 means[t].push_back(r.head_mean);
             });
-        k_cache[t] = cache.back().k.clone();
+        caches[t] = cache;
     }
     ASSERT_EQ(want.size(), 2U);
     for (const int t : {1, 2, 3}) {
@@ -869,7 +870,12 @@ TEST(Forward, HeadMeansOfARowSubsetAreTheSameAtEveryThreadCount) {
         for (size_t l = 0; l < 2; ++l)
             EXPECT_TRUE(torch::equal(means[t][l], want[l])) << t << " threads, layer " << l;
         EXPECT_TRUE(torch::equal(outputs[t], outputs[0])) << t << " threads: rows";
-        EXPECT_TRUE(torch::equal(k_cache[t], k_cache[0])) << t << " threads: K cache";
+        for (size_t l = 0; l < 2; ++l) {
+            EXPECT_TRUE(torch::equal(caches[t][l].k, caches[0][l].k))
+                << t << " threads, layer " << l;
+            EXPECT_TRUE(torch::equal(caches[t][l].v, caches[0][l].v))
+                << t << " threads, layer " << l;
+        }
     }
 }
 
