@@ -151,6 +151,13 @@ TEST(FewRowsLayer, EqualsTheOpByOpPathBitForBit) {
                     expect_same_output_and_mlp(l, R, at);
                     expect_same_features(l, R, at);
                 }
+                // The feature layer takes more rows too, in blocks per thread: past one block
+                // (64 rows), and every row.
+                for (const int64_t R : {int64_t{128}, kKeys})
+                    expect_same_features(l, R,
+                                         std::to_string(R) + " feature rows, d_model " +
+                                             std::to_string(d_model) + ", " +
+                                             std::to_string(threads) + " threads");
             }
         }
     }
@@ -415,7 +422,10 @@ TEST(FewRowsLayer, TakesOnlyWhatItsKernelsCan) {
     features.attn_out = torch::randn({kKeys, D});
     features.ffn_out = torch::randn({kKeys, D});
     EXPECT_TRUE(detail::fits_few_rows_features(l.w, torch::randn({kKeys, D}), 22, features));
-    EXPECT_FALSE(detail::fits_few_rows_features(l.w, torch::randn({kKeys, D}), 128, features));
+    EXPECT_TRUE(detail::fits_few_rows_features(l.w, torch::randn({kKeys, D}), kKeys, features))
+        << "every row (dLLM-Cache's layer 0)";
+    EXPECT_FALSE(detail::fits_few_rows_features(l.w, torch::randn({kKeys, D}), kKeys + 1, features))
+        << "more rows than the residual has";
     EXPECT_FALSE(detail::fits_few_rows_features(l.w, torch::randn({kKeys - 1, D}), 22, features))
         << "features of other rows than the residual's";
     features.ffn_out = torch::Tensor();

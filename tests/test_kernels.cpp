@@ -371,9 +371,11 @@ TEST(CudaKernels, ElasticTrackingAndDriftEqualTheReference) {
     window_column_sums(d_before.get(), s, kv_heads, d_rows.get(), W, d_excluded.get(), sums.get(),
                        nullptr);
     const auto got_sums = sums.to_host();
-    for (int64_t c = 0; c < s.keys; ++c)  // the same float64 sums in the same order
-        if (!excluded[static_cast<size_t>(c)])
+    for (int64_t c = 0; c < s.keys; ++c) {  // the same float64 sums in the same order
+        if (!excluded[static_cast<size_t>(c)]) {
             EXPECT_EQ(got_sums[static_cast<size_t>(c)], want_sums[static_cast<size_t>(c)]) << c;
+        }
+    }
     std::vector<uint8_t> eligible(excluded.size());
     for (size_t i = 0; i < eligible.size(); ++i) eligible[i] = !excluded[i];
     DeviceArray<uint8_t> d_eligible(eligible);

@@ -125,7 +125,7 @@ FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
 
 // Whether few_rows_features takes the feature layer of these weights: every row's residual h
 // (L, D) and the cached features (attn_out, ffn_out (L, D)) float32 contiguous on the CPU, `rows`
-// computed rows, few enough, every product's weights in panels.
+// computed rows (1 to L: a cached step's few, or every row), every product's weights in panels.
 bool fits_few_rows_features(const LayerWeights& w, const torch::Tensor& h, int64_t rows,
                             const LayerCache& features);
 

@@ -436,8 +436,9 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
         if (plan.want_probs) r.probs_positions = plan.probs_positions;
         r.k = fresh.k;
         r.v = fresh.v;
-        if (!all && plan.write_features && fits_few_rows_features(w, s.h, rows.size(), lc)) {
-            // Each thread its computed rows' outputs, then every row's residual.
+        if (plan.write_features && fits_few_rows_features(w, s.h, rows.size(), lc)) {
+            // Each thread its computed rows' outputs (every row's too, as at layer 0), then every
+            // row's residual.
             few_rows_features(w, s.h, attn, rows.host, lc, m_config.rms_norm_eps);
         } else {
             add_to_residual(merge(lc.attn_out, linear(attn, w.attn_out, {}, w.attn_out_panels)));
