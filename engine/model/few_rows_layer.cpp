@@ -20,14 +20,16 @@ namespace {
 // Fewest rows worth a thread of their own: one register tile of the product kernel's rows (AVX2's;
 // AVX-512's take up to 12, row_gemm.cpp).
 constexpr int64_t kMinRowsPerShare = 6;
-// The fused path's upper end: the op-by-op path splits products of more rows by rows anyway.
+// The fused layer's upper end (fits_few_rows_layer; the feature pass below has none): the op-by-op
+// path splits products of more rows by rows anyway.
 constexpr int64_t kMaxFusedRows = 128;
 // Rows per pass of few_rows_features, which takes any number of rows up to every one (dLLM-Cache's
 // layer 0 and refreshes): each thread's share in blocks of this many, so that the MLP's (rows, 2F)
 // scratch stays in L2 (180 KB at F = 352) and no (L, D), (L, 2F) or (L, F) tensor is allocated per
-// step. With the op-by-op path those landed on fresh pages at every step, as the step's record took
-// their memory in between (cachelens-bench-steps, 2 threads: 140 page faults a step in the
-// every-row layers against 69 now; dLLM-Cache's layer 0 2.16-2.27 ms against 1.98-2.13).
+// step. With the op-by-op path those landed on fresh pages at every step, most likely because the
+// step's record took their memory in between (cachelens-bench-steps, 2 threads: 140 page faults a
+// step in the every-row layers against 69 now; dLLM-Cache's layer 0 2.16-2.27 ms against
+// 1.98-2.13).
 constexpr int64_t kFeatureBlockRows = 64;
 // Rows of the feature layer's residual add per task: about 32K floats at D = 128.
 constexpr int64_t kRowsPerAddTask = 256;
