@@ -365,7 +365,7 @@ namespace {
 // 128 / 64 rows: 439 tokens 36.4 / 32.0 and 37.1 / 29.4 ms, 1024 tokens 135 / 112 and 141 / 108;
 // 256 tokens level. Chunks of 32 and 48 were no better than 64 at 439 and 1024.
 constexpr int64_t kColumnChunkRows = 64;
-// Probabilities read per task of head_mean_f64's loops: fewer are not worth a thread.
+// Probabilities read per task of head_mean_f32's loops: fewer are not worth a thread.
 constexpr int64_t kHeadMeanFloatsPerTask = 32768;
 // Scores of every head kept per task where the attention makes the head mean: half of a 1 MB L2.
 constexpr int64_t kMeanTaskScoreFloats = 131072;
@@ -423,9 +423,10 @@ torch::Tensor attend_keeping_scores(const torch::Tensor& q, const torch::Tensor&
 // 4.34 / 3.58 ms, 594 1.48 / 1.23 ms; keeping the probabilities, 1 thread, 16 rows 106 / 84 us,
 // 64 320 / 290, 594 2973 / 2738, 1024 9.72 / 8.43 ms, 2 threads 1024 4.81 / 4.20 ms).
 // With head_mean_out each task takes a chunk of rows through every kv head, each into its own
-// scratch, and then sums their probabilities there into the chunk's rows of the (R, L) float64
+// scratch, and then sums their probabilities there into the chunk's rows of the (R, L) float32
 // head mean: d2Cache's 64 rows over 439 keys, 4 heads, one core, 20 us over the attention alone
-// where writing the probabilities and the head mean's pass over them took 31 (33 rows 12 and 16).
+// where writing the probabilities and the head mean's pass over them took 31 (33 rows 12 and 16;
+// float64 sums then).
 torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows,
                              torch::Tensor* head_mean_out, KeptAttention* kept) {
@@ -434,9 +435,9 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
     const ColumnAttentionTasks call(q, k, v, probs_out != nullptr, probs_rows);
     const int64_t H = call.H, Hkv = call.Hkv, g = call.g, R = call.R, L = call.L, Dh = call.Dh;
     const int64_t batches = call.batches;
-    torch::Tensor mean;  // (B, R, L) float64
+    torch::Tensor mean;  // (B, R, L) float32
     if (head_mean_out) {
-        mean = empty_buffer({batches, R, L}, q.options().dtype(torch::kFloat64));
+        mean = empty_buffer({batches, R, L}, q.options());
         const int64_t rc = rows_per_mean_task(R, H, g, L), chunks = (R + rc - 1) / rc;
         // A scratch per kv head, each left holding its scores for column_head_mean.
         const int64_t region = mean_scratch_stride(g, rc, L, Dh);
@@ -452,7 +453,7 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
                     column_attention(a, scratch + n * region);
                 }
                 column_head_mean(a, scratches.data(), Hkv,
-                                 {mean.data_ptr<double>() + (b * R + r0) * L});
+                                 {mean.data_ptr<float>() + (b * R + r0) * L});
             }
         });
     } else {
@@ -682,7 +683,7 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
             *probs_out = probs_rows
                              ? probs.index_select(-2, torch::tensor(*probs_rows).to(probs.device()))
                              : probs;
-        if (head_mean_out) *head_mean_out = head_mean_f64(probs);  // (..., R, L)
+        if (head_mean_out) *head_mean_out = head_mean_f32(probs);  // (..., R, L)
         out = torch::matmul(probs, values).transpose(-3, -2);
     }
     auto shape = out.sizes().vec();
@@ -691,14 +692,14 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
     return out.reshape(shape);  // (..., R, H*Dh)
 }
 
-torch::Tensor head_mean_f64(const torch::Tensor& probs) {
+torch::Tensor head_mean_f32(const torch::Tensor& probs) {
     if (!uses_row_kernels(probs) || probs.dim() < 3)
-        return probs.mean(-3).to(torch::kFloat64);  // a GPU's, bf16's: the mean in their type
+        return probs.mean(-3).to(torch::kFloat32);  // a GPU's, bf16's: the mean in their type
     const auto p = probs.contiguous();              // (..., H, R, L)
     const int64_t H = p.size(-3), R = p.size(-2), L = p.size(-1), batches = p.numel() / (H * R * L);
     auto shape = p.sizes().vec();
     shape.erase(shape.end() - 3);
-    auto mean = empty_buffer(shape, p.options().dtype(torch::kFloat64));  // (..., R, L)
+    auto mean = empty_buffer(shape, p.options());  // (..., R, L) float32
     // Rows split over the threads (when this was d2Cache's own pass, 4% of its step on one core;
     // at 2 threads the other core waited for the main thread's: split, 2.7% faster, paired steps).
     const int64_t rows_per_task =
@@ -706,7 +707,7 @@ torch::Tensor head_mean_f64(const torch::Tensor& probs) {
     for (int64_t b = 0; b < batches; ++b)
         at::parallel_for(0, R, rows_per_task, [&](int64_t begin, int64_t end) {
             head_mean_rows(p.data_ptr<float>() + b * H * R * L, H, R, L, begin, end,
-                           mean.data_ptr<double>() + b * R * L);
+                           mean.data_ptr<float>() + b * R * L);
         });
     return mean;
 }

@@ -134,8 +134,8 @@ struct KeptAttention {
 // by H / Hkv query heads. q (..., H, R, Dh), k and v (..., Hkv, L, Dh) -> (..., R, H*Dh) before the
 // output projection; the probabilities (..., H, R, L) go to *probs_out when it is given, only the
 // P query rows of probs_rows (ascending indices into R) when that is given too: (..., H, P, L).
-// With head_mean_out: the probabilities' float64 head mean (..., R, L) of every query row too
-// (head_mean_f64's bits), which the CPU kernel sums in its own pass without writing them.
+// With head_mean_out: the probabilities' float32 head mean (..., R, L) of every query row too
+// (head_mean_f32's bits), which the CPU kernel sums in its own pass without writing them.
 // With kept and probs_rows, where ColumnAttentionTasks can keep the scores (a few rows of one
 // batch on the CPU kernel) and no head mean is asked: no probabilities, the scores kept instead
 // (KeptAttention), and *probs_out stays as it was; elsewhere the probabilities come as without it.
@@ -207,10 +207,10 @@ private:
 // attention), float32 on the CPU, no gradients.
 bool uses_column_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 
-// probs (..., H, R, L) -> (..., R, L) float64: on the CPU in float32 row_head_mean.h's head mean
-// (the float64 sum over the heads in order, divided by H); elsewhere the mean in probs' own type,
-// widened.
-torch::Tensor head_mean_f64(const torch::Tensor& probs);
+// probs (..., H, R, L) -> (..., R, L) float32: on the CPU in float32 row_head_mean.h's head mean
+// (the float32 sum over the heads in order, divided by H); elsewhere the mean in probs' own type,
+// then float32.
+torch::Tensor head_mean_f32(const torch::Tensor& probs);
 
 // The gated MLP: ff_out(silu(ff_proj x) * up_proj x). x (..., D) -> (..., D); with a residual
 // (..., D), residual + that, by add_linear (in place where it may be).

@@ -50,7 +50,7 @@ struct LayerPlan {
     // a window of a dozen rows; writing every row's was 5% of its run (all L rows where a layer
     // escalates).
     std::vector<int64_t> probs_positions;
-    // Hand the observer the float64 head mean of every computed row's probabilities (d2Cache's
+    // Hand the observer the float32 head mean of every computed row's probabilities (d2Cache's
     // rollout): the CPU attention sums it in its own pass without writing the (H, R, L)
     // probabilities, which were 4% of a d2cache step and their head mean's pass another 4%.
     bool want_head_mean = false;
@@ -87,7 +87,7 @@ struct LayerResult {
     bool escalated = false;        // the layer was recomputed for every row
     torch::Tensor probs;  // (H, R, L) when asked for, else undefined; (H, P, L) with positions:
     std::vector<int64_t> probs_positions;  // the plan's: the P positions of probs' rows
-    torch::Tensor head_mean;  // (R, L) float64 with want_head_mean (blocks.h, head_mean_f64)
+    torch::Tensor head_mean;  // (R, L) float32 with want_head_mean (blocks.h, head_mean_f32)
     // Where the attention kept its scores rather than write the probabilities (want_probs_mean):
     // the float32 head mean of kept row p (of probs_positions) at a key, read from them. Valid
     // until the forward's next layer runs its attention (in the policy's escalate and

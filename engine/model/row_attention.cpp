@@ -337,17 +337,16 @@ template <int D>
 }
 
 // The D key vectors (D query columns each) from j0 of the mean, summed over the heads in head
-// order (head by head over the D keys: D independent sums under way): each probability widened,
-// summed in float64, not yet divided.
+// order (head by head over the D keys: D independent sums under way): each probability rounded to
+// float32 as `probs` holds it (not fused into the sum), summed in float32, not yet divided.
 template <int D>
 [[gnu::always_inline]] inline void head_sums(const HeadScores* hs, int64_t H, int64_t rp,
                                              int64_t j0, int64_t n_keys, int64_t r0,
-                                             Doubles<D> (&m)[D]) {
-    for (int64_t k = 0; k < n_keys; ++k)
-        m[k] = to_doubles<D>(probabilities<D>(hs[0], rp, j0 + k, r0));
+                                             Floats<D> (&m)[D]) {
+    for (int64_t k = 0; k < n_keys; ++k) m[k] = rounded(probabilities<D>(hs[0], rp, j0 + k, r0));
     for (int64_t h = 1; h < H; ++h)
         for (int64_t k = 0; k < n_keys; ++k)
-            m[k] += to_doubles<D>(probabilities<D>(hs[h], rp, j0 + k, r0));
+            m[k] += rounded(probabilities<D>(hs[h], rp, j0 + k, r0));
 }
 
 // mean rows of query rows [r0, r0 + n) at keys [j0, j0 + nj), n, nj <= D: the head sums,
@@ -359,14 +358,14 @@ template <int D, bool Whole>
                                                    int64_t keys, int64_t j0, int64_t nj, int64_t r0,
                                                    int64_t n, const HeadMeanOut& out) {
     const int64_t n_keys = Whole ? D : nj;
-    Doubles<D> m[D] = {};
+    Floats<D> m[D] = {};
     head_sums<D>(hs, H, rp, j0, n_keys, r0, m);
     transpose_levels<D / 2>(m);  // m[r]: row r0 + r's keys from j0
     for (int64_t r = 0; r < n; ++r) {
         const int64_t at = out.slot ? out.slot[r0 + r] : r0 + r;
         if (at < 0) continue;
-        const Doubles<D> row = divided_by_heads(m[r], H);
-        double* dst = out.mean + at * keys + j0;
+        const Floats<D> row = divided_by_heads<Floats<D>, float>(m[r], H);
+        float* dst = out.mean + at * keys + j0;
         if (Whole)
             __builtin_memcpy(dst, &row, sizeof row);  // inlined: one vector store
         else
@@ -376,12 +375,14 @@ template <int D, bool Whole>
 
 // Rows outermost, so that D rows of the mean are written along at a time: keys outermost (D keys'
 // score rows kept in L1 while every query row took them) made d2cache steps 2-3% slower in place,
-// its stores scattered over the freshly allocated mean, though not in isolation.
+// its stores scattered over the freshly allocated mean, though not in isolation. D: half a vector
+// of floats (8 on AVX-512), as when the sums were float64: a cached step's chunks of about 33
+// query rows would leave most of a 16 x 16 block's rows empty.
 struct HeadMeanKernel {
     template <int N>
     [[gnu::always_inline]] static void run(const std::vector<HeadScores>& heads, int64_t rows,
                                            int64_t rp, int64_t keys, const HeadMeanOut& out) {
-        constexpr int D = N / 2;  // doubles per vector
+        constexpr int D = N / 2;  // floats per half vector
         const HeadScores* hs = heads.data();
         const auto H = static_cast<int64_t>(heads.size());
         const int64_t whole = keys / D * D;

@@ -54,11 +54,11 @@ void column_attention(const ColumnAttention& a, float* scratch);
 // Floats a scratch needs past column_attention_scratch's for column_head_mean to read it.
 constexpr int64_t kColumnHeadMeanPadding = 16;
 
-// Where column_head_mean writes: query row r's float64 head mean (row_head_mean.h's: each
-// probability widened, summed over the heads in head order in float64, divided by H; d2Cache's
-// rollout) at mean + row * keys, row = slot[r] (none where that is -1) or r itself without slots.
+// Where column_head_mean writes: query row r's float32 head mean (row_head_mean.h's: the
+// probabilities summed over the heads in head order in float32, divided by H; d2Cache's rollout)
+// at mean + row * keys, row = slot[r] (none where that is -1) or r itself without slots.
 struct HeadMeanOut {
-    double* mean = nullptr;
+    float* mean = nullptr;
     const int64_t* slot = nullptr;  // (rows) or nullptr
 };
 

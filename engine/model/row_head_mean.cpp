@@ -5,24 +5,24 @@
 namespace cl::detail {
 namespace {
 
-// One output row while it sits in L1: the first head's row widened, the others added in head
-// order, then the division (divided_by_heads). Cloned per instruction set: at SSE2's two doubles
-// per instruction the divisions alone were 8% of a d2cache step (4 x 80 x 594: 72 to 33 us).
+// One output row while it sits in L1: the first head's row, the others added in head order, then
+// the division (divided_by_heads). Cloned per instruction set: with SSE2's narrow vectors the
+// divisions alone were 8% of a d2cache step (4 x 80 x 594, float64 then: 72 to 33 us).
 CL_CPU_CLONES void head_mean_row(const float* __restrict p, int64_t H, int64_t R, int64_t L,
-                                 int64_t r, double* __restrict out) {
+                                 int64_t r, float* __restrict out) {
     const float* __restrict first = p + r * L;
-    for (int64_t j = 0; j < L; ++j) out[j] = static_cast<double>(first[j]);
+    for (int64_t j = 0; j < L; ++j) out[j] = first[j];
     for (int64_t h = 1; h < H; ++h) {
         const float* __restrict head = p + (h * R + r) * L;
-        for (int64_t j = 0; j < L; ++j) out[j] += static_cast<double>(head[j]);
+        for (int64_t j = 0; j < L; ++j) out[j] += head[j];
     }
-    for (int64_t j = 0; j < L; ++j) out[j] = divided_by_heads(out[j], H);
+    for (int64_t j = 0; j < L; ++j) out[j] = divided_by_heads<float, float>(out[j], H);
 }
 
 }  // namespace
 
 void head_mean_rows(const float* p, int64_t H, int64_t R, int64_t L, int64_t r0, int64_t r1,
-                    double* m) {
+                    float* m) {
     for (int64_t r = r0; r < r1; ++r) head_mean_row(p, H, R, L, r, m + r * L);
 }
 

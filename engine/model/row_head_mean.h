@@ -1,7 +1,9 @@
-// The float64 head mean of one layer's attention probabilities, d2Cache's rollout's A_l (its
-// rows), and (head_mean_f32_keys) the float32-sum head mean Elastic-Cache reads: each probability
-// (float32) widened, summed over the heads in head order from the first head's value, then divided
-// by the head count (times its reciprocal where that is a power of two: exact, so the same bits).
+// The head mean of one layer's attention probabilities, d2Cache's rollout's A_l (its rows), as
+// Elastic-Cache's drift test reads it too (engine/cuda/elastic_drift.h): each probability (float32)
+// summed over the heads in head order in float32 from the first head's value, then divided by the
+// head count (times its reciprocal where that is a power of two: exact, so the same bits). Until
+// session 60 d2Cache's sums were float64: twice the bytes written for every computed row and read
+// back by the rollout, 5-6% of a d2cache step on one core (its rollout reads them in float64).
 // Two ways to the same bits: from the (H, R, L) probabilities (head_mean_rows, the definition), or
 // from the scores the CPU attention leaves in its scratch (row_attention.h, column_head_mean),
 // which never writes the probabilities. No torch here: blocks.cpp hands it the tensors' memory.
@@ -11,9 +13,9 @@
 
 namespace cl::detail {
 
-// p (H, R, L) float32 -> rows [r0, r1) of m (R, L) float64, the head mean.
+// p (H, R, L) float32 -> rows [r0, r1) of m (R, L) float32, the head mean.
 void head_mean_rows(const float* p, int64_t H, int64_t R, int64_t L, int64_t r0, int64_t r1,
-                    double* m);
+                    float* m);
 
 // A head mean's division of a sum (an S, double or float, or a vector of them) by the head count:
 // times the reciprocal where the count is a power of two (exact, so the same bits as the division;

@@ -7,10 +7,10 @@
 namespace cl::policies::rollout {
 namespace {
 
-// out[j] += c * p[j] over a row of L (vectorises: no aliasing).
-CL_CPU_CLONES void add_scaled_row(double c, const double* __restrict p, int64_t L,
+// out[j] += c * p[j] over a row of L, p widened (vectorises: no aliasing).
+CL_CPU_CLONES void add_scaled_row(double c, const float* __restrict p, int64_t L,
                                   double* __restrict out) {
-    for (int64_t j = 0; j < L; ++j) out[j] += c * p[j];
+    for (int64_t j = 0; j < L; ++j) out[j] += c * static_cast<double>(p[j]);
 }
 
 // The rollout in float64 loops over the layers' head means.
@@ -24,7 +24,7 @@ std::vector<double> influence_by_loops(const std::vector<LayerAttention>& layers
         };
         next = v;
         for (int64_t r = 0; r < R; ++r) next[position(r)] = 0.5 * v[position(r)];  // the +I half
-        const double* mean = it->mean.data_ptr<double>();
+        const float* mean = it->mean.data_ptr<float>();
         for (int64_t r = 0; r < R; ++r)
             add_scaled_row(0.5 * v[position(r)], mean + r * L, L, next.data());
         v.swap(next);
@@ -34,10 +34,10 @@ std::vector<double> influence_by_loops(const std::vector<LayerAttention>& layers
 
 // On the attention's device: one copy of (L) doubles to the host per step.
 std::vector<double> influence_on_device(const std::vector<LayerAttention>& layers, int64_t L) {
-    const auto on = layers.front().mean.options();  // float64 on the model's device
-    auto v = torch::ones({L}, on);                  // (L)
+    const auto on = layers.front().mean.options().dtype(torch::kFloat64);  // the device
+    auto v = torch::ones({L}, on);                                         // (L)
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
-        const auto& attn = it->mean;  // (R, L)
+        const auto attn = it->mean.to(torch::kFloat64);  // (R, L)
         auto active = it->rows.defined() ? it->rows : torch::arange(L, on.dtype(torch::kLong));
         auto v_active = v.index_select(0, active);  // (R)
         auto next = v.clone();
@@ -58,7 +58,7 @@ LayerAttention keep(const torch::Tensor& mean, const torch::Tensor& rows,
     a.rows = rows;
     a.host_rows = host_rows;
     a.by_loops = mean.device().is_cpu();
-    a.mean = a.by_loops ? mean.to(torch::kFloat64).contiguous() : mean;  // (R, L)
+    a.mean = a.by_loops ? mean.to(torch::kFloat32).contiguous() : mean;  // (R, L)
     return a;
 }
 

@@ -1,9 +1,9 @@
 // d2Cache's attention rollout over one step's layers (its stage 2): influence = 1^T A_N ... A_1
 // with A_l = (attn_l + I) / 2 on the rows layer l computed and the identity on the others, attn_l
-// the head-mean attention (its rows already sum to 1) in float64, which the layer's attention
-// hands over (LayerPlan::want_head_mean: on the CPU in float32 summed in the attention's own
-// pass). On the CPU the rollout is a float64 loop over the layers' means; elsewhere (a GPU)
-// tensor ops on the attention's device, one copy of (L) to the host.
+// the head-mean attention (its rows sum to 1 up to float32 rounding), which the layer's attention
+// hands over in float32 (LayerPlan::want_head_mean: on the CPU summed in the attention's own
+// pass). The rollout itself is float64: on the CPU a loop over the layers' means, each value
+// widened; elsewhere (a GPU) tensor ops on the attention's device, one copy of (L) to the host.
 // Split over threads (a phase per layer, a share of the columns each) it ran slower at 2 threads
 // (50 against 31 us on d2Cache's shapes; README, session 42), so the loop stays on one thread.
 #pragma once
@@ -19,11 +19,11 @@ namespace cl::policies::rollout {
 struct LayerAttention {
     torch::Tensor rows;              // (R) int64 on the device; undefined = every row
     std::vector<int64_t> host_rows;  // (R); empty = every row
-    torch::Tensor mean;              // (R, L) float64 head mean, on the attention's device
+    torch::Tensor mean;              // (R, L) float32 head mean, on the attention's device
     bool by_loops = false;           // the rollout runs the host loops (a CPU mean)
 };
 
-// mean (R, L) float64, the head mean of the layer's computed rows (host_rows, empty = all) ->
+// mean (R, L) float32, the head mean of the layer's computed rows (host_rows, empty = all) ->
 // what the rollout keeps.
 LayerAttention keep(const torch::Tensor& mean, const torch::Tensor& rows,
                     const std::vector<int64_t>& host_rows);
