@@ -612,9 +612,9 @@ void for_attention_cases(uint64_t seed, const std::vector<AttentionShape>& shape
 }
 
 // body(case) for each of the head-mean tests' shapes at every vector width: 4 and 2 kv heads (a
-// task walks every kv head of its rows), rows around the chunk size (1; 65: 33 + 32; 130 over 2 kv
-// heads: 32 a task; 40 over 1100 keys: 20 + 20, all heads' scores within half an L2), 3 heads (a
-// division, not a reciprocal's multiply).
+// task walks every kv head of its rows), rows around the chunk size (1; 65: 40 + 25; 130 over 2 kv
+// heads: 28 a task, 18 in the last; 40 over 1100 keys: 24 + 16, all heads' scores within half an
+// L2), 3 heads (a division, not a reciprocal's multiply).
 void for_head_mean_cases(uint64_t seed, const std::function<void(const HeadMeanCase&)>& body) {
     for_attention_cases(
         seed, {{4, 4, 65, 439}, {4, 4, 1, 17}, {4, 2, 130, 100}, {3, 3, 20, 33}, {4, 4, 40, 1100}},

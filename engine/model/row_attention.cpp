@@ -17,10 +17,6 @@ namespace cl::detail {
 
 namespace {
 
-// The score columns are padded to a multiple of 8: on AVX-512 16-float vectors, then an 8-float
-// one where 8 columns are left (a cached step's 22 queries of a head take 24 columns, not 32);
-// 8 is a whole number of AVX2's and SSE2's vectors.
-constexpr int64_t kColumnPadding = 8;
 constexpr int64_t kMaxVectorFloats = 16;  // the widest kernel's N (AVX-512)
 constexpr int64_t kPartialSums = 4;       // each column's exps summed in 4 interleaved partial sums
 using row_lanes::Doubles;
