@@ -23,7 +23,7 @@ struct KeptAttention;  // blocks.h
 // What a layer's attention hands back besides its output, each where asked for: the probabilities
 // of the computed rows at `positions` (every computed row's if empty), or where the CPU kernel can,
 // with kept, its kept scores in their place (KeptAttention), with the column sums of the rows at
-// window_positions (ascending, each one of positions); and every computed row's float64 head mean.
+// window_positions (ascending, each one of positions); and every computed row's float32 head mean.
 struct AttentionReads {
     torch::Tensor* probs = nullptr;
     const std::vector<int64_t>* positions = nullptr;
