@@ -136,22 +136,15 @@ RunSplit run_once(const std::shared_ptr<cl::Model>& model, const std::string& pr
     return out;
 }
 
-// A round's run against that round's `none` run, and the farthest the two CPUs were apart from
-// before the none run to after the policy's.
-struct Pair {
-    double efficiency = 0;
-    double round_trip_ns = -1;  // core_placement.h; -1 where not measured
-};
-
 // Per policy, the median-wall repeat of each prompt, summed over the prompts (the bench averages
 // each prompt's efficiency instead); and each round's efficiency against the `none` run of the
 // same round (prompt and repeat), seconds apart: the VM's slow and fast phases last seconds to
 // minutes, so these pairs cancel them where the medians, taken apart, do not.
 struct Measured {
     std::map<std::string, RunSplit> medians;
-    std::map<std::string, std::vector<Pair>> paired;  // per policy, one per round
-    std::map<std::string, RegionTimes> regions;       // per policy, over every run
-    std::vector<double> round_trips_ns;               // every probe, in order
+    std::map<std::string, std::vector<cl::bench::PairedRound>> paired;  // per policy, one per round
+    std::map<std::string, RegionTimes> regions;  // per policy, over every run
+    std::vector<double> round_trips_ns;          // every probe, in order
 };
 
 // The CPUs' round trip now (core_placement.h), kept in out.
@@ -193,47 +186,10 @@ Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std:
     return out;
 }
 
-// The median, lowest and highest of the rounds' paired efficiencies; and the median over the
-// rounds whose CPUs stayed near (or were not measured) and over those where they were far apart
-// at some point, with their counts (a median of 0 over no rounds).
-struct Spread {
-    double median = 0, low = 0, high = 0;
-    double near_median = 0, far_median = 0;
-    int near_rounds = 0, far_rounds = 0;
-};
-
-Spread spread_of(const std::vector<Pair>& pairs) {
-    if (pairs.empty()) return {};
-    std::vector<double> all, near, far;
-    for (const auto& p : pairs) {
-        all.push_back(p.efficiency);
-        (cl::bench::is_far(p.round_trip_ns) ? far : near).push_back(p.efficiency);
-    }
-    const auto [low, high] = std::minmax_element(all.begin(), all.end());
-    const auto median_of = [](const std::vector<double>& v) {
-        return v.empty() ? 0.0 : cl::stats::median(v);
-    };
-    return {cl::stats::median(all),
-            *low,
-            *high,
-            median_of(near),
-            median_of(far),
-            static_cast<int>(near.size()),
-            static_cast<int>(far.size())};
-}
-
-// "0.86 (7)": a median and the rounds it is over; "- (0)" over none.
-std::string median_over(double median, int rounds) {
-    char s[32];
-    if (rounds == 0) return "- (0)";
-    std::snprintf(s, sizeof s, "%.2f (%d)", median, rounds);
-    return s;
-}
-
 // A policy's row: each kind of step's efficiency against none's (whose steps are all full), the
 // layers' against none's layers.
 nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSplit& none,
-                          const Spread& paired, int threads) {
+                          const cl::bench::Spread& paired, int threads) {
     using cl::trace::efficiency;
     const StepTotals base = none.all(), all = p.all(), &c = p.cached;
     nlohmann::json row = {
@@ -249,13 +205,7 @@ nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSpli
         {"cached_outside_layers_share", c.outside_layers_share()},
         {"full_efficiency", efficiency(p.full.flops, p.full.wall_ms, base.flops, base.wall_ms)},
         {"none_outside_layers_share", base.outside_layers_share()},
-        {"paired_efficiency_median", paired.median},
-        {"paired_efficiency_low", paired.low},
-        {"paired_efficiency_high", paired.high},
-        {"paired_near_rounds", paired.near_rounds},
-        {"paired_efficiency_near_median", paired.near_median},
-        {"paired_far_rounds", paired.far_rounds},
-        {"paired_efficiency_far_median", paired.far_median}};
+        {"paired_efficiency", cl::bench::spread_json(paired)}};
     std::printf(
         "%7d %-12s %6.2f %7lld %6lld %8.0f%% %8.2f %8.2f %9.3f %6.0f%% %6.2f %6.2f %4.2f-%4.2f "
         "%9s %9s\n",
@@ -264,8 +214,8 @@ nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSpli
         row["cached_efficiency"].get<double>(), row["cached_layer_efficiency"].get<double>(),
         c.outside_layers_ms(), 100 * c.outside_layers_share(), row["full_efficiency"].get<double>(),
         paired.median, paired.low, paired.high,
-        median_over(paired.near_median, paired.near_rounds).c_str(),
-        median_over(paired.far_median, paired.far_rounds).c_str());
+        cl::bench::median_over(paired.near_median, paired.near_rounds).c_str(),
+        cl::bench::median_over(paired.far_median, paired.far_rounds).c_str());
     return row;
 }
 
@@ -388,7 +338,7 @@ void run(const Options& o) {
         for (const auto& n : names)
             if (n != "none")
                 rows.push_back(policy_row(n, runs.at(n), runs.at("none"),
-                                          spread_of(measured.paired.at(n)), t));
+                                          cl::bench::spread_of(measured.paired.at(n)), t));
         const StepTotals base = runs.at("none").all();
         std::printf("%7d %-12s %.0f ms a run, %.3f ms a step outside the layers (%.1f%%)\n", t,
                     "none", runs.at("none").wall_ms / o.prompts, base.outside_layers_ms(),
@@ -397,6 +347,8 @@ void run(const Options& o) {
                     cl::bench::before_and_after(before, after).c_str());
         std::printf("%7d %-12s %s\n", t, "placement",
                     cl::bench::describe_round_trips(measured.round_trips_ns).c_str());
+        if (const auto busy = cl::bench::busy_warning(measured.round_trips_ns); !busy.empty())
+            std::printf("%7d %s\n", t, busy.c_str());
         for (const auto& n : names)
             if (auto row = region_json(n, measured.regions.at(n), t); !row.is_null()) {
                 print_region(row);

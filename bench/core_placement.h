@@ -12,6 +12,8 @@
 #include "bench/cpu_pinning.h"
 #include "engine/base/stats.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -91,6 +93,11 @@ inline double cross_core_round_trip_ns(int batches = 3, int trips = 10000) {
     return cl::stats::median(ns);
 }
 
+// A round trip above this did not wait on a cache line but on the scheduler: another busy process
+// shares these CPUs (two benches at once on this 2-vCPU VM read 0.8-8.5 us), and the figures
+// around it are not the machine's. Two sockets stay well under it (a few hundred ns).
+constexpr double kBusyRoundTripNs = 2000.0;
+
 // Whether a round trip (-1: not measured) is far.
 inline bool is_far(double round_trip_ns) {
     return round_trip_ns > kFarRoundTripNs;
@@ -114,6 +121,75 @@ inline std::string describe_round_trips(const std::vector<double>& round_trips) 
     std::snprintf(limit, sizeof limit, "%.0f ns", kFarRoundTripNs);
     return "cache-line round trip near " + range(near) + ", far " + range(far) + "; far: over " +
            limit;
+}
+
+// A warning line where some probe waited on the scheduler (kBusyRoundTripNs): how many of them,
+// and what it means; empty where none did.
+inline std::string busy_warning(const std::vector<double>& round_trips) {
+    const auto busy = std::count_if(round_trips.begin(), round_trips.end(),
+                                    [](double ns) { return ns > kBusyRoundTripNs; });
+    if (busy == 0) return "";
+    char s[256];
+    std::snprintf(s, sizeof s,
+                  "warning: %zu of %zu placement probes took over %.0f ns: another process was "
+                  "busy on these CPUs, so these timings are not this machine's",
+                  static_cast<size_t>(busy), round_trips.size(), kBusyRoundTripNs);
+    return s;
+}
+
+// A round's run of a policy against the same round's `none` run, and the farthest the two CPUs
+// were apart from before the none run to after the policy's (-1 where not measured).
+struct PairedRound {
+    double efficiency = 0;
+    double round_trip_ns = -1;
+};
+
+// The median, lowest and highest of the rounds' paired efficiencies; and the median over the
+// rounds whose CPUs stayed near (or were not measured) and over those where they were far apart
+// at some point, with their counts (a median of 0 over no rounds).
+struct Spread {
+    double median = 0, low = 0, high = 0;
+    double near_median = 0, far_median = 0;
+    int near_rounds = 0, far_rounds = 0;
+};
+
+inline Spread spread_of(const std::vector<PairedRound>& rounds) {
+    if (rounds.empty()) return {};
+    std::vector<double> all, near, far;
+    for (const auto& r : rounds) {
+        all.push_back(r.efficiency);
+        (is_far(r.round_trip_ns) ? far : near).push_back(r.efficiency);
+    }
+    const auto [low, high] = std::minmax_element(all.begin(), all.end());
+    const auto median_of = [](const std::vector<double>& v) {
+        return v.empty() ? 0.0 : cl::stats::median(v);
+    };
+    return {cl::stats::median(all),
+            *low,
+            *high,
+            median_of(near),
+            median_of(far),
+            static_cast<int>(near.size()),
+            static_cast<int>(far.size())};
+}
+
+// A spread as the benches' JSON gives it (the `paired_efficiency` object of a policy's row).
+inline nlohmann::json spread_json(const Spread& s) {
+    return {{"median", s.median},
+            {"low", s.low},
+            {"high", s.high},
+            {"near_median", s.near_median},
+            {"near_rounds", s.near_rounds},
+            {"far_median", s.far_median},
+            {"far_rounds", s.far_rounds}};
+}
+
+// "0.86 (7)": a median and the rounds it is over; "- (0)" over none.
+inline std::string median_over(double median, int rounds) {
+    if (rounds == 0) return "- (0)";
+    char s[32];
+    std::snprintf(s, sizeof s, "%.2f (%d)", median, rounds);
+    return s;
 }
 
 }  // namespace cl::bench

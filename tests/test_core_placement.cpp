@@ -30,4 +30,34 @@ TEST(CorePlacement, FarIsOverTheLimitAndTheLineSaysWhichWereWhich) {
     EXPECT_EQ(cl::bench::describe_round_trips({}).rfind("unknown", 0), 0U);
 }
 
+// A probe that waited on the scheduler (another busy process on the CPUs) makes the benches warn;
+// far and near ones do not.
+TEST(CorePlacement, WarnsWhereAProbeWaitedOnTheScheduler) {
+    EXPECT_EQ(cl::bench::busy_warning({60, 340, -1}), "");
+    EXPECT_EQ(cl::bench::busy_warning({}), "");
+    const auto w = cl::bench::busy_warning({60, 8465, 340, 2500});
+    EXPECT_EQ(w.rfind("warning: 2 of 4 placement probes took over 2000 ns", 0), 0U) << w;
+}
+
+// The benches' paired rounds split by placement: a round counts as far when its farthest probe
+// was (one not measured counts as near), each side's median over its own rounds.
+TEST(CorePlacement, PairedRoundsSplitByTheirFarthestProbe) {
+    using cl::bench::PairedRound;
+    const double far = cl::bench::kFarRoundTripNs + 100;
+    const auto s =
+        cl::bench::spread_of({PairedRound{0.90, 70}, PairedRound{0.70, far}, PairedRound{0.86, -1},
+                              PairedRound{0.60, far}, PairedRound{0.94, 55}});
+    EXPECT_DOUBLE_EQ(s.median, 0.86);
+    EXPECT_DOUBLE_EQ(s.low, 0.60);
+    EXPECT_DOUBLE_EQ(s.high, 0.94);
+    EXPECT_EQ(s.near_rounds, 3);
+    EXPECT_DOUBLE_EQ(s.near_median, 0.90);
+    EXPECT_EQ(s.far_rounds, 2);
+    EXPECT_DOUBLE_EQ(s.far_median, 0.65);
+    EXPECT_EQ(cl::bench::median_over(s.far_median, s.far_rounds), "0.65 (2)");
+    EXPECT_EQ(cl::bench::median_over(0, 0), "- (0)");
+    const auto none = cl::bench::spread_of({});
+    EXPECT_EQ(none.near_rounds + none.far_rounds, 0);
+}
+
 }  // namespace

@@ -2,7 +2,8 @@
 //   cache-only: the same sampler for every policy (isolates what caching buys);
 //   own:        each policy with its own paper decoding (e.g. Fast-dLLM / Elastic threshold 0.9).
 // Speedup is measured against `none` on the same prompt in the same process. Table + JSON, and on
-// the CPU each core's speed around each mode (bench/core_speeds.h).
+// the CPU each core's speed around each mode (bench/core_speeds.h) and each round's placement of
+// the two CPUs (bench/core_placement.h), by which every policy's paired efficiency is split.
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "app/cli/comparison.h"
 #include "app/cli/progress.h"
 #include "app/cli/task_scoring.h"
+#include "bench/core_placement.h"
 #include "bench/core_speeds.h"
 #include "engine/base/cpu_clones.h"
 #include "engine/base/errors.h"
@@ -77,10 +79,14 @@ nlohmann::json bench_accuracy(const std::shared_ptr<Model>& model, const ModelOp
 }
 
 // One mode's timed runs on one model: per policy, the metrics of its median repeat against
-// `none` on each prompt, and the median repeat's wall time.
+// `none` on each prompt, and the median repeat's wall time; each round's run against that round's
+// `none` run, with the placement probed around the round (every probe in order in round_trips_ns;
+// none off the CPU).
 struct ModeRuns {
     std::map<std::string, std::vector<PolicyMetrics>> metrics;
     std::map<std::string, std::vector<double>> wall_ms;
+    std::map<std::string, std::vector<bench::PairedRound>> paired;
+    std::vector<double> round_trips_ns;
 };
 
 // Everything a mode's runs share: the model, its sampler, the policies, prompts and progress.
@@ -93,23 +99,42 @@ struct BenchContext {
     const std::vector<std::string>& prompts;
     ProgressBar& bar;
     size_t& runs_done;
+    bool on_cpu;  // probe the CPUs' placement
 };
+
+// The CPUs' round trip now (bench/core_placement.h), kept in out; -1 off the CPU.
+double probe_placement(const BenchContext& b, ModeRuns& out) {
+    if (!b.on_cpu) return -1;
+    out.round_trips_ns.push_back(bench::cross_core_round_trip_ns());
+    return out.round_trips_ns.back();
+}
 
 // The median of `repeats` runs of every policy on one prompt. Repeats go round-robin over the
 // policies, so that a slow moment of the machine lands on every policy alike instead of on one
 // policy's repeats. Their step records (no attention maps: nothing asks for them) live until this
-// prompt is compared.
+// prompt is compared. Each round's runs are also compared with the round's `none` run (b.names
+// starts with it), seconds apart: the VM's slow and fast phases last seconds to minutes, and its
+// two vCPUs sit on one die or two for as long (bench/core_placement.h), so these pairs, split by
+// the farthest placement probed from before the none run to after the policy's, say what the
+// medians of runs taken apart cannot.
 std::map<std::string, PolicyRun> median_runs(const BenchContext& b, const std::string& mode,
-                                             const std::string& prompt) {
+                                             const std::string& prompt, ModeRuns& out) {
     std::map<std::string, std::vector<PolicyRun>> reps;
-    for (int r = 0; r < b.o.repeats; ++r)
+    for (int r = 0; r < b.o.repeats; ++r) {
+        double farthest = probe_placement(b, out);
         for (const auto& n : b.names) {
             auto cfg = mode == "own" ? apply_own_decoding(b.base_cfg, n) : b.base_cfg;
             reps[n].push_back(run_policy(b.model, prompt, cfg, n,
                                          b.o.params.for_policy(n, b.names.size() == 1), 0,
                                          b.mo.threads));
             b.bar.update(++b.runs_done, mode + " " + n);
+            farthest = std::max(farthest, probe_placement(b, out));
+            if (n != "none")
+                out.paired[n].push_back(
+                    {compare_with_baseline(reps[n].back(), reps.at("none").back()).efficiency,
+                     farthest});
         }
+    }
     b.bar.clear();  // the rows go where the bar was
     std::map<std::string, PolicyRun> med;
     for (auto& [n, runs] : reps) {
@@ -128,7 +153,7 @@ ModeRuns time_mode(const BenchContext& b, const std::string& mode,
         const auto warm = run_policy(b.model, prompt, b.base_cfg, "none", {}, 0, b.mo.threads);
         b.bar.update(++b.runs_done, mode + " warm-up");
         if (prompt_tokens.size() < b.prompts.size()) prompt_tokens.push_back(warm.prompt_len);
-        auto med = median_runs(b, mode, prompt);
+        auto med = median_runs(b, mode, prompt, out);
         // In "own" mode the baseline is still the uncached LLaDA sampler (none with no threshold).
         for (const auto& n : b.names) {
             out.metrics[n].push_back(compare_with_baseline(med[n], med["none"]));
@@ -152,10 +177,21 @@ void mode_rows(const BenchOptions& o, const std::string& mode,
         const double speedup = mean(&PolicyMetrics::speedup),
                      flop = mean(&PolicyMetrics::flop_ratio);
         const double wall = stats::median(runs.wall_ms.at(n));
-        std::printf("%-12s %9.1f %8.2fx %7.2fx %10.2f %9.1f%% %7.1f%% %9.0f\n", n.c_str(),
+        const auto pairs = runs.paired.find(n);
+        const bench::Spread paired =
+            pairs == runs.paired.end() ? bench::Spread{} : bench::spread_of(pairs->second);
+        const bool has_pairs = pairs != runs.paired.end() && !pairs->second.empty();
+        std::printf("%-12s %9.1f %8.2fx %7.2fx %10.2f %9.1f%% %7.1f%% %9.0f", n.c_str(),
                     mean(&PolicyMetrics::tokens_per_s), speedup, flop,
                     mean(&PolicyMetrics::efficiency), 100 * mean(&PolicyMetrics::recompute),
                     100 * mean(&PolicyMetrics::agreement), wall);
+        if (has_pairs)
+            std::printf(" %7.2f %10s %10s", paired.median,
+                        bench::median_over(paired.near_median, paired.near_rounds).c_str(),
+                        bench::median_over(paired.far_median, paired.far_rounds).c_str());
+        std::printf("\n");
+        // none's own row has no pairs
+        const nlohmann::json pair_stats = has_pairs ? bench::spread_json(paired) : nullptr;
         results.push_back({{"mode", mode},
                            {"policy", n},
                            {"tokens_per_s", mean(&PolicyMetrics::tokens_per_s)},
@@ -165,6 +201,7 @@ void mode_rows(const BenchOptions& o, const std::string& mode,
                            {"recompute_fraction", mean(&PolicyMetrics::recompute)},
                            {"agreement", mean(&PolicyMetrics::agreement)},
                            {"median_wall_ms", wall},
+                           {"paired_efficiency", pair_stats},
                            {"prompts", o.prompts},
                            {"repeats", o.repeats}});
     }
@@ -183,11 +220,11 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
     ProgressBar bar("runs", modes.size() * prompts.size() *
                                 (1 + static_cast<size_t>(o.repeats) * names.size()));
     size_t runs_done = 0;
-    const BenchContext ctx{model, mo, o, base_cfg, names, prompts, bar, runs_done};
     // The CPUs' speeds around each mode's runs (bench/core_speeds.h: a 2-thread run waits for the
     // slower core); one probe between two modes, its speeds the first's after and the next's
-    // before. None on a GPU.
+    // before. None on a GPU, nor placement probes.
     const bool on_cpu = model->device().rfind("cuda", 0) != 0;
+    const BenchContext ctx{model, mo, o, base_cfg, names, prompts, bar, runs_done, on_cpu};
     nlohmann::json cores = nlohmann::json::array();
     auto after = on_cpu ? bench::measure_core_speeds() : std::vector<bench::CoreSpeed>{};
     for (const auto& mode : modes) {
@@ -197,17 +234,24 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
             mode.c_str(), (long long)base_cfg.gen_length, (long long)base_cfg.block_length,
             (long long)base_cfg.steps, o.prompts, o.repeats, mo.threads, libtorch_version(),
             blas_threading(), blas_kernels().c_str(), cpu::vector_isa());
-        std::printf("%-12s %9s %9s %8s %10s %10s %8s %9s\n", "policy", "tok/s", "speedup", "FLOP-x",
-                    "efficiency", "recompute", "agree", "ms/run");
-        mode_rows(o, mode, names, time_mode(ctx, mode, prompt_tokens), results);
+        std::printf("%-12s %9s %9s %8s %10s %10s %8s %9s %7s %10s %10s\n", "policy", "tok/s",
+                    "speedup", "FLOP-x", "efficiency", "recompute", "agree", "ms/run", "paired",
+                    "near", "far");
+        const ModeRuns runs = time_mode(ctx, mode, prompt_tokens);
+        mode_rows(o, mode, names, runs, results);
         if (!on_cpu) continue;
+        std::printf("placement: %s\n", bench::describe_round_trips(runs.round_trips_ns).c_str());
+        if (const auto busy = bench::busy_warning(runs.round_trips_ns); !busy.empty())
+            std::printf("%s\n", busy.c_str());
         const auto before = std::move(after);
         after = bench::measure_core_speeds();
         std::printf("core speed (row-kernel probe on each CPU): %s\n",
                     bench::before_and_after(before, after).c_str());
         cores.push_back({{"mode", mode},
                          {"before", bench::speeds_json(before)},
-                         {"after", bench::speeds_json(after)}});
+                         {"after", bench::speeds_json(after)},
+                         {"round_trips_ns", runs.round_trips_ns},
+                         {"far_round_trip_ns", bench::kFarRoundTripNs}});
     }
     std::printf("\nprompt tokens (chat template included):");
     for (int32_t n : prompt_tokens) std::printf(" %d", n);
