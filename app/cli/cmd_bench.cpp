@@ -177,10 +177,9 @@ void mode_rows(const BenchOptions& o, const std::string& mode,
         const double speedup = mean(&PolicyMetrics::speedup),
                      flop = mean(&PolicyMetrics::flop_ratio);
         const double wall = stats::median(runs.wall_ms.at(n));
-        const auto pairs = runs.paired.find(n);
-        const bench::Spread paired =
-            pairs == runs.paired.end() ? bench::Spread{} : bench::spread_of(pairs->second);
+        const auto pairs = runs.paired.find(n);  // none's own row has none
         const bool has_pairs = pairs != runs.paired.end() && !pairs->second.empty();
+        const bench::Spread paired = has_pairs ? bench::spread_of(pairs->second) : bench::Spread{};
         std::printf("%-12s %9.1f %8.2fx %7.2fx %10.2f %9.1f%% %7.1f%% %9.0f", n.c_str(),
                     mean(&PolicyMetrics::tokens_per_s), speedup, flop,
                     mean(&PolicyMetrics::efficiency), 100 * mean(&PolicyMetrics::recompute),
@@ -190,7 +189,6 @@ void mode_rows(const BenchOptions& o, const std::string& mode,
                         bench::median_over(paired.near_median, paired.near_rounds).c_str(),
                         bench::median_over(paired.far_median, paired.far_rounds).c_str());
         std::printf("\n");
-        // none's own row has no pairs
         const nlohmann::json pair_stats = has_pairs ? bench::spread_json(paired) : nullptr;
         results.push_back({{"mode", mode},
                            {"policy", n},

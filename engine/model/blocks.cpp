@@ -458,7 +458,7 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
                     column_attention(a, scratch + n * region);
                 }
                 column_head_mean(a, scratches.data(), Hkv,
-                                 {mean.data_ptr<float>() + (b * R + r0) * L});
+                                 mean.data_ptr<float>() + (b * R + r0) * L);
             }
         });
     } else {

@@ -346,22 +346,19 @@ template <int D>
 }
 
 // mean rows of query rows [r0, r0 + n) at keys [j0, j0 + nj), n, nj <= D: the head sums,
-// transposed in registers, divided, stored along the rows (each at its slot where the output has
-// slots). Whole: nj == D, whose constant trip counts keep the D vectors in registers (indexed by a
-// variable they went to the stack).
+// transposed in registers, divided, stored along the rows. Whole: nj == D, whose constant trip
+// counts keep the D vectors in registers (indexed by a variable they went to the stack).
 template <int D, bool Whole>
 [[gnu::always_inline]] inline void head_mean_block(const HeadScores* hs, int64_t H, int64_t rp,
                                                    int64_t keys, int64_t j0, int64_t nj, int64_t r0,
-                                                   int64_t n, const HeadMeanOut& out) {
+                                                   int64_t n, float* mean) {
     const int64_t n_keys = Whole ? D : nj;
     Floats<D> m[D] = {};
     head_sums<D>(hs, H, rp, j0, n_keys, r0, m);
     transpose_levels<D / 2>(m);  // m[r]: row r0 + r's keys from j0
     for (int64_t r = 0; r < n; ++r) {
-        const int64_t at = out.slot ? out.slot[r0 + r] : r0 + r;
-        if (at < 0) continue;
         const Floats<D> row = divided_by_heads<Floats<D>, float>(m[r], H);
-        float* dst = out.mean + at * keys + j0;
+        float* dst = mean + (r0 + r) * keys + j0;
         if (Whole)
             __builtin_memcpy(dst, &row, sizeof row);  // inlined: one vector store
         else
@@ -377,20 +374,17 @@ template <int D, bool Whole>
 struct HeadMeanKernel {
     template <int N>
     [[gnu::always_inline]] static void run(const std::vector<HeadScores>& heads, int64_t rows,
-                                           int64_t rp, int64_t keys, const HeadMeanOut& out) {
+                                           int64_t rp, int64_t keys, float* mean) {
         constexpr int D = N / 2;  // floats per half vector
         const HeadScores* hs = heads.data();
         const auto H = static_cast<int64_t>(heads.size());
         const int64_t whole = keys / D * D;
         for (int64_t r0 = 0; r0 < rows; r0 += D) {
             const int64_t n = std::min<int64_t>(D, rows - r0);
-            if (out.slot &&
-                std::all_of(out.slot + r0, out.slot + r0 + n, [](int64_t at) { return at < 0; }))
-                continue;  // none of these rows has a place in the output
             for (int64_t j0 = 0; j0 < whole; j0 += D)
-                head_mean_block<D, true>(hs, H, rp, keys, j0, D, r0, n, out);
+                head_mean_block<D, true>(hs, H, rp, keys, j0, D, r0, n, mean);
             if (whole < keys)
-                head_mean_block<D, false>(hs, H, rp, keys, whole, keys - whole, r0, n, out);
+                head_mean_block<D, false>(hs, H, rp, keys, whole, keys - whole, r0, n, mean);
         }
     }
 };
@@ -481,7 +475,7 @@ void column_attention(const ColumnAttention& a, float* scratch) {
 }
 
 void column_head_mean(const ColumnAttention& a, const float* const* scratches, int64_t kv_heads,
-                      const HeadMeanOut& out) {
+                      float* mean) {
     const int64_t rp = padded(a.heads * a.rows);
     if (rp == 0 || a.keys == 0) return;
     std::vector<HeadScores> heads;  // in head order: kv head n's g heads, columns j R ...
@@ -491,7 +485,7 @@ void column_head_mean(const ColumnAttention& a, const float* const* scratches, i
         for (int64_t j = 0; j < a.heads; ++j)
             heads.push_back({s.st + j * a.rows, s.inv_sum + j * a.rows});
     }
-    cpu::run_at_vector_width<HeadMeanKernel>(heads, a.rows, rp, a.keys, out);
+    cpu::run_at_vector_width<HeadMeanKernel>(heads, a.rows, rp, a.keys, mean);
 }
 
 double column_head_mean_f32_at(const ColumnAttention& a, const float* const* scratches,

@@ -60,20 +60,14 @@ void column_attention(const ColumnAttention& a, float* scratch);
 // Floats a scratch needs past column_attention_scratch's for column_head_mean to read it.
 constexpr int64_t kColumnHeadMeanPadding = 16;
 
-// Where column_head_mean writes: query row r's float32 head mean (row_head_mean.h's: the
-// probabilities summed over the heads in head order in float32, divided by H; d2Cache's rollout)
-// at mean + row * keys, row = slot[r] (none where that is -1) or r itself without slots.
-struct HeadMeanOut {
-    float* mean = nullptr;
-    const int64_t* slot = nullptr;  // (rows) or nullptr
-};
-
 // The head mean of the query rows that column_attention has just taken through every kv head in
 // turn, kv head n's call with scratch scratches[n], which still holds its scores and sums: the
 // probabilities are read there, never written out. a: the calls' shared sizes (heads per kv head,
-// rows, keys, head_dim).
+// rows, keys, head_dim). Query row r's float32 head mean (row_head_mean.h's: the probabilities
+// summed over the heads in head order in float32, divided by H; d2Cache's rollout) goes to
+// mean + r * keys.
 void column_head_mean(const ColumnAttention& a, const float* const* scratches, int64_t kv_heads,
-                      const HeadMeanOut& out);
+                      float* mean);
 
 // The float32 head mean (engine/cuda/elastic_drift.h's: the probabilities summed over the heads in
 // head order in float32, divided by H there, widened) of query row `row` at one key, read from
