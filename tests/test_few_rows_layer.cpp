@@ -375,6 +375,65 @@ TEST(FewRowsLayer, KeepsTheAttentionsScoresWhereAskedAndItCan) {
     }
 }
 
+// d2Cache's layer at 2+ threads, each thread its rows through the whole layer
+// (few_rows_layer_with_head_mean), against its parts at one thread (few_rows_qkv, attend with the
+// head mean, few_rows_output_and_mlp): the same q, k, v, caches, attention output, head mean and
+// rows, bit for bit. 127 rows of 2 query heads a kv head take two chunks a share (32 rows each).
+void expect_same_head_mean_layer(const Layer& l, int64_t R, int threads, const std::string& at) {
+    auto in = qkv_inputs(l, R);
+    auto h = in.h.clone();
+    detail::HeadMeanLayer got;
+    {
+        const test::ScopedThreads scope(threads);
+        ASSERT_TRUE(detail::fits_few_rows_layer(l.w, h, &in.fused)) << at;
+        ASSERT_TRUE(detail::fuses_layer_with_head_mean(h, in.fused)) << at;
+        got = detail::few_rows_layer_with_head_mean(l.w, h, in.cos, in.sin, l.heads, l.kv_heads,
+                                                    l.eps, in.fused, in.positions);
+    }
+    const test::ScopedThreads one(1);
+    const auto qkv = detail::few_rows_qkv(l.w, in.h, in.cos, in.sin, l.heads, l.kv_heads, l.eps,
+                                          &in.other, in.positions);
+    torch::Tensor want_mean;
+    const auto want_attn =
+        detail::attend(qkv.q, in.other.k, in.other.v, nullptr, nullptr, &want_mean);
+    auto want_h = in.h.clone();
+    detail::few_rows_output_and_mlp(l.w, want_h, want_attn, l.eps);
+    EXPECT_TRUE(torch::equal(got.qkv.q, qkv.q)) << at << ": q";
+    EXPECT_TRUE(torch::equal(got.qkv.k, qkv.k)) << at << ": k";
+    EXPECT_TRUE(torch::equal(got.qkv.v, qkv.v)) << at << ": v";
+    EXPECT_TRUE(torch::equal(in.fused.k, in.other.k)) << at << ": the K cache";
+    EXPECT_TRUE(torch::equal(in.fused.v, in.other.v)) << at << ": the V cache";
+    EXPECT_TRUE(torch::equal(got.attn, want_attn)) << at << ": attention output";
+    EXPECT_TRUE(torch::equal(got.head_mean, want_mean)) << at << ": head mean";
+    EXPECT_TRUE(torch::equal(h, want_h))
+        << at << ": rows, max difference " << (h - want_h).abs().max().item<double>();
+}
+
+TEST(FewRowsLayer, TheHeadMeanLayerByRowsEqualsItsPartsAtOneThread) {
+    torch::manual_seed(25);
+    torch::InferenceMode g;
+    for (const bool with_bias : {false, true})
+        for (const int64_t d_model : {64, 128}) {
+            const auto l = tiny_layer(with_bias, d_model);
+            for (const int threads : {2, 3})
+                for (const int64_t R : {12, 13, 22, 66, 127})
+                    expect_same_head_mean_layer(
+                        l, R, threads,
+                        std::to_string(R) + " rows, d_model " + std::to_string(d_model) + ", " +
+                            std::to_string(threads) + " threads" + (with_bias ? ", biases" : ""));
+        }
+    const auto l = tiny_layer(false, 128);
+    detail::LayerCache cache;
+    cache.k = torch::randn({l.kv_heads, kKeys, 32});
+    cache.v = torch::randn({l.kv_heads, kKeys, 32});
+    const test::ScopedThreads two(2);
+    EXPECT_FALSE(detail::fuses_layer_with_head_mean(torch::randn({11, 128}), cache))
+        << "fewer rows than two threads' shares";
+    const test::ScopedThreads one(1);
+    EXPECT_FALSE(detail::fuses_layer_with_head_mean(torch::randn({22, 128}), cache))
+        << "one thread keeps attend's head-mean tasks";
+}
+
 TEST(FewRowsLayer, KeepsInputsOnlyWhereTheyFit) {
     torch::InferenceMode g;
     const auto l = tiny_layer(false, 128);

@@ -824,8 +824,9 @@ TEST(Forward, KeptScoresReadTheSameAtEveryThreadCount) {
 
 // d2Cache's plan (a row subset at every layer, K/V written, every computed row's float32 head mean
 // asked) through row_layer: the head means, the K/V cache and the output rows are the same bits at
-// 1, 2 and 3 threads (the q/k/v pass by kv heads at 2+, the attention's tasks by chunks of rows
-// through every kv head, the output and MLP by rows), and each layer's head mean is head_mean_f32's
+// 1, 2 and 3 threads (at 1 the q/k/v pass, then the attention's tasks by chunks of rows through
+// every kv head, then the output and MLP; at 2+ each thread its rows through the whole layer in one
+// region, few_rows_layer_with_head_mean), and each layer's head mean is head_mean_f32's
 // of the probabilities a plan that asks for them gets. 64 computed rows: chunks of 32 (2 heads a kv
 // head).
 TEST(Forward, HeadMeansOfARowSubsetAreTheSameAtEveryThreadCount) {

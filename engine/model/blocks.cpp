@@ -384,16 +384,21 @@ std::vector<const float*> scratches_from(const float* base, int64_t Hkv, int64_t
     return out;
 }
 
-// Query rows per task where each task takes every head of its rows (the head mean from the
-// scores, which every head's scores must stay for): as many tasks as threads, at most
-// kColumnChunkRows / g rows each and few enough that all heads' scores stay within
-// kMeanTaskScoreFloats (at least 8 rows: one column vector). Rounded up to whole padded columns
-// (kColumnPadding) within that most, so that only the last task pads: d2Cache's 66 rows at one
-// thread went 33 + 33 (80 columns a head) and now go 40 + 26 (72), 236 -> 213 us for 4 kv heads
-// over 439 keys; the largest task's columns are the same either way.
-int64_t rows_per_mean_task(int64_t R, int64_t H, int64_t g, int64_t L) {
+// The most query rows of a task that takes every head of its rows (the head mean from the scores,
+// which every head's scores must stay for): at most kColumnChunkRows / g rows, and few enough that
+// all heads' scores stay within kMeanTaskScoreFloats (at least 8 rows: one column vector).
+int64_t most_rows_per_mean_task(int64_t R, int64_t H, int64_t g, int64_t L) {
     const int64_t fit = std::max<int64_t>(8, kMeanTaskScoreFloats / std::max<int64_t>(H * L, 1));
-    const int64_t most = std::max<int64_t>(1, std::min({R, kColumnChunkRows / g, fit}));
+    return std::max<int64_t>(1, std::min({R, kColumnChunkRows / g, fit}));
+}
+
+// Query rows per task of attend's head-mean attention: as many tasks as threads, of at most
+// most_rows_per_mean_task rows. Rounded up to whole padded columns (kColumnPadding) within that
+// most, so that only the last task pads: d2Cache's 66 rows at one thread went 33 + 33 (80 columns
+// a head) and now go 40 + 26 (72), 236 -> 213 us for 4 kv heads over 439 keys; the largest task's
+// columns are the same either way.
+int64_t rows_per_mean_task(int64_t R, int64_t H, int64_t g, int64_t L) {
+    const int64_t most = most_rows_per_mean_task(R, H, g, L);
     const int64_t tasks =
         std::max((R + most - 1) / most, std::min<int64_t>(at::get_num_threads(), R));
     const int64_t even = (R + tasks - 1) / tasks;
@@ -438,27 +443,17 @@ torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, con
     if (kept && probs_rows && !head_mean_out && ColumnAttentionTasks::keeps_scores_for(q, k))
         return attend_keeping_scores(q, k, v, probs_rows, *kept);
     const ColumnAttentionTasks call(q, k, v, probs_out != nullptr, probs_rows);
-    const int64_t H = call.H, Hkv = call.Hkv, g = call.g, R = call.R, L = call.L, Dh = call.Dh;
+    const int64_t H = call.H, Hkv = call.Hkv, g = call.g, R = call.R, L = call.L;
     const int64_t batches = call.batches;
     torch::Tensor mean;  // (B, R, L) float32
     if (head_mean_out) {
         mean = empty_buffer({batches, R, L}, q.options());
         const int64_t rc = rows_per_mean_task(R, H, g, L), chunks = (R + rc - 1) / rc;
-        // A scratch per kv head, each left holding its scores for column_head_mean.
-        const int64_t region = mean_scratch_stride(g, rc, L, Dh);
         at::parallel_for(0, batches * chunks, 1, [&](int64_t begin, int64_t end) {
-            float* scratch = thread_scratch(static_cast<size_t>(Hkv * region));
-            const auto scratches = scratches_from(scratch, Hkv, region);
             for (int64_t item = begin; item < end; ++item) {
                 const int64_t b = item / chunks, r0 = item % chunks * rc;
-                const int64_t rows = std::min(rc, R - r0);
-                ColumnAttention a;
-                for (int64_t n = 0; n < Hkv; ++n) {
-                    a = call.at(b, n, r0, rows);
-                    column_attention(a, scratch + n * region);
-                }
-                column_head_mean(a, scratches.data(), Hkv,
-                                 mean.data_ptr<float>() + (b * R + r0) * L);
+                call.run_with_head_mean(b, r0, std::min(R, r0 + rc),
+                                        mean.data_ptr<float>() + (b * R + r0) * L);
             }
         });
     } else {
@@ -644,6 +639,25 @@ void ColumnAttentionTasks::run(int64_t b, int64_t n, int64_t c) const {
     const int64_t rc = chunk_rows();
     float* scratch = thread_scratch(static_cast<size_t>(column_attention_scratch(g, rc, L, Dh)));
     column_attention(at(b, n, c * rc, std::min(rc, R - c * rc)), scratch);
+}
+
+void ColumnAttentionTasks::run_with_head_mean(int64_t b, int64_t r0, int64_t r1,
+                                              float* mean) const {
+    const int64_t most = most_rows_per_mean_task(R, H, g, L);
+    const int64_t pieces = (r1 - r0 + most - 1) / most, rc = (r1 - r0 + pieces - 1) / pieces;
+    // A scratch per kv head, each left holding its scores for column_head_mean.
+    const int64_t region = mean_scratch_stride(g, rc, L, Dh);
+    float* scratch = thread_scratch(static_cast<size_t>(Hkv * region));
+    const auto scratches = scratches_from(scratch, Hkv, region);
+    for (int64_t c0 = r0; c0 < r1; c0 += rc) {
+        const int64_t rows = std::min(rc, r1 - c0);
+        ColumnAttention a;
+        for (int64_t n = 0; n < Hkv; ++n) {
+            a = at(b, n, c0, rows);
+            column_attention(a, scratch + n * region);
+        }
+        column_head_mean(a, scratches.data(), Hkv, mean + (c0 - r0) * L);
+    }
 }
 
 torch::Tensor ColumnAttentionTasks::result(torch::Tensor* probs_out) const {

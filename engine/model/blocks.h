@@ -182,6 +182,12 @@ struct ColumnAttentionTasks {
     int64_t chunks() const;
     // Chunk c of kv head n of batch b, on the calling thread (in its thread_scratch).
     void run(int64_t b, int64_t n, int64_t c) const;
+    // Query rows [r0, r1) of batch b through every kv head, on the calling thread (in its
+    // thread_scratch), and their float32 head mean (column_head_mean, head_mean_f32's bits) into
+    // mean (r1 - r0, L): in chunks few enough that every head's scores stay in L2 together. The
+    // head-mean attention's task (attend's, and a thread's rows in
+    // few_rows_layer_with_head_mean).
+    void run_with_head_mean(int64_t b, int64_t r0, int64_t r1, float* mean) const;
     // attend's result (..., R, H*Dh); where the probabilities were wanted they go to *probs_out
     // as (..., H, P, L).
     torch::Tensor result(torch::Tensor* probs_out) const;

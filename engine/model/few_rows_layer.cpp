@@ -414,6 +414,36 @@ FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
     return out;
 }
 
+bool fuses_layer_with_head_mean(const torch::Tensor& h, const LayerCache& kv_cache) {
+    return h.dim() == 2 && phase_shares() >= 2 && h.size(0) >= 2 * kMinRowsPerShare &&
+           uses_column_attention(h, kv_cache.k, kv_cache.v);
+}
+
+HeadMeanLayer few_rows_layer_with_head_mean(const LayerWeights& w, const torch::Tensor& h,
+                                            const torch::Tensor& cos, const torch::Tensor& sin,
+                                            int64_t heads, int64_t kv_heads, double eps,
+                                            LayerCache& kv_cache,
+                                            const std::vector<int64_t>& positions) {
+    const QkvPass pass("few_rows_layer_with_head_mean", w, h, cos, sin, heads, kv_heads, eps,
+                       &kv_cache, positions);
+    const ColumnAttentionTasks attention(pass.fresh.q, kv_cache.k, kv_cache.v, false, nullptr);
+    const int64_t R = h.size(0), L = kv_cache.k.size(1);
+    HeadMeanLayer out{pass.fresh, attention.result(nullptr), empty_buffer({R, L}, h.options())};
+    float* mean = out.head_mean.data_ptr<float>();  // (R, L)
+    run_in_phases(
+        {[&](int64_t first, int64_t last, int64_t shares) {  // each share its rows, every head
+             const auto [b, e] = row_share(R, first, last, shares);
+             if (b < e) pass.run(b, e - b, {0, kv_heads});
+         },
+         [&](int64_t first, int64_t last, int64_t shares) {  // the same rows on
+             const auto [b, e] = row_share(R, first, last, shares);
+             if (b == e) return;
+             attention.run_with_head_mean(0, b, e, mean + b * L);
+             output_and_mlp_rows(w, h, out.attn, eps, b, e);
+         }});
+    return out;
+}
+
 void few_rows_features(const LayerWeights& w, const torch::Tensor& h, const torch::Tensor& attn,
                        const std::vector<int64_t>& positions, LayerCache& features, double eps) {
     const int64_t L = h.size(0), D = h.size(1), R = attn.size(0), A = attn.size(1);

@@ -114,14 +114,41 @@ struct FewRowsLayerResult {
 // cached steps at 2 threads on an AMD Zen 3, and 6% and 5% on an Intel Xeon whose cores read L3 at
 // about 20 GB/s (README, session 49), since the residual rows and the MLP's hidden values then
 // cross the cores at each barrier. d2Cache's layers (attend with head means: tasks of rows through
-// every head) keep their three regions: in one region, after a barrier, they were no faster (median
-// of 24 alternated pairs 1.004).
+// every head) take few_rows_layer_with_head_mean below instead.
 FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                                   const torch::Tensor& cos, const torch::Tensor& sin, int64_t heads,
                                   int64_t kv_heads, double eps, LayerCache& kv_cache,
                                   const std::vector<int64_t>& positions, torch::Tensor* probs_out,
                                   const std::vector<int64_t>* probs_rows,
                                   const LayerMidpoint& midpoint);
+
+// Whether few_rows_layer_with_head_mean takes the rows h (R, D) of a layer with this K/V cache:
+// at 2 threads or more, rows enough for two shares, the attention on attend's column kernel; with
+// fits_few_rows_layer(w, h, &kv_cache) as well.
+bool fuses_layer_with_head_mean(const torch::Tensor& h, const LayerCache& kv_cache);
+
+// A whole layer whose attention makes the float32 head mean (d2Cache's), of a layer that always
+// goes on and keeps no inputs: each thread its share of the rows through norm, q/k/v of every
+// head, RoPE and the cache writes, then (after one barrier: every fresh K/V row is in the cache)
+// the same rows' attention through every head with their head mean, output projection and MLP,
+// in place in h. Each row stays on one core from the layer's input to its output: only the fresh
+// K/V rows cross the cores. It took three regions (the q/k/v pass by kv heads, the attention by
+// chunks of rows through every head, the output and MLP by rows: two forks and joins more, and q
+// and the residual rows crossed too); d2Cache at 2 threads, old and new library alternated, 22
+// runs of `cachelens-cli generate`: median 0.97 of the time (README, session 61); session 58 had
+// found the same layout level in far stretches (the CPUs on two dies), where the rollout's reads
+// of the other thread's head means cost most. The same bits as few_rows_qkv, attend with
+// head_mean_out and few_rows_output_and_mlp.
+struct HeadMeanLayer {
+    QkvHeads qkv;             // the rows' fresh q, k, v
+    torch::Tensor attn;       // (R, H*Dh)
+    torch::Tensor head_mean;  // (R, L) float32
+};
+HeadMeanLayer few_rows_layer_with_head_mean(const LayerWeights& w, const torch::Tensor& h,
+                                            const torch::Tensor& cos, const torch::Tensor& sin,
+                                            int64_t heads, int64_t kv_heads, double eps,
+                                            LayerCache& kv_cache,
+                                            const std::vector<int64_t>& positions);
 
 // Whether few_rows_features takes the feature layer of these weights: every row's residual h
 // (L, D) and the cached features (attn_out, ffn_out (L, D)) float32 contiguous on the CPU, `rows`

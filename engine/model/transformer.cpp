@@ -281,6 +281,9 @@ struct LayerRest {
     // LayerMidpoint::rows_before_go_on: a layer that stops does not need h's rows any more (it
     // never stops, or it starts again from the hidden cache).
     bool rows_before_go_on = false;
+    // go_on always answers true and no inputs are to be kept: the attention's region may take the
+    // rows through the whole layer before it is asked (few_rows_layer_with_head_mean).
+    bool finishes_unasked = false;
     // LayerMidpoint::keep_inputs: the hidden cache, where the region keeps the rows' inputs.
     torch::Tensor keep_inputs;
     bool inputs_kept = false;  // the region kept them
@@ -342,6 +345,17 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
                                            some ? &probs_rows : nullptr);
         if (fresh_out) *fresh_out = both.qkv;
         return both.attn;  // (R, H*Dh)
+    }
+    // d2Cache's layers at 2+ threads: each thread its rows through the whole layer.
+    if (fused && write_kv && reads.head_mean && !reads.probs && !reads.kept && rest &&
+        rest->few_rows && rest->finishes_unasked && fuses_layer_with_head_mean(h, lc)) {
+        auto layer =
+            few_rows_layer_with_head_mean(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
+                                          m_config.rms_norm_eps, lc, rows->host);
+        *reads.head_mean = layer.head_mean;  // (R, L)
+        rest->finished = true;
+        if (fresh_out) *fresh_out = layer.qkv;
+        return layer.attn;  // (R, H*Dh)
     }
     auto qkv = fused ? few_rows_qkv(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
                                     m_config.rms_norm_eps, write_kv ? &lc : nullptr, rows->host)
@@ -518,6 +532,7 @@ LayerResult Transformer::row_layer(int l, LayerPlan plan, LayerHooks& hooks, Lay
     LayerRest rest;
     rest.few_rows = rows && fits_few_rows_layer(w, s.h, nullptr);
     rest.rows_before_go_on = !may_escalate || keep_inputs;
+    rest.finishes_unasked = !may_escalate && !keep_inputs;
     if (keep_inputs && rest.few_rows && uses_row_kernels(lc.hidden) && lc.hidden.is_contiguous())
         rest.keep_inputs = lc.hidden;
     // What the policy reads of r: during the region, the kept scores there.
