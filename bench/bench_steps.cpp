@@ -147,12 +147,6 @@ struct Measured {
     std::vector<double> round_trips_ns;          // every probe, in order
 };
 
-// The CPUs' round trip now (core_placement.h), kept in out.
-double probe_placement(Measured& out) {
-    out.round_trips_ns.push_back(cl::bench::cross_core_round_trip_ns());
-    return out.round_trips_ns.back();
-}
-
 Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std::string>& prompts,
                  const std::vector<std::string>& names, const Options& o, int threads) {
     Measured out;
@@ -162,11 +156,11 @@ Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std:
         for (int r = 0; r < o.repeats; ++r) {
             // The farthest probe since the round's none run (names[0]) began; a probe between two
             // runs is the one's after and the other's before.
-            double farthest = probe_placement(out);
+            double farthest = cl::bench::probe_round_trip_into(out.round_trips_ns);
             for (const auto& n : names) {
                 reps[n].push_back(run_once(model, prompt, n, o, threads));
                 out.regions[n].add(reps[n].back().regions, reps[n].back().quiet);
-                farthest = std::max(farthest, probe_placement(out));
+                farthest = std::max(farthest, cl::bench::probe_round_trip_into(out.round_trips_ns));
                 if (n == "none") continue;
                 const StepTotals all = reps.at(n).back().all(), base = reps.at("none").back().all();
                 out.paired[n].push_back(

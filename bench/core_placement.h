@@ -93,6 +93,13 @@ inline double cross_core_round_trip_ns(int batches = 3, int trips = 10000) {
     return cl::stats::median(ns);
 }
 
+// A probe now (cross_core_round_trip_ns), appended to a bench's probes in order and returned: the
+// benches probe around every run and keep every probe for their placement line and JSON.
+inline double probe_round_trip_into(std::vector<double>& round_trips) {
+    round_trips.push_back(cross_core_round_trip_ns());
+    return round_trips.back();
+}
+
 // A round trip above this did not wait on a cache line but on the scheduler: another busy process
 // shares these CPUs (two benches at once on this 2-vCPU VM read 0.8-8.5 us), and the figures
 // around it are not the machine's. Two sockets stay well under it (a few hundred ns).

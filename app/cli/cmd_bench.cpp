@@ -104,9 +104,7 @@ struct BenchContext {
 
 // The CPUs' round trip now (bench/core_placement.h), kept in out; -1 off the CPU.
 double probe_placement(const BenchContext& b, ModeRuns& out) {
-    if (!b.on_cpu) return -1;
-    out.round_trips_ns.push_back(bench::cross_core_round_trip_ns());
-    return out.round_trips_ns.back();
+    return b.on_cpu ? bench::probe_round_trip_into(out.round_trips_ns) : -1;
 }
 
 // The median of `repeats` runs of every policy on one prompt. Repeats go round-robin over the

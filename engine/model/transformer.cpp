@@ -348,7 +348,7 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
     }
     // d2Cache's layers at 2+ threads: each thread its rows through the whole layer.
     if (fused && write_kv && reads.head_mean && !reads.probs && !reads.kept && rest &&
-        rest->few_rows && rest->finishes_unasked && fuses_layer_with_head_mean(h, lc)) {
+        rest->finishes_unasked && fuses_layer_with_head_mean(h, lc)) {
         auto layer =
             few_rows_layer_with_head_mean(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
                                           m_config.rms_norm_eps, lc, rows->host);
