@@ -3,6 +3,7 @@
 // counts on both sides of a thread's share.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
@@ -432,6 +433,69 @@ TEST(FewRowsLayer, TheHeadMeanLayerByRowsEqualsItsPartsAtOneThread) {
     const test::ScopedThreads one(1);
     EXPECT_FALSE(detail::fuses_layer_with_head_mean(torch::randn({22, 128}), cache))
         << "one thread keeps attend's head-mean tasks";
+}
+
+// dLLM-Cache's V-verify probe: rows of the residual at positions, normed, through v (and k with
+// RoPE), against the op-by-op probe the transformer runs where few_rows_probe does not fit.
+void expect_same_probe(const Layer& l, const std::vector<int64_t>& positions, bool with_k,
+                       const std::string& at) {
+    const int64_t D = l.w.attn_norm.size(0), Dh = l.w.q_proj.size(0) / l.heads;
+    const auto h = torch::randn({kKeys, D});
+    const detail::RopeTables rope(10000.0, Dh, kKeys, torch::kCPU);
+    const auto [cos, sin] = rope.prefix(kKeys);  // (L, Dh)
+    ASSERT_TRUE(detail::fits_few_rows_probe(l.w, h, l.heads, l.kv_heads, with_k)) << at;
+    const auto got =
+        detail::few_rows_probe(l.w, h, positions, cos, sin, l.heads, l.kv_heads, l.eps, with_k);
+    const auto index = torch::tensor(positions);
+    const auto xp = detail::rms_norm(h.index_select(0, index), l.w.attn_norm, l.eps);  // (P, D)
+    const auto v = detail::split_heads(detail::linear(xp, l.w.v_proj, l.w.v_bias), l.kv_heads);
+    // The op-by-op products take 16 rows or more through the same kernel (fewer: OpenBLAS).
+    const auto P = static_cast<int64_t>(positions.size());
+    const auto same = [&](const torch::Tensor& a, const torch::Tensor& b) {
+        return P >= 16 ? torch::equal(a, b) : torch::allclose(a, b, 1e-5, 1e-5);
+    };
+    EXPECT_TRUE(same(got.v, v)) << at << ": v, max difference "
+                                << (got.v - v).abs().max().item<double>();
+    ASSERT_EQ(got.k.defined(), with_k) << at;
+    if (!with_k) return;
+    const auto k = detail::RopeTables::apply(
+        detail::split_heads(detail::linear(xp, l.w.k_proj, l.w.k_bias), l.kv_heads),
+        cos.index_select(0, index), sin.index_select(0, index));
+    EXPECT_TRUE(same(got.k, k)) << at << ": k, max difference "
+                                << (got.k - k).abs().max().item<double>();
+}
+
+TEST(FewRowsLayer, TheProbeInOneRegionEqualsTheOpByOpProbe) {
+    torch::manual_seed(23);
+    torch::InferenceMode g;
+    for (const bool with_bias : {false, true})
+        for (const int64_t d_model : {64, 128}) {
+            const auto l = tiny_layer(with_bias, d_model);
+            for (const int threads : {1, 2, 3}) {
+                const test::ScopedThreads scope(threads);
+                // Few rows, a share's block and past it (64), a response span, every row.
+                for (const int64_t P :
+                     {int64_t{1}, int64_t{7}, int64_t{16}, int64_t{65}, int64_t{130}, kKeys})
+                    for (const bool with_k : {false, true}) {
+                        auto positions = some_positions(P);
+                        if (P % 2 == 0) std::reverse(positions.begin(), positions.end());
+                        expect_same_probe(
+                            l, positions, with_k,
+                            std::to_string(P) + " rows, d_model " + std::to_string(d_model) + ", " +
+                                std::to_string(threads) + " threads" +
+                                (with_bias ? ", biases" : "") + (with_k ? ", with k" : ""));
+                    }
+            }
+        }
+    // Refused where its kernels cannot: rows of another type, weights not in panels.
+    const auto l = tiny_layer(false);
+    const int64_t D = l.w.attn_norm.size(0);
+    EXPECT_FALSE(detail::fits_few_rows_probe(l.w, torch::randn({kKeys, D}, torch::kFloat64),
+                                             l.heads, l.kv_heads, false));
+    auto no_panels = l.w;
+    no_panels.qkv_panels = torch::Tensor();
+    EXPECT_FALSE(detail::fits_few_rows_probe(no_panels, torch::randn({kKeys, D}), l.heads,
+                                             l.kv_heads, true));
 }
 
 TEST(FewRowsLayer, KeepsInputsOnlyWhereTheyFit) {

@@ -31,6 +31,9 @@ constexpr int64_t kMaxFusedRows = 128;
 // step in the every-row layers against 69 now; dLLM-Cache's layer 0 2.16-2.27 ms against
 // 1.98-2.13).
 constexpr int64_t kFeatureBlockRows = 64;
+// Rows per pass of few_rows_probe in each thread's share: its (rows, D + (H + 2 Hkv) Dh) scratch
+// stays in L2 (98 KB at D = 128).
+constexpr int64_t kProbeBlockRows = 64;
 // Rows of the feature layer's residual add per task: about 32K floats at D = 128.
 constexpr int64_t kRowsPerAddTask = 256;
 
@@ -441,6 +444,69 @@ HeadMeanLayer few_rows_layer_with_head_mean(const LayerWeights& w, const torch::
              attention.run_with_head_mean(0, b, e, mean + b * L);
              output_and_mlp_rows(w, h, out.attn, eps, b, e);
          }});
+    return out;
+}
+
+bool fits_few_rows_probe(const LayerWeights& w, const torch::Tensor& h, int64_t heads,
+                         int64_t kv_heads, bool with_k) {
+    const int64_t Dh = w.q_proj.size(0) / heads;
+    const int64_t first = (heads + (with_k ? 0 : kv_heads)) * Dh;  // the product's first column
+    return cpu_float(h) && h.dim() == 2 && weights_fit(w, h.size(1)) &&
+           first % kFewRowsTileColumns == 0;
+}
+
+ProbeHeads few_rows_probe(const LayerWeights& w, const torch::Tensor& h,
+                          const std::vector<int64_t>& positions, const torch::Tensor& cos,
+                          const torch::Tensor& sin, int64_t heads, int64_t kv_heads, double eps,
+                          bool with_k) {
+    const int64_t L = h.size(0), D = h.size(1), P = static_cast<int64_t>(positions.size());
+    const int64_t H = heads, Hkv = kv_heads, Dh = w.q_proj.size(0) / H;
+    const int64_t width = (H + 2 * Hkv) * Dh;
+    const int64_t k0 = H * Dh, v0 = (H + Hkv) * Dh;  // the k and v columns' first
+    check_positions("few_rows_probe", positions, P, L);
+    ProbeHeads out;
+    out.v = empty_buffer({Hkv, P, Dh}, h.options());
+    if (with_k) out.k = empty_buffer({Hkv, P, Dh}, h.options());
+    const auto bias_values = stacked_bias(w);
+    const auto cos_values = cos.contiguous(), sin_values = sin.contiguous();  // (L, Dh)
+    const float* bias = bias_values.defined() ? bias_values.data_ptr<float>() : nullptr;
+    const float* rows = h.data_ptr<float>();
+    const auto block = [&](int64_t b, int64_t n) {
+        float* xn = thread_scratch(static_cast<size_t>(n * (D + width)));  // (n, D)
+        float* y = xn + n * D;                                             // (n, width)
+        // Normed from h in runs of consecutive positions (a response span is one run).
+        for (int64_t r0 = 0, r1 = 1; r0 < n; r0 = r1++) {
+            const int64_t first = positions[static_cast<size_t>(b + r0)];
+            while (r1 < n && positions[static_cast<size_t>(b + r1)] == first + (r1 - r0)) ++r1;
+            rms_norm_rows(rows + first * D, w.attn_norm.data_ptr<float>(), xn + r0 * D, r1 - r0, D,
+                          static_cast<float>(eps));
+        }
+        const int64_t c0 = with_k ? k0 : v0;
+        rows_product(xn, n, D, w.qkv_panels, width, y, /*accumulate=*/false, c0, width);
+        if (bias)
+            for (int64_t r = 0; r < n; ++r)
+                for (int64_t c = c0; c < width; ++c) y[r * width + c] += bias[c];
+        for (int64_t hd = 0; hd < Hkv; ++hd)
+            for (int64_t r = 0; r < n; ++r) {
+                const float* row = y + r * width;
+                std::copy_n(row + v0 + hd * Dh, Dh,
+                            out.v.data_ptr<float>() + (hd * P + b + r) * Dh);
+                if (!with_k) continue;
+                RopeRows in;  // one row: its own position's tables
+                in.x = row + k0 + hd * Dh;
+                in.row_stride = width;
+                in.cos = cos_values.data_ptr<float>() + positions[static_cast<size_t>(b + r)] * Dh;
+                in.sin = sin_values.data_ptr<float>() + positions[static_cast<size_t>(b + r)] * Dh;
+                in.rows = 1;
+                in.heads = 1;
+                in.head_dim = Dh;
+                rope_rows(in, out.k.data_ptr<float>() + (hd * P + b + r) * Dh);
+            }
+    };
+    for_row_shares(P, [&](int64_t b, int64_t e) {
+        for (int64_t b0 = b; b0 < e; b0 += kProbeBlockRows)
+            block(b0, std::min(e - b0, kProbeBlockRows));
+    });
     return out;
 }
 

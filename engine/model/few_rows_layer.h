@@ -150,6 +150,28 @@ HeadMeanLayer few_rows_layer_with_head_mean(const LayerWeights& w, const torch::
                                             LayerCache& kv_cache,
                                             const std::vector<int64_t>& positions);
 
+// Whether few_rows_probe takes the probe of these weights: every row's residual h (L, D) float32
+// contiguous on the CPU, the q/k/v weights in panels, the probe's first column (v's, or k's
+// with_k) on a tile of the panel product.
+bool fits_few_rows_probe(const LayerWeights& w, const torch::Tensor& h, int64_t heads,
+                         int64_t kv_heads, bool with_k);
+
+// dLLM-Cache's V-verify probe: the rows of h (L, D) at `positions` (P, ascending or not) normed
+// with attn_norm, then their v (Hkv, P, Dh) and with_k their k rotated with the tables cos, sin
+// (L, Dh) at those positions (undefined without with_k). Each thread its share of the rows in
+// one region, from the gather to the heads; the op-by-op probe (a gather, the norm, one or two
+// products, a bias add, a transpose) took its ops one region each, and a second thread did not
+// shorten it (126 / 132 us a probed layer at 1 / 2 threads, G = 256). The same bits as
+// rms_norm, linear with v_proj (k_proj) and rotate_heads.
+struct ProbeHeads {
+    torch::Tensor k;  // (Hkv, P, Dh) or undefined
+    torch::Tensor v;  // (Hkv, P, Dh)
+};
+ProbeHeads few_rows_probe(const LayerWeights& w, const torch::Tensor& h,
+                          const std::vector<int64_t>& positions, const torch::Tensor& cos,
+                          const torch::Tensor& sin, int64_t heads, int64_t kv_heads, double eps,
+                          bool with_k);
+
 // Whether few_rows_features takes the feature layer of these weights: every row's residual h
 // (L, D) and the cached features (attn_out, ffn_out (L, D)) float32 contiguous on the CPU, `rows`
 // computed rows (1 to L: a cached step's few, or every row), every product's weights in panels.

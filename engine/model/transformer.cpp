@@ -389,6 +389,22 @@ torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, con
     return out;
 }
 
+ProbeHeads Transformer::probe_rows(const LayerWeights& w, const PlanState& s,
+                                   const LayerPlan& plan) const {
+    const int64_t H = m_config.n_heads, Hkv = m_config.n_kv_heads;
+    if (fits_few_rows_probe(w, s.h, H, Hkv, plan.probe_k))
+        return few_rows_probe(w, s.h, plan.probe_rows.host, s.cos, s.sin, H, Hkv,
+                              m_config.rms_norm_eps, plan.probe_k);
+    const auto& pr = plan.probe_rows.device;
+    auto xp = norm(rows_of(s.h, plan.probe_rows), w.attn_norm);  // (P, D)
+    ProbeHeads out;
+    out.v = split_heads(linear(xp, w.v_proj, w.v_bias), Hkv);  // (Hkv, P, Dh)
+    if (plan.probe_k)                                          // (Hkv, P, Dh)
+        out.k = RopeTables::apply(split_heads(linear(xp, w.k_proj, w.k_bias), Hkv),
+                                  s.cos.index_select(0, pr), s.sin.index_select(0, pr));
+    return out;
+}
+
 LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks& hooks,
                                        LayerCache& lc, PlanState& s) const {
     const auto& w = m_weights.layers[static_cast<size_t>(l)];
@@ -399,14 +415,8 @@ LayerResult Transformer::feature_layer(int l, const LayerPlan& plan, LayerHooks&
         throw std::logic_error("forward_plan: feature-cache layers need every row's residual");
     RowSet rows = plan.all_rows ? s.all : plan.rows;
     if (plan.probe) {
-        const auto& pr = plan.probe_rows.device;
-        auto xp = norm(rows_of(s.h, plan.probe_rows), w.attn_norm);                  // (P, D)
-        auto vp = split_heads(linear(xp, w.v_proj, w.v_bias), m_config.n_kv_heads);  // (Hkv, P, Dh)
-        torch::Tensor kp;                                                            // (Hkv, P, Dh)
-        if (plan.probe_k)
-            kp = RopeTables::apply(split_heads(linear(xp, w.k_proj, w.k_bias), m_config.n_kv_heads),
-                                   s.cos.index_select(0, pr), s.sin.index_select(0, pr));
-        rows = hooks.select_rows(l, kp, vp);
+        const auto probe = probe_rows(w, s, plan);
+        rows = hooks.select_rows(l, probe.k, probe.v);
     }
     const bool all = rows.size() == s.L && plan.all_rows;
     // h += out (L, D) in place: h is this forward's own tensor (an index_select, then sums), so

@@ -19,6 +19,7 @@
 namespace cl::detail {
 
 struct KeptAttention;  // blocks.h
+struct ProbeHeads;     // few_rows_layer.h
 
 // What a layer's attention hands back besides its output, each where asked for: the probabilities
 // of the computed rows at `positions` (every computed row's if empty), or where the CPU kernel can,
@@ -66,6 +67,9 @@ private:
     struct PlanState;
     LayerResult feature_layer(int l, const LayerPlan& plan, LayerHooks& hooks, LayerCache& lc,
                               PlanState& s) const;
+    // A feature layer's probe (LayerPlan::probe): its probe rows' v, and with probe_k k, from the
+    // residual h, in one region on the CPU (few_rows_probe), op by op elsewhere.
+    ProbeHeads probe_rows(const LayerWeights& w, const PlanState& s, const LayerPlan& plan) const;
     LayerResult row_layer(int l, LayerPlan plan, LayerHooks& hooks, LayerCache& lc,
                           PlanState& s) const;
     void gather_inputs(int l, const LayerPlan& plan, const LayerCache& lc, PlanState& s) const;
