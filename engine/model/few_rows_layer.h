@@ -159,10 +159,13 @@ bool fits_few_rows_probe(const LayerWeights& w, const torch::Tensor& h, int64_t 
 // dLLM-Cache's V-verify probe: the rows of h (L, D) at `positions` (P, ascending or not) normed
 // with attn_norm, then their v (Hkv, P, Dh) and with_k their k rotated with the tables cos, sin
 // (L, Dh) at those positions (undefined without with_k). Each thread its share of the rows in
-// one region, from the gather to the heads; the op-by-op probe (a gather, the norm, one or two
-// products, a bias add, a transpose) took its ops one region each, and a second thread did not
-// shorten it (126 / 132 us a probed layer at 1 / 2 threads, G = 256). The same bits as
-// rms_norm, linear with v_proj (k_proj) and rotate_heads.
+// one region, from the norm (read from h in runs of consecutive positions, no gather) to the
+// heads. The op-by-op probe (a gather, the norm, one or two products, a bias add) ran each op
+// as a region of its own; a probed layer's probe took 112-130 / 70-84 us at 1 / 2 threads with
+// it, 105-115 / 54-76 now (G = 256, temporary timers), and dLLM-Cache's run 0.99 / 0.98 of the
+// time (8 / 10 alternated pairs of `generate`; README, session 62). The same bits as rms_norm,
+// linear with v_proj (k_proj) and RopeTables::apply where those products run few_rows_product
+// (16 rows or more; fewer go to OpenBLAS).
 struct ProbeHeads {
     torch::Tensor k;  // (Hkv, P, Dh) or undefined
     torch::Tensor v;  // (Hkv, P, Dh)
