@@ -3,10 +3,10 @@
 // project's Zen 4 VM has its two vCPUs on one CCD (one L3: 50-90 ns) most of the time and on two
 // (310-360 ns) for seconds at a time. In those seconds a cached Elastic-Cache layer at 2 threads
 // took 133-136 us against 91-93, and even its single-threaded step work (the step record) half as
-// long again, where `none`'s steps lost 12-15% (session 56 of the README): a cached step reads
-// its layers' weights and K/V from L3 and hands rows between the threads twice a layer, where
-// `none` mostly computes. The benches split each policy's paired efficiency by it.
-// Linux only (sched_getaffinity); elsewhere, and with fewer than two CPUs, it measures nothing.
+// long again, where `none`'s steps lost 12-15% (docs/cpu-performance-log.md, session 56): a cached
+// step reads its layers' weights and K/V from L3 and hands rows between the threads twice a layer,
+// where `none` mostly computes. The benches split each policy's paired efficiency by it. Linux only
+// (sched_getaffinity); elsewhere, and with fewer than two CPUs, it measures nothing.
 #pragma once
 
 #include "bench/cpu_pinning.h"

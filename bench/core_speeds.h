@@ -4,7 +4,7 @@
 // slower than the other (a VM whose vCPU shares its host core, a hybrid CPU's efficiency core),
 // a policy's 2-thread efficiency says as much about the cores as about the policy. On this
 // project's 2-core VM one vCPU ran a cached Elastic layer in 283-290 us against the other's
-// 186-217 us for seconds at a time (taskset, one thread, session 45 of the README).
+// 186-217 us for seconds at a time (taskset, one thread, docs/cpu-performance-log.md, session 45).
 // Beside it, the same product over weights that come from L3 (a pass over 48 of them, 8.6 MB):
 // how much slower than from L2 (1.05-1.48x over 8 s on this project's Zen 4 VM, whose 32 MB L3 the
 // host's other guests share, session 55). A cached step reads its layers' weights and K/V from L3;

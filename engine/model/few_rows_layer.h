@@ -4,19 +4,19 @@
 // it), in one parallel region. Op by op, each op was a region of its own split by columns, and
 // every op's inputs crossed to the other core and its outputs back (an empty region costs about
 // 1 us on a 2-core EPYC, one whose worker reads 12 KB the main thread just wrote 5-12 us); fused,
-// a 2-thread Elastic run took 10% less time, fast-dual 7% (README, session 31). At 2 threads or
-// more the q/k/v pass instead gives each thread a share of the kv heads for every row, where the
-// heads' columns are whole tiles: each thread reads only its heads' weights and writes the q, k, v
-// its own attention tasks read (attend splits by kv heads the same way); cached steps at 2 threads,
-// old and new libraries alternated, medians of 16-30 pairs: Elastic 0.958-0.968 of the time,
-// fast-dual 0.917, dLLM-Cache 0.972, d2Cache 1.011 (10 pairs; its attention takes rows through
-// every head). Where the attention follows on attend's column kernel, the two then run in one
-// region (few_rows_qkv_attention): against the split alone, medians of 16-20 pairs, Elastic 0.943
-// (gamma 0) and 0.951, fast-dual 0.948, dLLM-Cache 0.968, d2Cache 0.981. The feature-cache
-// layer's variant (few_rows_features) writes the rows' outputs into the cached features instead.
-// The sums are the op-by-op path's: the same kernels on the same rows (few_rows_product's order
-// of summation does not depend on the rows or columns a call takes), so the results are equal
-// bit for bit (FewRowsLayer tests).
+// a 2-thread Elastic run took 10% less time, fast-dual 7% (docs/cpu-performance-log.md, session
+// 31). At 2 threads or more the q/k/v pass instead gives each thread a share of the kv heads for
+// every row, where the heads' columns are whole tiles: each thread reads only its heads' weights
+// and writes the q, k, v its own attention tasks read (attend splits by kv heads the same way);
+// cached steps at 2 threads, old and new libraries alternated, medians of 16-30 pairs: Elastic
+// 0.958-0.968 of the time, fast-dual 0.917, dLLM-Cache 0.972, d2Cache 1.011 (10 pairs; its
+// attention takes rows through every head). Where the attention follows on attend's column kernel,
+// the two then run in one region (few_rows_qkv_attention): against the split alone, medians of
+// 16-20 pairs, Elastic 0.943 (gamma 0) and 0.951, fast-dual 0.948, dLLM-Cache 0.968, d2Cache 0.981.
+// The feature-cache layer's variant (few_rows_features) writes the rows' outputs into the cached
+// features instead. The sums are the op-by-op path's: the same kernels on the same rows
+// (few_rows_product's order of summation does not depend on the rows or columns a call takes), so
+// the results are equal bit for bit (FewRowsLayer tests).
 //
 // Shapes: R computed rows, D d_model, H heads, Hkv kv heads, Dh head dim, F mlp hidden, L keys.
 #pragma once
@@ -112,9 +112,9 @@ struct FewRowsLayerResult {
 // output projection and MLP stay split by rows: split by columns (each thread half of every
 // product's weights, two barriers more) they took 7% and 5% longer in Elastic's and fast-dual's
 // cached steps at 2 threads on an AMD Zen 3, and 6% and 5% on an Intel Xeon whose cores read L3 at
-// about 20 GB/s (README, session 49), since the residual rows and the MLP's hidden values then
-// cross the cores at each barrier. d2Cache's layers (attend with head means: tasks of rows through
-// every head) take few_rows_layer_with_head_mean below instead.
+// about 20 GB/s (docs/cpu-performance-log.md, session 49), since the residual rows and the MLP's
+// hidden values then cross the cores at each barrier. d2Cache's layers (attend with head means:
+// tasks of rows through every head) take few_rows_layer_with_head_mean below instead.
 FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                                   const torch::Tensor& cos, const torch::Tensor& sin, int64_t heads,
                                   int64_t kv_heads, double eps, LayerCache& kv_cache,
@@ -135,10 +135,10 @@ bool fuses_layer_with_head_mean(const torch::Tensor& h, const LayerCache& kv_cac
 // K/V rows cross the cores. It took three regions (the q/k/v pass by kv heads, the attention by
 // chunks of rows through every head, the output and MLP by rows: two forks and joins more, and q
 // and the residual rows crossed too); d2Cache at 2 threads, old and new library alternated, 22
-// runs of `cachelens-cli generate`: median 0.97 of the time (README, session 61); session 58 had
-// found the same layout level in far stretches (the CPUs on two dies), where the rollout's reads
-// of the other thread's head means cost most. The same bits as few_rows_qkv, attend with
-// head_mean_out and few_rows_output_and_mlp.
+// runs of `cachelens-cli generate`: median 0.97 of the time (docs/cpu-performance-log.md, session
+// 61); session 58 had found the same layout level in far stretches (the CPUs on two dies), where
+// the rollout's reads of the other thread's head means cost most. The same bits as few_rows_qkv,
+// attend with head_mean_out and few_rows_output_and_mlp.
 struct HeadMeanLayer {
     QkvHeads qkv;             // the rows' fresh q, k, v
     torch::Tensor attn;       // (R, H*Dh)
@@ -163,9 +163,9 @@ bool fits_few_rows_probe(const LayerWeights& w, const torch::Tensor& h, int64_t 
 // heads. The op-by-op probe (a gather, the norm, one or two products, a bias add) ran each op
 // as a region of its own; a probed layer's probe took 112-130 / 70-84 us at 1 / 2 threads with
 // it, 105-115 / 54-76 now (G = 256, temporary timers), and dLLM-Cache's run 0.99 / 0.98 of the
-// time (8 / 10 alternated pairs of `generate`; README, session 62). The same bits as rms_norm,
-// linear with v_proj (k_proj) and RopeTables::apply where those products run few_rows_product
-// (16 rows or more; fewer go to OpenBLAS).
+// time (8 / 10 alternated pairs of `generate`; docs/cpu-performance-log.md, session 62). The same
+// bits as rms_norm, linear with v_proj (k_proj) and RopeTables::apply where those products run
+// few_rows_product (16 rows or more; fewer go to OpenBLAS).
 struct ProbeHeads {
     torch::Tensor k;  // (Hkv, P, Dh) or undefined
     torch::Tensor v;  // (Hkv, P, Dh)

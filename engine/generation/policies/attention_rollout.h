@@ -5,7 +5,8 @@
 // pass). The rollout itself is float64: on the CPU a loop over the layers' means, each value
 // widened; elsewhere (a GPU) tensor ops on the attention's device, one copy of (L) to the host.
 // Split over threads (a phase per layer, a share of the columns each) it ran slower at 2 threads
-// (50 against 31 us on d2Cache's shapes; README, session 42), so the loop stays on one thread.
+// (50 against 31 us on d2Cache's shapes; docs/cpu-performance-log.md, session 42), so the loop
+// stays on one thread.
 #pragma once
 
 #include <cstdint>
