@@ -470,18 +470,21 @@ ProbeHeads few_rows_probe(const LayerWeights& w, const torch::Tensor& h,
     const auto bias_values = stacked_bias(w);
     const auto cos_values = cos.contiguous(), sin_values = sin.contiguous();  // (L, Dh)
     const float* bias = bias_values.defined() ? bias_values.data_ptr<float>() : nullptr;
-    const float* rows = h.data_ptr<float>();
+    const float *rows = h.data_ptr<float>(), *gain = w.attn_norm.data_ptr<float>();
+    const float *cos_rows = cos_values.data_ptr<float>(), *sin_rows = sin_values.data_ptr<float>();
+    float* v_out = out.v.data_ptr<float>();                     // (Hkv, P, Dh)
+    float* k_out = with_k ? out.k.data_ptr<float>() : nullptr;  // (Hkv, P, Dh)
+    const int64_t c0 = with_k ? k0 : v0;                        // the product's first column
     const auto block = [&](int64_t b, int64_t n) {
+        const int64_t* at = positions.data() + b;                          // the block's positions
         float* xn = thread_scratch(static_cast<size_t>(n * (D + width)));  // (n, D)
         float* y = xn + n * D;                                             // (n, width)
         // Normed from h in runs of consecutive positions (a response span is one run).
         for (int64_t r0 = 0, r1 = 1; r0 < n; r0 = r1++) {
-            const int64_t first = positions[static_cast<size_t>(b + r0)];
-            while (r1 < n && positions[static_cast<size_t>(b + r1)] == first + (r1 - r0)) ++r1;
-            rms_norm_rows(rows + first * D, w.attn_norm.data_ptr<float>(), xn + r0 * D, r1 - r0, D,
+            while (r1 < n && at[r1] == at[r0] + (r1 - r0)) ++r1;
+            rms_norm_rows(rows + at[r0] * D, gain, xn + r0 * D, r1 - r0, D,
                           static_cast<float>(eps));
         }
-        const int64_t c0 = with_k ? k0 : v0;
         rows_product(xn, n, D, w.qkv_panels, width, y, /*accumulate=*/false, c0, width);
         if (bias)
             for (int64_t r = 0; r < n; ++r)
@@ -489,18 +492,18 @@ ProbeHeads few_rows_probe(const LayerWeights& w, const torch::Tensor& h,
         for (int64_t hd = 0; hd < Hkv; ++hd)
             for (int64_t r = 0; r < n; ++r) {
                 const float* row = y + r * width;
-                std::copy_n(row + v0 + hd * Dh, Dh,
-                            out.v.data_ptr<float>() + (hd * P + b + r) * Dh);
-                if (!with_k) continue;
+                const int64_t to = (hd * P + b + r) * Dh;
+                std::copy_n(row + v0 + hd * Dh, Dh, v_out + to);
+                if (!k_out) continue;
                 RopeRows in;  // one row: its own position's tables
                 in.x = row + k0 + hd * Dh;
                 in.row_stride = width;
-                in.cos = cos_values.data_ptr<float>() + positions[static_cast<size_t>(b + r)] * Dh;
-                in.sin = sin_values.data_ptr<float>() + positions[static_cast<size_t>(b + r)] * Dh;
+                in.cos = cos_rows + at[r] * Dh;
+                in.sin = sin_rows + at[r] * Dh;
                 in.rows = 1;
                 in.heads = 1;
                 in.head_dim = Dh;
-                rope_rows(in, out.k.data_ptr<float>() + (hd * P + b + r) * Dh);
+                rope_rows(in, k_out + to);
             }
     };
     for_row_shares(P, [&](int64_t b, int64_t e) {
