@@ -496,6 +496,17 @@ TEST(FewRowsLayer, TheProbeInOneRegionEqualsTheOpByOpProbe) {
     no_panels.qkv_panels = torch::Tensor();
     EXPECT_FALSE(detail::fits_few_rows_probe(no_panels, torch::randn({kKeys, D}), l.heads,
                                              l.kv_heads, true));
+    // A position past the residual's rows is named, not read.
+    const detail::RopeTables rope(10000.0, l.w.q_proj.size(0) / l.heads, kKeys, torch::kCPU);
+    const auto [cos, sin] = rope.prefix(kKeys);
+    try {
+        (void)detail::few_rows_probe(l.w, torch::randn({kKeys, D}), {3, kKeys}, cos, sin, l.heads,
+                                     l.kv_heads, l.eps, false);
+        ADD_FAILURE() << "a position outside the rows did not throw";
+    } catch (const std::out_of_range& e) {
+        EXPECT_NE(std::string(e.what()).find("few_rows_probe: position 150"), std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(FewRowsLayer, KeepsInputsOnlyWhereTheyFit) {
