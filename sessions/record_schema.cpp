@@ -195,6 +195,10 @@ const std::vector<Field<RunInfo>>& run_fields() {
         field<RunInfo>("steps", C::Integer, "steps_planned", "T, planned steps", CL_MEMBER(steps)),
         field<RunInfo>("n_layers", C::Integer, "", "N, transformer layers", CL_MEMBER(n_layers)),
         field<RunInfo>("n_heads", C::Integer, "", "attention heads", CL_MEMBER(n_heads)),
+        field<RunInfo>("attention_tile", C::Integer, "",
+                       "keys per stored cell of the run's head-mean attention maps, chosen to fit "
+                       "its attention budget; 1 = full resolution (v8; older runs: 1)",
+                       CL_MEMBER(attention_tile)),
         field<RunInfo>("mask_id", C::Integer, "", "id of [MASK]", CL_MEMBER(mask_id)),
         field<RunInfo>("eos_id", C::Integer, "", "id of end-of-sequence", CL_MEMBER(eos_id)),
         field<RunInfo>("app_version", C::Text, "", "CacheLens version that ran it",
@@ -301,8 +305,9 @@ json to_json(const RunSummary& summary) {
 }
 
 json to_json(const AttentionMap& m) {
-    return {{"layer", m.layer},  {"head", m.head},           {"rows", m.rows},
-            {"cols", m.cols},    {"row_index", m.row_index}, {"row_scale", m.row_scale},
+    return {{"layer", m.layer},       {"head", m.head},           {"rows", m.rows},
+            {"cols", m.cols},         {"keys", m.key_count()},    {"key_tile", m.key_tile},
+            {"row_tile", m.row_tile}, {"row_index", m.row_index}, {"row_scale", m.row_scale},
             {"levels", m.levels}};
 }
 
@@ -335,6 +340,14 @@ void from_json(const json& j, AttentionMap& m) {
         m.head = json_int<int32_t>(j.at("head"));
         m.rows = json_int<int32_t>(j.at("rows"));
         m.cols = json_int<int32_t>(j.at("cols"));
+        m.keys = j.contains("keys") ? json_int<int32_t>(j.at("keys")) : m.cols;
+        m.key_tile = j.contains("key_tile") ? json_int<int32_t>(j.at("key_tile")) : 1;
+        m.row_tile = j.contains("row_tile") ? json_int<int32_t>(j.at("row_tile")) : 1;
+        if (m.key_tile < 1 || m.row_tile < 1 || m.cols != (m.keys + m.key_tile - 1) / m.key_tile)
+            throw SessionError("attention map: tiles " + std::to_string(m.row_tile) + "x" +
+                               std::to_string(m.key_tile) + " do not give " +
+                               std::to_string(m.cols) + " columns of " + std::to_string(m.keys) +
+                               " keys");
         m.row_index = json_ints<int32_t>(j.at("row_index"));
         m.row_scale = j.at("row_scale").get<std::vector<float>>();
         m.levels = json_ints<uint8_t>(j.at("levels"));

@@ -86,10 +86,19 @@ void migrate_v6_to_v7(Db& db) {
     db.exec("ALTER TABLE run ADD COLUMN dtype TEXT NOT NULL DEFAULT 'fp32'");
 }
 
+// v7 -> v8: attention at a level of detail. A run names its attention tile; a map its key and row
+// tiles and the keys it covers (all earlier maps were at full resolution: keys = cols).
+void migrate_v7_to_v8(Db& db) {
+    db.exec("ALTER TABLE run ADD COLUMN attention_tile INTEGER NOT NULL DEFAULT 1");
+    db.exec("ALTER TABLE attention ADD COLUMN keys INTEGER NOT NULL DEFAULT 0");
+    db.exec("ALTER TABLE attention ADD COLUMN key_tile INTEGER NOT NULL DEFAULT 1");
+    db.exec("ALTER TABLE attention ADD COLUMN row_tile INTEGER NOT NULL DEFAULT 1");
+}
+
 const std::vector<std::function<void(Db&)>>& migrations() {
     static const std::vector<std::function<void(Db&)>> m{
-        migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4,
-        migrate_v4_to_v5, migrate_v5_to_v6, migrate_v6_to_v7};  // index i: v(i+1) -> v(i+2)
+        migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4, migrate_v4_to_v5,
+        migrate_v5_to_v6, migrate_v6_to_v7, migrate_v7_to_v8};  // index i: v(i+1) -> v(i+2)
     return m;
 }
 

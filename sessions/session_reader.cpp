@@ -221,9 +221,19 @@ trace::AttentionMap read_attention_map(const Stmt& at, int32_t seq_len, const st
     m.head = static_cast<int32_t>(at.col_int(1));
     m.rows = static_cast<int32_t>(at.col_int(2));
     m.cols = static_cast<int32_t>(at.col_int(3));
+    m.keys = static_cast<int32_t>(at.col_int(9));
+    m.key_tile = static_cast<int32_t>(at.col_int(10));
+    m.row_tile = static_cast<int32_t>(at.col_int(11));
+    if (m.keys == 0) m.keys = m.cols;  // v7 and older: full resolution
     const std::string aw = where + ": attention layer " + std::to_string(m.layer);
     if (m.rows < 0 || m.cols < 0 || m.cols > seq_len || m.rows > seq_len)
         throw SessionError(aw + ": bad size");
+    if (m.key_tile < 1 || m.row_tile < 1 || m.key_tile > seq_len || m.row_tile > seq_len ||
+        m.keys < 0 || m.keys > seq_len || m.cols != (m.keys + m.key_tile - 1) / m.key_tile)
+        throw SessionError(aw + ": tiles " + std::to_string(m.row_tile) + "x" +
+                           std::to_string(m.key_tile) + " do not give its " +
+                           std::to_string(m.cols) + " columns of " + std::to_string(m.keys) +
+                           " keys");
     const std::string quant = at.col_text(5);
     const bool four_bit = quant == "rowmax-u4";
     if (!four_bit && quant != "rowmax-u8")
@@ -254,8 +264,8 @@ trace::AttentionMap read_attention_map(const Stmt& at, int32_t seq_len, const st
 void SessionReader::read_attention(int64_t run_id, const std::vector<int32_t>& layers,
                                    trace::StepRecord& r, const std::string& where) {
     std::string sql =
-        "SELECT layer, head, rows, cols, row_index, quant, encoding, data, row_scale FROM "
-        "attention WHERE run_id = ? AND step = ?";
+        "SELECT layer, head, rows, cols, row_index, quant, encoding, data, row_scale, keys, "
+        "key_tile, row_tile FROM attention WHERE run_id = ? AND step = ?";
     if (!layers.empty()) {
         sql += " AND layer IN (";
         for (size_t i = 0; i < layers.size(); ++i) {

@@ -93,6 +93,10 @@ SessionWriter::SessionWriter(std::string path, WriterOptions options)
     m_run_fields = fields_in_table(m_db, "run", run_fields());
     m_step_fields = fields_in_table(m_db, "step", step_fields());
     m_has_comparison_tables = table_exists(m_db, "comparison_run");
+    {
+        Stmt c(m_db, "SELECT count(*) FROM pragma_table_info('attention') WHERE name = 'key_tile'");
+        m_has_attention_tiles = c.step() && c.col_int(0) > 0;
+    }
     const std::string next_id =
         m_has_comparison_tables ? "SELECT max(coalesce((SELECT max(comparison_id) FROM run), -1), "
                                   "coalesce((SELECT max(comparison_id) FROM comparison), -1)) + 1"
@@ -127,6 +131,8 @@ bool SessionWriter::wants(const trace::ProbeRequest& r) const {
             return m_options.want_oracle;
         case trace::ProbeKind::Drift:
             return m_options.want_drift;
+        case trace::ProbeKind::FullResolution:
+            return m_options.full_resolution_layers.count(r.layer) > 0;
     }
     return false;
 }
@@ -375,10 +381,12 @@ void SessionWriter::write_step(const trace::StepRecord& r) {
 void SessionWriter::write_attention(int64_t run, const trace::StepRecord& r) {
     if (r.attention.empty()) return;
     const bool four_bit = m_options.attention_bits == 4;
-    Stmt at(m_db,
-            "INSERT INTO attention(run_id, step, layer, head, rows, cols, row_index, "
-            "row_scale, quant, encoding, data)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+    Stmt at(m_db, m_has_attention_tiles
+                      ? "INSERT INTO attention(run_id, step, layer, head, rows, cols, row_index, "
+                        "row_scale, quant, encoding, data, keys, key_tile, row_tile)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                      : "INSERT INTO attention(run_id, step, layer, head, rows, cols, row_index, "
+                        "row_scale, quant, encoding, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
     for (const auto& m : r.attention) {
         const auto data = pack_attention_levels(m, four_bit);
         const auto rows = encode_array(m.row_index, {m.rows}, false);
@@ -387,7 +395,15 @@ void SessionWriter::write_attention(int64_t run, const trace::StepRecord& r) {
         at.bind(5, int64_t{m.rows}).bind(6, int64_t{m.cols});
         at.bind_blob(7, rows.data).bind_blob(8, scales.data);
         at.bind(9, std::string(four_bit ? "rowmax-u4" : "rowmax-u8")).bind(10, data.encoding);
-        at.bind_blob(11, data.data).run();
+        at.bind_blob(11, data.data);
+        if (m_has_attention_tiles)
+            at.bind(12, int64_t{m.key_count()})
+                .bind(13, int64_t{m.key_tile})
+                .bind(14, int64_t{m.row_tile});
+        else if (!m.full_resolution())
+            throw SessionError("a pooled attention map cannot be written to a v" +
+                               std::to_string(m_options.schema_version) + " session");
+        at.run();
     }
 }
 

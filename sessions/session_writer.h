@@ -31,6 +31,10 @@ namespace cl::sessions {
 struct WriterOptions {
     bool attention_means = true;        // head-mean attention for every layer at every step
     std::set<int32_t> per_head_layers;  // layers whose per-head maps are recorded too
+    // The bytes a run's head-mean maps may take before compression: the engine pools them into
+    // tiles to fit (engine/trace/attention_detail.h); layers listed here are never pooled.
+    double attention_budget_bytes = trace::kDefaultAttentionBudgetBytes;
+    std::set<int32_t> full_resolution_layers;
     // Attention precision: 4 ('rowmax-u4', the default: 15 levels of the row maximum, two per
     // byte) or 8 ('rowmax-u8', for figures that need the finer levels; ~1.7x the file size).
     int attention_bits = 4;
@@ -53,6 +57,7 @@ public:
     ~SessionWriter() override;
 
     bool wants(const trace::ProbeRequest& request) const override;
+    double attention_budget_bytes() const override { return m_options.attention_budget_bytes; }
     void on_run_start(const trace::RunInfo& info) override;
     void publish(std::shared_ptr<const trace::StepRecord> record) override;
     void on_run_end(int32_t run_id, const trace::RunSummary& summary) override;
@@ -120,6 +125,7 @@ private:
     bool m_comparison_is_lap = false;
     int64_t m_steps_in_comparison = 0;    // steps written since the comparison began
     bool m_has_comparison_tables = true;  // v5 and later
+    bool m_has_attention_tiles = true;    // v8 and later: maps name their tiles
     int32_t m_next_column = 0;
     std::map<int32_t, int32_t> m_planned_column;  // engine run id -> column
     std::map<int32_t, int64_t> m_db_run;          // engine run id -> session run id

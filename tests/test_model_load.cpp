@@ -217,7 +217,8 @@ TEST(ModelLoad, ARunThatCannotFitInMemoryIsRefusedWithTheFigures) {
         EXPECT_NE(m.find("would need about"), std::string::npos) << m;
         EXPECT_NE(m.find("is available"), std::string::npos) << m;
     }
-    const auto ordinary = estimate_run_memory(model->config(), 300, 256, true, true);
+    const auto ordinary =
+        estimate_run_memory(model->config(), 300, 256, trace::kDefaultAttentionBudgetBytes, true);
     EXPECT_LT(ordinary.total(), 1e9) << ordinary.describe();
     EXPECT_GT(ordinary.trace_bytes, ordinary.cache_bytes) << "every layer's map at every step";
     // On a GPU the forward and caches are held against the device's free memory, named.

@@ -25,7 +25,7 @@ using trace::StepRecord;
 // A new member of a record must be added to record_schema's tables (and filled below): these
 // sizes catch one that was not (libstdc++ on x86-64, where CI runs).
 #if defined(__x86_64__) && defined(__GLIBCXX__)
-static_assert(sizeof(RunInfo) == 512, "RunInfo changed: update record_schema and this test");
+static_assert(sizeof(RunInfo) == 520, "RunInfo changed: update record_schema and this test");
 static_assert(sizeof(StepRecord) == 656, "StepRecord changed: update record_schema and this test");
 static_assert(sizeof(RunSummary) == 112, "RunSummary changed: update record_schema and this test");
 static_assert(sizeof(trace::TriggerEvent) == 96, "TriggerEvent changed: update record_schema");
@@ -54,6 +54,7 @@ RunInfo full_info() {
     i.steps = 6;
     i.n_layers = kN;
     i.n_heads = 2;
+    i.attention_tile = 3;
     i.mask_id = 99;
     i.eos_id = 98;
     i.initial_tokens = {1, 2, 3, 4, 99, 99, 99, 99, 99};

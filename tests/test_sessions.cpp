@@ -311,6 +311,68 @@ TEST(Sessions, AttentionPrecisionIsAWriterOption) {
     EXPECT_FALSE(std::filesystem::exists(dir / "bad.clsession"));
 }
 
+// A map at a level of detail (pooled into tiles) keeps its tiles, keys and cells through a session
+// and through its JSON form; a v7 file's maps read as full resolution.
+TEST(Sessions, APooledAttentionMapRoundTripsWithItsTiles) {
+    const int L = 23;
+    auto r = make_step(0, 0, L, 3, false);
+    trace::AttentionMap& a = r->attention[0];
+    a.keys = L;
+    a.key_tile = 4;
+    a.row_tile = 4;
+    const std::vector<int32_t> positions{4, 5, 9, 17};
+    std::vector<float> probs;
+    for (int k = 0; k < 4 * L; ++k) probs.push_back(static_cast<float>(k % 7 + 1) / 100.f);
+    a.set_pooled_head_mean(probs.data(), 1, positions);
+    ASSERT_EQ(a.rows, 3);  // tiles starting at 4, 8 and 16
+    ASSERT_EQ(a.cols, 6);
+    const auto dir = test::temp_dir("s");
+    for (int version : {0, 7}) {
+        const auto path = (dir / ("pooled" + std::to_string(version) + ".clsession")).string();
+        WriterOptions o;
+        o.attention_bits = 8;
+        o.schema_version = version;
+        auto info = make_info(0, "none", L);
+        info.attention_tile = 4;
+        {
+            auto w = SessionWriter::open(path, o);
+            w->on_run_start(info);
+            if (version == 0) {
+                w->publish(r);
+            } else {  // a v7 file holds full-resolution maps only
+                auto full = make_step(0, 0, L, 3, false);
+                w->publish(full);
+            }
+            ASSERT_TRUE(w->flush()) << w->error();
+        }
+        auto reader = SessionReader::open(path, /*repair=*/false);
+        auto got = reader->load_step(reader->runs()[0].run_id, 0);
+        ASSERT_EQ(got->attention.size(), 1u);
+        const auto& m = got->attention[0];
+        if (version == 7) {
+            EXPECT_TRUE(m.full_resolution());
+            EXPECT_EQ(m.key_count(), L);
+            EXPECT_EQ(reader->runs()[0].info.attention_tile, 1);
+            continue;
+        }
+        EXPECT_EQ(reader->runs()[0].info.attention_tile, 4);
+        EXPECT_EQ(m.key_tile, 4);
+        EXPECT_EQ(m.row_tile, 4);
+        EXPECT_EQ(m.keys, L);
+        EXPECT_EQ(m.row_index, a.row_index);
+        expect_quantised(m, a, 8);
+        EXPECT_EQ(m.describe(), "4x4 tiles");
+    }
+    trace::StepRecord back;
+    from_json(to_json(*r, true), back);
+    ASSERT_EQ(back.attention.size(), 1u);
+    EXPECT_EQ(back.attention[0].key_tile, 4);
+    EXPECT_EQ(back.attention[0].levels, a.levels);
+    auto j = to_json(*r, true);
+    j["attention"][0]["cols"] = 5;  // does not match 23 keys in tiles of 4
+    EXPECT_THROW(from_json(j, back), SessionError);
+}
+
 TEST(Sessions, ReplayStoreMatchesTheLiveStore) {
     const auto path = (test::temp_dir("s") / "a.clsession").string();
     trace::TraceStore live;

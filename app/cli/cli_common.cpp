@@ -169,6 +169,34 @@ void add_attention_bits_option(CLI::App& app, int& bits) {
         ->capture_default_str();
 }
 
+void AttentionDetailOptions::add_to(CLI::App& app) {
+    app.add_option("--attention-budget", budget_mb,
+                   "With --record: MB a run's head-mean attention maps may take; past it they are "
+                   "pooled into tiles (8x8 tiles: 1/64 of the bytes)")
+        ->check(CLI::Range(0.001, 1e6))
+        ->capture_default_str();
+    app.add_option("--full-attention-layers", full_layers,
+                   "With --record: layers whose attention maps are never pooled (0,12)");
+}
+
+std::set<int32_t> AttentionDetailOptions::full_resolution_layers() const {
+    std::set<int32_t> layers;
+    for (const auto& item : split_list(full_layers)) {
+        size_t used = 0;
+        int value = -1;
+        try {
+            value = std::stoi(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != item.size() || value < 0)
+            throw InputError("--full-attention-layers: '" + item +
+                             "' is not a layer index (expected e.g. 0,12)");
+        layers.insert(value);
+    }
+    return layers;
+}
+
 void ParamOptions::add_to(CLI::App& app) {
     app.add_option(
         "--param", raw,

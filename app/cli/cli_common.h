@@ -5,11 +5,13 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "engine/generation/generation_config.h"
 #include "engine/model/model.h"
+#include "engine/trace/attention_detail.h"
 
 namespace cl::cli {
 
@@ -71,6 +73,18 @@ struct ParamOptions {
 
 // --attention-bits 4|8 for commands that --record a session (sessions::WriterOptions).
 void add_attention_bits_option(CLI::App& app, int& bits);
+
+// The recorded attention's level of detail (engine/trace/attention_detail.h): --attention-budget
+// MB (a run's head-mean maps before compression; the engine pools them into tiles to fit) and
+// --full-attention-layers 0,12 (layers never pooled).
+struct AttentionDetailOptions {
+    double budget_mb = trace::kDefaultAttentionBudgetBytes / 1e6;
+    std::string full_layers;
+    void add_to(CLI::App& app);
+    double budget_bytes() const { return budget_mb * 1e6; }
+    // Throws InputError naming --full-attention-layers on a value that is not a layer index.
+    std::set<int32_t> full_resolution_layers() const;
+};
 
 std::vector<std::string> split_list(const std::string& csv);
 std::string read_text_file(const std::string& path);  // throws InputError

@@ -28,6 +28,7 @@ struct CompareOptions {
     std::string json_file;
     std::string record_file;
     int attention_bits = 4;
+    AttentionDetailOptions attention;
     bool oracle = false;
     bool drift = false;
 };
@@ -39,6 +40,8 @@ std::unique_ptr<sessions::SessionWriter> open_recorder(const CompareOptions& o) 
         wo.want_oracle = o.oracle;
         wo.want_drift = o.drift;
         wo.attention_bits = o.attention_bits;
+        wo.attention_budget_bytes = o.attention.budget_bytes();
+        wo.full_resolution_layers = o.attention.full_resolution_layers();
         return sessions::SessionWriter::open(o.record_file, wo);
     } catch (const sessions::SessionError& e) {
         throw InputError(e.what());
@@ -164,6 +167,7 @@ void add_compare_command(CLI::App& root, Runner& run) {
     cmd->add_option("--record", o->record_file,
                     "Record every run into a session file (one comparison)");
     add_attention_bits_option(*cmd, o->attention_bits);
+    o->attention.add_to(*cmd);
     cmd->add_flag("--oracle", o->oracle,
                   "With --record: record the oracle staleness (a full forward beside each step)");
     cmd->add_flag("--drift", o->drift,

@@ -24,6 +24,7 @@ struct GenerateOptions {
     std::string trace_file;
     std::string record_file;
     int attention_bits = 4;
+    AttentionDetailOptions attention;
     std::string json_file;
     std::string view = "auto";
     bool oracle = false;        // a full forward beside the cached one at every step
@@ -56,6 +57,8 @@ int run_generate(const GenerateOptions& o) {
         try {
             sessions::WriterOptions wo;
             wo.attention_bits = o.attention_bits;
+            wo.attention_budget_bytes = o.attention.budget_bytes();
+            wo.full_resolution_layers = o.attention.full_resolution_layers();
             wo.attention_means = !o.no_attention;
             wo.want_oracle = o.oracle;
             wo.want_drift = o.drift;
@@ -116,6 +119,7 @@ void add_generate_command(CLI::App& root, Runner& run) {
     cmd->add_option("--record", o->record_file,
                     "Record the run into a session file (SQLite; appends to an existing one)");
     add_attention_bits_option(*cmd, o->attention_bits);
+    o->attention.add_to(*cmd);
     cmd->add_flag("--oracle", o->oracle,
                   "With --record or --trace: a full forward beside the cached one at every step "
                   "(staleness of reused K/V, logits KL)");

@@ -18,15 +18,21 @@ struct EngineBridge::Column : public trace::TraceSink {
     std::atomic<uint64_t>* generation = nullptr;
     bool want_oracle = false;
     bool want_drift = true;
+    double attention_budget = trace::kDefaultAttentionBudgetBytes;
+    std::set<int32_t> full_attention_layers;
     trace::TraceSink* recorder = nullptr;  // the session writer, when recording
 
     bool wants(const trace::ProbeRequest& r) const override {
         if (r.kind == trace::ProbeKind::Oracle) return want_oracle;
         if (r.kind == trace::ProbeKind::Drift) return want_drift;
+        if (r.kind == trace::ProbeKind::FullResolution)
+            return full_attention_layers.count(r.layer) > 0 || (recorder && recorder->wants(r));
         if (r.kind == trace::ProbeKind::Attention)
             return r.head == -1 || (recorder && recorder->wants(r));
         return true;
     }
+    // The app's setting decides the detail; the recording stores the same maps.
+    double attention_budget_bytes() const override { return attention_budget; }
     void on_run_start(const trace::RunInfo& info) override {
         if (recorder) recorder->on_run_start(info);
         std::lock_guard lock(*mutex);
@@ -232,6 +238,8 @@ void EngineBridge::rebuild(size_t i) {
     req.threads = m_threads;
     c.want_oracle = m_setup.oracle;
     c.want_drift = m_setup.drift;
+    c.attention_budget = m_setup.attention_budget;
+    c.full_attention_layers = m_setup.full_attention_layers;
     // A run replaced before it finished (new setup, slider move) is recorded as aborted.
     if (c.gen && !c.gen->done()) c.gen->finish(true);
     c.recorder = m_writer.get();

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +35,10 @@ struct RunSetup {
     // The K/V drift probe (kv-drift panel): two small host copies per layer and step, on by
     // default; worth turning off for large models.
     bool drift = true;
+    // The bytes each run's head-mean attention maps may take (engine/trace/attention_detail.h:
+    // pooled into tiles past it) and the layers never pooled.
+    double attention_budget = trace::kDefaultAttentionBudgetBytes;
+    std::set<int32_t> full_attention_layers;
 };
 
 class EngineBridge {

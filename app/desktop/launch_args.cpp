@@ -105,6 +105,10 @@ void add_options(QCommandLineParser& parser) {
         {"advance", "Run N denoising steps before showing (headless figures)", "N"},
         {"screenshot", "Render the window to a PNG and exit", "OUT.png"},
         {"threads", "CPU threads for the engine", "N", "1"},
+        {"attention-budget",
+         "MB a run's head-mean attention maps may take; past it they are pooled into tiles "
+         "(default 256)",
+         "MB"},
         {"light", "Light theme"},
         {"presenter", "Presenter mode: the canvas gets the window (F11 toggles)"},
         {"size", "Window size WxH", "WxH", "1600x1000"},
@@ -132,6 +136,7 @@ LaunchArgs read_args(const QCommandLineParser& parser) {
     o.prompt = parser.value("prompt");
     o.policies = policy_list(parser);
     o.threads = integer_value(parser, "threads", 1, 256, 1);
+    o.attention_budget_mb = integer_value(parser, "attention-budget", 1, 100000, 0);
     o.light = parser.isSet("light");
     o.presenter = parser.isSet("presenter");
     o.session = parser.value("session");

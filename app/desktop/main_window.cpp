@@ -16,6 +16,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
@@ -68,6 +69,10 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
     m_gen_length->setValue(settings.value("gen_length", m_gen_length->value()).toInt());
     m_block_length->setValue(settings.value("block_length", m_block_length->value()).toInt());
     m_steps->setValue(settings.value("steps", m_steps->value()).toInt());
+    m_attention_budget->setValue(
+        options.attention_budget_mb > 0
+            ? options.attention_budget_mb
+            : settings.value("attention_budget_mb", m_attention_budget->value()).toDouble());
     restoreGeometry(settings.value("geometry").toByteArray());
     m_canvas->set_font_scale(settings.value("font_scale", 1.0).toDouble());
     set_theme(!options.light && settings.value("dark", true).toBool());
@@ -171,6 +176,7 @@ void MainWindow::save_settings() const {
     s.setValue("policies", policies);
     s.setValue("gen_length", m_gen_length->value());
     s.setValue("block_length", m_block_length->value());
+    s.setValue("attention_budget_mb", m_attention_budget->value());
     s.setValue("steps", m_steps->value());
     if (m_model)
         s.setValue(
@@ -367,6 +373,20 @@ void MainWindow::apply_setup() {
     setup.config.seed = static_cast<uint64_t>(m_seed->value());
     setup.oracle = m_oracle->isChecked();
     setup.drift = m_drift->isChecked();
+    setup.attention_budget = m_attention_budget->value() * 1e6;
+    for (const auto& item : m_full_attention_layers->text().split(',', Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const int layer = item.trimmed().toInt(&ok);
+        if (!ok || layer < 0 || layer >= m_model->config().n_layers) {
+            statusBar()->showMessage(QString("Not started: full-resolution layers: '%1' is not a "
+                                             "layer of this model (0..%2)")
+                                         .arg(item.trimmed())
+                                         .arg(m_model->config().n_layers - 1),
+                                     8000);
+            return;
+        }
+        setup.full_attention_layers.insert(layer);
+    }
     setup.columns = selected_columns();
     try {
         setup.config.validate(m_model->config().max_sequence_length, 0);

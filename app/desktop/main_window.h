@@ -23,6 +23,7 @@ class QDockWidget;
 class QDoubleSpinBox;
 class QFormLayout;
 class QLabel;
+class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
 class QSlider;
@@ -52,6 +53,8 @@ struct LaunchOptions {
     QString lesson;          // start this lesson (replays its session)
     QString session;         // open this session file for replay instead of running live
     QString also_model_dir;  // a second model's columns beside the first's
+    // MB a run's head-mean attention maps may take (pooled past it); 0: the remembered setting
+    double attention_budget_mb = 0;
 };
 
 class MainWindow : public QMainWindow {
@@ -152,6 +155,7 @@ private:
     qint64 recording_bytes() const;  // the recorded session on disk (file and its log)
     QWidget* build_setup_dock();
     QWidget* build_policies_dock();
+    void add_attention_detail_rows(QFormLayout* layout);
     void add_decoding_rows(QFormLayout* layout, QSpinBox* top_k, QDoubleSpinBox* top_p,
                            QDoubleSpinBox* alg_temp);
     QWidget* build_transport();
@@ -245,6 +249,8 @@ private:
     QDoubleSpinBox *m_threshold = nullptr, *m_temperature = nullptr, *m_cfg = nullptr;
     QCheckBox* m_oracle = nullptr;
     QCheckBox* m_drift = nullptr;
+    QDoubleSpinBox* m_attention_budget = nullptr;  // MB a run's head-mean maps may take
+    QLineEdit* m_full_attention_layers = nullptr;  // layers never pooled ("0,12")
     // Policies
     struct PolicyWidgets {
         QCheckBox* enabled = nullptr;

@@ -18,6 +18,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
@@ -187,12 +188,36 @@ QWidget* MainWindow::build_setup_dock() {
         "worth turning off for large models");
     layout->addRow("", m_drift);
     connect(m_drift, &QCheckBox::toggled, this, [this](bool) { apply_setup(); });
+    add_attention_detail_rows(layout);
     auto* apply = new QPushButton("Restart");
     apply->setToolTip("Start new runs with these settings (Ctrl+R)");
     m_engine_controls.push_back(apply);
     connect(apply, &QPushButton::clicked, this, &MainWindow::apply_setup);
     layout->addRow("", apply);
     return outer;
+}
+
+// The attention maps' level of detail: the per-run budget past which they are pooled into tiles
+// (the attention panel names the tiles) and the layers kept at full resolution.
+void MainWindow::add_attention_detail_rows(QFormLayout* layout) {
+    m_attention_budget = new QDoubleSpinBox;
+    m_attention_budget->setObjectName("attention_budget");
+    m_attention_budget->setRange(1, 100000);
+    m_attention_budget->setDecimals(0);
+    m_attention_budget->setSuffix(" MB");
+    m_attention_budget->setValue(trace::kDefaultAttentionBudgetBytes / 1e6);
+    m_attention_budget->setToolTip(
+        "Memory a run's head-mean attention maps may take (every layer, every step). Past it the "
+        "maps are pooled into tiles (8x8 tiles: 1/64 of the bytes); the embedded models fit at "
+        "full resolution. Applies from the next Restart.");
+    layout->addRow("Attention budget", m_attention_budget);
+    m_full_attention_layers = new QLineEdit;
+    m_full_attention_layers->setObjectName("full_attention_layers");
+    m_full_attention_layers->setPlaceholderText("e.g. 0,12");
+    m_full_attention_layers->setToolTip(
+        "Layers whose attention maps are never pooled, whatever the budget (from the next "
+        "Restart)");
+    layout->addRow("Full-resolution layers", m_full_attention_layers);
 }
 
 // Which masks a step commits: the confidence algorithm, the schedule and Dream's sampling

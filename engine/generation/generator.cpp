@@ -102,6 +102,7 @@ trace::RunInfo make_run_info(const detail::RunCore& run, const GenerationRequest
     info.steps = static_cast<int32_t>(run.cfg.steps);
     info.n_layers = static_cast<int32_t>(s.N);
     info.n_heads = static_cast<int32_t>(mc.n_heads);
+    info.attention_tile = run.attention_tile;
     info.mask_id = static_cast<int32_t>(mc.mask_token_id);
     info.eos_id = static_cast<int32_t>(mc.eos_token_id);
     info.initial_tokens = s.x;
@@ -134,17 +135,41 @@ struct Generator::Impl : detail::RunCore {
 
 namespace {
 
+// The attention budget the sink asks for (0: it traces no attention maps) and how many layers it
+// wants at full resolution; a budget that cannot hold this run's maps is refused here.
+struct AttentionAsk {
+    double budget = 0;
+    int64_t full_layers = 0;
+    int32_t tile = 1;
+};
+
+AttentionAsk ask_attention(const Model& model, const GenerationConfig& cfg,
+                           const trace::TraceSink* sink, int64_t seq_len) {
+    AttentionAsk a;
+    if (!sink || !sink->wants({trace::ProbeKind::Attention, 0, 0, 0, -1})) return a;
+    const auto layers = model.config().n_layers;
+    a.budget = sink->attention_budget_bytes();
+    for (int64_t l = 0; l < layers; ++l)
+        a.full_layers +=
+            sink->wants({trace::ProbeKind::FullResolution, 0, 0, static_cast<int32_t>(l), -1});
+    try {
+        a.tile = trace::attention_tile_for_budget(a.budget, layers, seq_len, cfg.steps);
+    } catch (const std::invalid_argument& e) {
+        throw InputError(Setting{"attention_budget"}, e.what());
+    }
+    return a;
+}
+
 // Refuses a run whose estimate does not fit in the memory left, before anything big is allocated:
 // on the CPU all of it; on a GPU the forward and the caches in the device's free memory, the trace
 // in the host's. The sink's wish for attention maps decides whether the trace holds them.
 void check_fits_in_memory(const Model& model, const GenerationConfig& cfg,
-                          const trace::TraceSink* sink, int64_t prompt_len) {
-    const trace::ProbeRequest attention{trace::ProbeKind::Attention, 0, 0, 0, -1};
+                          const trace::TraceSink* sink, int64_t seq_len,
+                          const AttentionAsk& attention) {
     const trace::ProbeRequest oracle{trace::ProbeKind::Oracle, 0, 0, -1, -1};
-    const bool traced = sink && sink->wants(attention);
     const bool with_oracle = sink && sink->wants(oracle);
-    const auto estimate = estimate_run_memory(model.config(), prompt_len + cfg.gen_length,
-                                              cfg.steps, traced, with_oracle);
+    const auto estimate = estimate_run_memory(model.config(), seq_len, cfg.steps, attention.budget,
+                                              with_oracle, attention.full_layers);
     if (model.device() == "cpu") {
         check_memory_fits(estimate, available_memory_bytes());
         return;
@@ -152,6 +177,8 @@ void check_fits_in_memory(const Model& model, const GenerationConfig& cfg,
     MemoryEstimate on_device = estimate, on_host;
     on_device.trace_bytes = 0;
     on_host.trace_bytes = estimate.trace_bytes;
+    on_host.attention_bytes = estimate.attention_bytes;
+    on_host.attention_budget = estimate.attention_budget;
     const auto device = model.net().device();
     check_memory_fits(
         on_device, static_cast<double>(cuda::free_bytes(device.has_index() ? device.index() : 0)),
@@ -173,7 +200,10 @@ Generator::Generator(std::shared_ptr<const Model> model, const GenerationRequest
     if (m.cfg.fresh_prefix == GenerationConfig::kSystemTurn)
         m.cfg.fresh_prefix = m.model->system_turn_rows(prompt);
     m.cfg.validate(m.model->config().max_sequence_length, static_cast<int64_t>(prompt.size()));
-    check_fits_in_memory(*m.model, m.cfg, m.sink, static_cast<int64_t>(prompt.size()));
+    const auto seq_len = static_cast<int64_t>(prompt.size()) + m.cfg.gen_length;
+    const auto attention = ask_attention(*m.model, m.cfg, m.sink, seq_len);
+    check_fits_in_memory(*m.model, m.cfg, m.sink, seq_len, attention);
+    m.attention_tile = attention.tile;
     m.policy = create_policy(req.policy, req.params);
     if (m.cfg.cfg_scale > 0 && req.policy != "none")
         throw InputError(

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "engine/base/errors.h"
+#include "engine/trace/attention_detail.h"
 
 namespace cl {
 
@@ -20,12 +21,17 @@ std::string gigabytes(double bytes) {
 }  // namespace
 
 std::string MemoryEstimate::describe() const {
-    return "about " + gigabytes(total()) + " (forward " + gigabytes(forward_bytes) + ", caches " +
-           gigabytes(cache_bytes) + ", trace " + gigabytes(trace_bytes) + ")";
+    std::string text = "about " + gigabytes(total()) + " (forward " + gigabytes(forward_bytes) +
+                       ", caches " + gigabytes(cache_bytes) + ", trace " + gigabytes(trace_bytes);
+    if (attention_budget > 0)
+        text += ", of which attention " + gigabytes(attention_bytes) + " at a " +
+                trace::megabytes(attention_budget) + " budget";
+    return text + ")";
 }
 
 MemoryEstimate estimate_run_memory(const ModelConfig& c, int64_t seq_len, int64_t steps,
-                                   bool attention_trace, bool oracle) {
+                                   double attention_budget, bool oracle,
+                                   int64_t full_resolution_layers) {
     const double L = static_cast<double>(std::max<int64_t>(seq_len, 1));
     const double N = static_cast<double>(std::max<int64_t>(c.n_layers, 1));
     const double d = static_cast<double>(std::max<int64_t>(c.d_model, 1));
@@ -42,9 +48,17 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, int64_t seq_len, int64_
     // keep, each (N, L, width).
     e.cache_bytes = N * L * (2 * kv + 2 * d) * kFloat;
     // Per step: tokens, states, predictions, confidences (L of each) and the per-(layer, row)
-    // actions, ages and drift values; with attention, every layer's (L, L) map of 1-byte levels.
-    const double per_step = L * 16 + N * L * 12 + (attention_trace ? N * L * (L + 8) : 0);
+    // actions, ages and drift values; with attention, every layer's map at the run's tile size.
+    const double per_step = L * 16 + N * L * 12;
     e.trace_bytes = per_step * static_cast<double>(std::max<int64_t>(steps, 1));
+    if (attention_budget > 0) {
+        const int32_t tile =
+            trace::attention_tile_for_budget(attention_budget, c.n_layers, seq_len, steps);
+        e.attention_budget = attention_budget;
+        e.attention_bytes =
+            trace::attention_run_bytes(tile, c.n_layers, seq_len, steps, full_resolution_layers);
+        e.trace_bytes += e.attention_bytes;
+    }
     return e;
 }
 
@@ -55,8 +69,8 @@ void check_memory_fits(const MemoryEstimate& estimate, double available,
                      "this run would need " + estimate.describe() + " beyond the model, and " +
                          gigabytes(available) +
                          (device.empty() ? " is available" : " is free on " + device) +
-                         ": lower gen_length or steps (or turn off attention tracing / oracle "
-                         "mode)");
+                         ": lower gen_length or steps (or the attention budget, "
+                         "attention_budget, or turn off attention tracing / oracle mode)");
 }
 
 }  // namespace cl

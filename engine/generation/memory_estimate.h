@@ -13,18 +13,24 @@
 namespace cl {
 
 struct MemoryEstimate {
-    double forward_bytes = 0;  // the largest transient of one full forward (scores, activations)
-    double cache_bytes = 0;    // every policy's K/V and feature caches at their largest
-    double trace_bytes = 0;    // the step records kept for the run (attention maps when traced)
+    double forward_bytes = 0;     // the largest transient of one full forward (scores, activations)
+    double cache_bytes = 0;       // every policy's K/V and feature caches at their largest
+    double trace_bytes = 0;       // the step records kept for the run (attention maps when traced)
+    double attention_bytes = 0;   // of trace_bytes: the attention maps at their level of detail
+    double attention_budget = 0;  // the run's attention budget (0: no maps traced)
     double total() const { return forward_bytes + cache_bytes + trace_bytes; }
-    // "about 12.3 GB (forward 10.0 GB, caches 2.0 GB, trace 0.3 GB)"
+    // "about 12.3 GB (forward 10.0 GB, caches 2.0 GB, trace 0.3 GB, of which attention 0.1 GB at
+    // a 128 MB budget)"
     std::string describe() const;
 };
 
-// `seq_len`: prompt + generation; `steps`: denoising steps; `attention_trace`: every layer's
-// head-mean attention map kept at every step (the app's live columns).
+// `seq_len`: prompt + generation; `steps`: denoising steps; `attention_budget`: the bytes the
+// run's head-mean attention maps may take when every layer's map is kept at every step (the app's
+// live columns; 0: none kept), `full_resolution_layers` of them never pooled
+// (trace/attention_detail.h).
 MemoryEstimate estimate_run_memory(const ModelConfig& config, int64_t seq_len, int64_t steps,
-                                   bool attention_trace, bool oracle);
+                                   double attention_budget, bool oracle,
+                                   int64_t full_resolution_layers = 0);
 
 // Throws InputError (setting "gen_length") with both figures when `estimate` exceeds 90% of
 // `available` (0: unknown, nothing is checked); `device` names a GPU whose free memory that is.

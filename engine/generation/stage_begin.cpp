@@ -78,6 +78,7 @@ ProbeWants ask_probes(const RunCore& run) {
     ProbeWants w;
     w.mean.assign(N, false);
     w.heads.assign(N, {});
+    w.full_resolution.assign(N, false);
     if (!run.sink) return w;
     const int32_t step = run.state.step, id = run.info.run_id;
     for (size_t l = 0; l < N; ++l) {
@@ -88,6 +89,9 @@ ProbeWants ask_probes(const RunCore& run) {
             if (run.sink->wants(r)) w.heads[l].push_back(h);
         }
         w.attention = w.attention || w.mean[l] || !w.heads[l].empty();
+        if (run.attention_tile > 1 && (w.mean[l] || !w.heads[l].empty()))
+            w.full_resolution[l] = run.sink->wants(
+                {trace::ProbeKind::FullResolution, id, step, static_cast<int32_t>(l), -1});
     }
     w.oracle =
         run.cfg.cfg_scale == 0 && run.sink->wants({trace::ProbeKind::Oracle, id, step, -1, -1});

@@ -9,6 +9,7 @@
 #include "engine/cuda/attention_quant.h"
 #include "engine/cuda/device_memory.h"
 #include "engine/cuda/device_query.h"
+#include "engine/generation/attention_pooling.h"
 #include "engine/generation/device_stream.h"
 #include "engine/generation/step_stages.h"
 
@@ -56,7 +57,9 @@ bool quantize_on_device(const torch::Tensor& maps, trace::AttentionMap& out,
 }
 
 // The attention maps of one layer, quantised to the record's 8-bit levels on the trace worker
-// (or inline for small maps, which cost less than a thread handoff).
+// (or inline for small maps, which cost less than a thread handoff), pooled into tiles where the
+// run's attention budget asks for them (trace/attention_detail.h): on a GPU the pooling runs there,
+// before anything is copied.
 void capture_attention(RunCore& run, StepWork& work, const LayerResult& r) {
     const auto l = static_cast<size_t>(r.layer);
     std::vector<int32_t> row_index;
@@ -64,21 +67,44 @@ void capture_attention(RunCore& run, StepWork& work, const LayerResult& r) {
         row_index.assign(r.rows->host.begin(), r.rows->host.end());
     else
         for (int64_t i = 0; i < run.state.L; ++i) row_index.push_back(static_cast<int32_t>(i));
+    const auto detail =
+        trace::attention_detail_for(run.attention_tile, static_cast<int64_t>(row_index.size()),
+                                    run.state.L, work.wants.full_resolution[l]);
     auto store = [&](const torch::Tensor& maps, int32_t head) {  // (H', R, L)
         auto a = std::make_unique<trace::AttentionMap>();
         a->layer = r.layer;
         a->head = head;
         a->rows = static_cast<int32_t>(maps.size(1));
         a->cols = static_cast<int32_t>(maps.size(2));
+        a->keys = a->cols;
+        a->key_tile = detail.key_tile;
+        a->row_tile = detail.row_tile;
         a->row_index = row_index;
-        if (quantize_on_device(maps, *a, work)) {
+        if (!detail.full_resolution() && !maps.device().is_cpu()) {
+            auto pooled = pool_attention(maps, row_index, detail, a->row_index);  // (R', C')
+            a->rows = static_cast<int32_t>(pooled.size(0));
+            a->cols = static_cast<int32_t>(pooled.size(1));
+            if (quantize_on_device(pooled.unsqueeze(0), *a, work)) {
+                work.pending_maps.push_back(std::move(a));
+                return;
+            }
+            auto cpu = pooled.to(torch::kCPU).contiguous();
+            a->set_probs(cpu.data_ptr<float>());
+            work.pending_maps.push_back(std::move(a));
+            return;
+        }
+        if (detail.full_resolution() && quantize_on_device(maps, *a, work)) {
             work.pending_maps.push_back(std::move(a));
             return;
         }
         auto cpu = maps.to(torch::kCPU, torch::kFloat32).contiguous();
         // The job keeps the probabilities alive; nothing writes to them after the layer.
-        auto job = [map = a.get(), cpu] {
-            map->set_head_mean(cpu.data_ptr<float>(), static_cast<int32_t>(cpu.size(0)));
+        auto job = [map = a.get(), cpu, detail, positions = row_index] {
+            const auto heads = static_cast<int32_t>(cpu.size(0));
+            if (detail.full_resolution())
+                map->set_head_mean(cpu.data_ptr<float>(), heads);
+            else
+                map->set_pooled_head_mean(cpu.data_ptr<float>(), heads, positions);
         };
         work.pending_maps.push_back(std::move(a));
         if (run.trace_worker && cpu.numel() >= kTraceWorkerMinFloats)

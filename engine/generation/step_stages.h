@@ -67,6 +67,8 @@ struct RunCore {
     // step that traces attention); null: quantise inline.
     std::unique_ptr<TraceWorker> trace_worker;
     bool trace_worker_decided = false;
+    // The run's attention tile (trace/attention_detail.h): 1 keeps every map at full resolution.
+    int32_t attention_tile = 1;
     DriftState drift;
     // On a GPU with this build's kernels: events between the layers (per-layer times as the device
     // ran them); null on the CPU, where the layers' host clocks are their times.
@@ -79,6 +81,7 @@ struct RunCore {
 struct ProbeWants {
     std::vector<bool> mean;                   // (N) head-mean attention of layer l
     std::vector<std::vector<int32_t>> heads;  // (N) single heads of layer l
+    std::vector<bool> full_resolution;        // (N) layer l's maps are never pooled
     bool attention = false;                   // any layer's map is wanted (set once per step)
     bool oracle = false;
     bool drift = false;

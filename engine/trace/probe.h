@@ -5,17 +5,20 @@
 // or with a sink that wants nothing, pays nothing for instrumentation.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 
+#include "engine/trace/attention_detail.h"
 #include "engine/trace/trace_types.h"
 
 namespace cl::trace {
 
 enum class ProbeKind : uint8_t {
-    StepRecord,  // the per-step record itself (tokens, actions, timing): cheap
-    Attention,   // attention probabilities for (layer, head); head -1 = mean over heads
-    Oracle,      // a full forward beside the cached one
-    Drift,       // per (layer, row) change of the computed K/V (StepRecord drift_* arrays)
+    StepRecord,      // the per-step record itself (tokens, actions, timing): cheap
+    Attention,       // attention probabilities for (layer, head); head -1 = mean over heads
+    Oracle,          // a full forward beside the cached one
+    Drift,           // per (layer, row) change of the computed K/V (StepRecord drift_* arrays)
+    FullResolution,  // layer's attention maps never pooled into tiles (attention_detail.h)
 };
 
 struct ProbeRequest {
@@ -31,6 +34,9 @@ public:
     virtual ~TraceSink() = default;
     // Ask: called on the engine thread, must be cheap and must not block.
     virtual bool wants(const ProbeRequest& request) const = 0;
+    // The bytes one run's head-mean attention maps may take (the engine pools them into tiles to
+    // fit, attention_detail.h); asked once when a run starts.
+    virtual double attention_budget_bytes() const { return kDefaultAttentionBudgetBytes; }
     // Observe: called on the engine thread with immutable records; must not block.
     virtual void on_run_start(const RunInfo& info) = 0;
     virtual void publish(std::shared_ptr<const StepRecord> record) = 0;
@@ -48,6 +54,14 @@ public:
         for (auto* s : m_sinks)
             if (s->wants(request)) return true;
         return false;
+    }
+    // The tightest of the sinks' budgets: every sink holds what the record holds.
+    double attention_budget_bytes() const override {
+        double budget = kDefaultAttentionBudgetBytes;
+        for (size_t i = 0; i < m_sinks.size(); ++i)
+            budget = i == 0 ? m_sinks[i]->attention_budget_bytes()
+                            : std::min(budget, m_sinks[i]->attention_budget_bytes());
+        return budget;
     }
     void on_run_start(const RunInfo& info) override {
         for (auto* s : m_sinks) s->on_run_start(info);

@@ -12,6 +12,10 @@ bool TraceStore::wants(const ProbeRequest& request) const {
             return m_oracle.load();
         case ProbeKind::Drift:
             return m_drift.load();
+        case ProbeKind::FullResolution: {
+            std::lock_guard lock(m_mutex);
+            return m_full_resolution.count(request.layer) > 0;
+        }
         case ProbeKind::Attention: {
             if (request.head == -1 && m_all_attention_means.load()) return true;
             std::lock_guard lock(m_mutex);

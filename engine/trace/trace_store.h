@@ -30,6 +30,13 @@ public:
         m_attention_requests.insert({layer, head});
     }
     void set_want_all_attention_means(bool on) { m_all_attention_means = on; }
+    // The bytes a run's head-mean maps may take (attention_detail.h) and layers never pooled.
+    void set_attention_budget(double bytes) { m_attention_budget = bytes; }
+    void request_full_resolution(int32_t layer) {
+        std::lock_guard lock(m_mutex);
+        m_full_resolution.insert(layer);
+    }
+    double attention_budget_bytes() const override { return m_attention_budget.load(); }
     void set_want_oracle(bool on) { m_oracle = on; }
     void set_want_drift(bool on) { m_drift = on; }
 
@@ -56,6 +63,8 @@ private:
     mutable std::mutex m_mutex;
     std::vector<RunTrace> m_runs;
     std::set<std::pair<int32_t, int32_t>> m_attention_requests;  // (layer, head)
+    std::set<int32_t> m_full_resolution;                         // layers
+    std::atomic<double> m_attention_budget{kDefaultAttentionBudgetBytes};
     std::atomic<bool> m_all_attention_means{false};
     std::atomic<bool> m_oracle{false};
     std::atomic<bool> m_drift{false};

@@ -94,3 +94,82 @@ void AttentionMap::set_head_mean(const float* p, int32_t heads) {
 }
 
 }  // namespace cl::trace
+
+namespace cl::trace {
+
+int32_t AttentionMap::row_of(int32_t position) const {
+    if (position < 0 || row_tile < 1) return -1;
+    const int32_t first = position - position % row_tile;
+    const auto it = std::lower_bound(row_index.begin(), row_index.end(), first);
+    if (it == row_index.end() || *it != first) return -1;
+    return static_cast<int32_t>(it - row_index.begin());
+}
+
+float AttentionMap::prob_at(int32_t position, int32_t key) const {
+    const int32_t r = row_of(position), c = column_of(key);
+    if (r < 0 || c < 0 || r >= rows || c >= cols) return std::numeric_limits<float>::quiet_NaN();
+    return prob(r, c);
+}
+
+std::string AttentionMap::describe() const {
+    if (full_resolution()) return "full resolution";
+    if (row_tile == key_tile)
+        return std::to_string(row_tile) + "x" + std::to_string(key_tile) + " tiles";
+    if (row_tile == 1) return "computed rows, keys in tiles of " + std::to_string(key_tile);
+    return std::to_string(row_tile) + "x" + std::to_string(key_tile) + " tiles";
+}
+
+void AttentionMap::set_pooled_head_mean(const float* p, int32_t heads,
+                                        const std::vector<int32_t>& positions) {
+    const size_t R = positions.size(), L = static_cast<size_t>(std::max(keys, 0));
+    const size_t n_heads = static_cast<size_t>(std::max(heads, 1));
+    const size_t kt = static_cast<size_t>(std::max(key_tile, 1));
+    const int32_t rt = std::max(row_tile, 1);
+    cols = static_cast<int32_t>((L + kt - 1) / kt);
+    const size_t C = static_cast<size_t>(cols), plane = R * L;
+    row_index.clear();
+    row_scale.clear();
+    levels.clear();
+    thread_local std::vector<float> head_sum, cell_sum;
+    head_sum.resize(L);
+    cell_sum.assign(C, 0.f);
+    size_t in_group = 0;
+    // Turns the group's sums into means, quantised as set_head_mean quantises a row.
+    auto flush = [&](int32_t first) {
+        for (size_t c = 0; c < C; ++c) {
+            const size_t width = std::min(kt, L - c * kt);
+            cell_sum[c] /= static_cast<float>(n_heads * width * in_group);
+        }
+        float mx = positive_max(cell_sum.data(), C);
+        if (!(mx < 3.4e38f)) mx = 0.f;
+        row_index.push_back(first);
+        row_scale.push_back(mx);
+        levels.resize(levels.size() + C);
+        quantize_row(cell_sum.data(), C, mx > 0 ? 255.f / mx : 0.f,
+                     levels.data() + levels.size() - C);
+        std::fill(cell_sum.begin(), cell_sum.end(), 0.f);
+        in_group = 0;
+    };
+    int32_t group = -1;
+    for (size_t r = 0; r < R; ++r) {
+        const int32_t first = positions[r] - positions[r] % rt;
+        if (in_group > 0 && first != group) flush(group);
+        group = first;
+        const float* row = p + r * L;
+        std::copy(row, row + L, head_sum.begin());
+        for (size_t h = 1; h < n_heads; ++h) {
+            const float* ph = row + h * plane;
+            for (size_t k = 0; k < L; ++k) head_sum[k] += ph[k];
+        }
+        for (size_t c = 0; c < C; ++c) {
+            float s = 0.f;
+            for (size_t k = c * kt, end = std::min(L, k + kt); k < end; ++k) s += head_sum[k];
+            cell_sum[c] += s;
+        }
+        ++in_group;
+    }
+    if (in_group > 0) flush(group);
+    rows = static_cast<int32_t>(row_index.size());
+}
+
+}  // namespace cl::trace

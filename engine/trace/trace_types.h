@@ -87,6 +87,9 @@ struct RunInfo {
     int32_t steps = 0;       // T (planned; parallel decoding may use fewer)
     int32_t n_layers = 0;    // N
     int32_t n_heads = 0;
+    // Keys (and, at a step computing more rows than the map has cells a side, query positions)
+    // per stored cell of the run's head-mean maps: 1 = full resolution (trace/attention_detail.h).
+    int32_t attention_tile = 1;
     int32_t mask_id = -1;
     int32_t eos_id = -1;
     std::vector<int32_t> initial_tokens;        // (L) prompt ++ [MASK]*G (uniform: random tokens)
@@ -110,17 +113,26 @@ struct TriggerEvent {
 };
 
 // Attention probabilities for one layer and head (head -1 = mean over heads), held as 8-bit
-// levels of each row's maximum: p = level / 255 * row_scale[row]. A quarter of the memory of
-// floats (a live G = 512 run of `none` keeps every layer's map of every step: ~0.9 GB instead of
-// ~3.5 GB), the same bytes live and in a replay of an 8-bit session, and within 1/510 of the row
+// levels of each stored row's maximum: p = level / 255 * row_scale[row]. A quarter of the memory
+// of floats, the same bytes live and in a replay of an 8-bit session, and within 1/510 of the row
 // maximum of the float map the engine computed.
+//
+// Level of detail: a map may be pooled into tiles so that a run's maps fit its attention budget
+// (engine/trace/attention_detail.h). A stored column is the mean over `key_tile` consecutive keys
+// (the last tile may be shorter), a stored row the mean over the query rows computed this step
+// among `row_tile` consecutive positions, starting at row_index[r] (a multiple of row_tile). With
+// both tiles 1 (the embedded models' runs at the default budget) the map is at full resolution:
+// stored rows are the computed query rows and columns are keys.
 struct AttentionMap {
     int32_t layer = 0;
     int32_t head = -1;
-    int32_t rows = 0;                // query rows present (<= L)
-    int32_t cols = 0;                // key columns (= L)
-    std::vector<int32_t> row_index;  // (rows) sequence position of each query row
-    std::vector<float> row_scale;    // (rows) the row's maximum probability
+    int32_t rows = 0;                // stored rows (<= L)
+    int32_t cols = 0;                // stored columns: ceil(keys / key_tile)
+    int32_t keys = 0;                // key positions covered (= L); 0 reads as cols
+    int32_t key_tile = 1;            // keys per stored column
+    int32_t row_tile = 1;            // query positions per stored row
+    std::vector<int32_t> row_index;  // (rows) first sequence position of each stored row
+    std::vector<float> row_scale;    // (rows) the stored row's maximum (mean) probability
     std::vector<uint8_t> levels;     // (rows, cols) row-major, 0..255
 
     float prob(int32_t row, int32_t col) const {
@@ -129,6 +141,20 @@ struct AttentionMap {
                    levels[r * static_cast<size_t>(cols) + static_cast<size_t>(col)]) *
                (row_scale[r] * (1.f / 255.f));
     }
+    bool full_resolution() const { return key_tile == 1 && row_tile == 1; }
+    int32_t key_count() const { return keys > 0 ? keys : cols; }
+    // The stored column holding key `key` (no bounds check beyond the map's keys: -1 outside).
+    int32_t column_of(int32_t key) const {
+        return key >= 0 && key < key_count() ? key / key_tile : -1;
+    }
+    // The stored row holding query position `position`, or -1 when that position's tile holds no
+    // row computed at this step.
+    int32_t row_of(int32_t position) const;
+    // The mean probability of the cell holding (query position, key); NaN where not recorded.
+    float prob_at(int32_t position, int32_t key) const;
+    // What the map shows, for a panel's caption: "full resolution", "8x8 tiles", "computed rows,
+    // keys in tiles of 8".
+    std::string describe() const;
     // Quantises a (rows, cols) row-major float map (rows and cols must be set). Non-finite and
     // negative values read as 0.
     void set_probs(const float* p) { set_head_mean(p, 1); }
@@ -136,6 +162,11 @@ struct AttentionMap {
     // engine's per-layer trace work, so it sums a row of every head into a small buffer and
     // quantises it with SIMD (no (rows, cols) float mean is ever materialised).
     void set_head_mean(const float* p, int32_t heads);
+    // The same for a pooled map: p is (heads, R, L) over the computed query rows at `positions`
+    // (R, ascending); key_tile, row_tile and keys (= L) must be set. Each cell is the float mean
+    // over its heads, keys and computed rows, summed in that order (heads in head order, then keys,
+    // then rows): the definition the device's pooling (attention_detail.h) is checked against.
+    void set_pooled_head_mean(const float* p, int32_t heads, const std::vector<int32_t>& positions);
 };
 
 // Oracle mode: the cached forward compared with a full forward at the same step.

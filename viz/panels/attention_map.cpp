@@ -19,7 +19,7 @@ std::vector<double> rollout_influence(const trace::StepRecord& s) {
     const size_t L = static_cast<size_t>(s.seq_len);
     std::vector<const trace::AttentionMap*> maps(static_cast<size_t>(s.n_layers), nullptr);
     for (const auto& a : s.attention)
-        if (a.head == -1 && a.layer >= 0 && a.layer < s.n_layers &&
+        if (a.head == -1 && a.layer >= 0 && a.layer < s.n_layers && a.full_resolution() &&
             static_cast<size_t>(a.cols) == L)
             maps[static_cast<size_t>(a.layer)] = &a;
     for (auto* m : maps)
@@ -42,7 +42,9 @@ std::vector<double> rollout_influence(const trace::StepRecord& s) {
 void draw_rollout(ColumnContext& c, const trace::StepRecord& s, float width) {
     const auto v = rollout_influence(s);
     if (v.empty()) {
-        fitted_textf(true, "rollout: needs the head-mean map of every layer at this step");
+        fitted_textf(true,
+                     "rollout: needs the head-mean map of every layer at this step at full "
+                     "resolution (Run setup: attention budget, full-resolution layers)");
         return;
     }
     const double hi = *std::max_element(v.begin(), v.end());
@@ -95,7 +97,9 @@ void draw_attention_map(ColumnContext& c) {
                      c.view.head);
         return;
     }
-    const int32_t L = map->cols;
+    const int32_t L = map->key_count(), C = map->cols;
+    const int32_t kt = std::max(map->key_tile, 1), rt = std::max(map->row_tile, 1);
+    const int32_t image_rows = (L + rt - 1) / rt;  // a pooled map: one image row a tile of rows
     float hi = 0.f;
     for (float v : map->row_scale)  // the largest probability of each row
         if (std::isfinite(v)) hi = std::max(hi, v);
@@ -105,19 +109,19 @@ void draw_attention_map(ColumnContext& c) {
                             std::to_string(static_cast<int>(c.view.colormap));
     ImTextureID tex = c.textures.cached(key);
     if (!tex) {
-        // Expand to a full L x L image: rows not computed this step stay NaN (drawn grey). The
-        // texture holds sqrt(p) so weak but real attention stays visible; the legend says so.
-        std::vector<float> img(static_cast<size_t>(L) * static_cast<size_t>(L), NAN);
+        // Expand to an image of every position (or tile of positions) x every stored column: rows
+        // not computed this step stay NaN (drawn grey). The texture holds sqrt(p) so weak but real
+        // attention stays visible; the legend says so.
+        std::vector<float> img(static_cast<size_t>(image_rows) * static_cast<size_t>(C), NAN);
         for (int32_t r = 0; r < map->rows; ++r) {
-            const int32_t q = map->row_index[static_cast<size_t>(r)];
-            if (q < 0 || q >= L) continue;
-            for (int32_t k = 0; k < L; ++k) {
-                img[static_cast<size_t>(q) * static_cast<size_t>(L) + static_cast<size_t>(k)] =
+            const int32_t q = map->row_index[static_cast<size_t>(r)] / rt;
+            if (q < 0 || q >= image_rows) continue;
+            for (int32_t k = 0; k < C; ++k)
+                img[static_cast<size_t>(q) * static_cast<size_t>(C) + static_cast<size_t>(k)] =
                     std::sqrt(map->prob(r, k));
-            }
         }
-        tex = c.textures.scalar_texture(key, L, L, img, 0.f, std::sqrt(std::max(hi, 1e-6f)),
-                                        c.view.colormap);
+        tex = c.textures.scalar_texture(key, C, image_rows, img, 0.f,
+                                        std::sqrt(std::max(hi, 1e-6f)), c.view.colormap);
     }
     const float side = std::min(c.width, ImGui::GetFontSize() * 18);
     const ImVec2 pos = ImGui::GetCursorScreenPos();
@@ -137,14 +141,19 @@ void draw_attention_map(ColumnContext& c) {
         const ImVec2 m = ImGui::GetIO().MousePos;
         const int32_t q = std::clamp(static_cast<int32_t>((m.y - ip.y) / side * L), 0, L - 1);
         const int32_t k = std::clamp(static_cast<int32_t>((m.x - ip.x) / side * L), 0, L - 1);
-        float p = NAN;
-        for (int32_t r = 0; r < map->rows; ++r)
-            if (map->row_index[static_cast<size_t>(r)] == q) p = map->prob(r, k);
-        ImGui::SetTooltip("query %d -> key %d: p = %.4f (key %s at layer %d)", q, k, p,
-                          trace::to_string(s.action(layer, k)), layer);
+        const float p = map->prob_at(q, k);
+        if (map->full_resolution())
+            ImGui::SetTooltip("query %d -> key %d: p = %.4f (key %s at layer %d)", q, k, p,
+                              trace::to_string(s.action(layer, k)), layer);
+        else
+            ImGui::SetTooltip("queries %d-%d -> keys %d-%d: mean p = %.4f (key %d %s at layer %d)",
+                              q - q % rt, std::min(L, q - q % rt + rt) - 1, k - k % kt,
+                              std::min(L, k - k % kt + kt) - 1, p, k,
+                              trace::to_string(s.action(layer, k)), layer);
         c.view.hovered_pos = k;
     }
-    fitted_textf(true, "sqrt(p), 0 .. %.3f; grey rows: not computed this step", hi);
+    fitted_textf(true, "layer %d, %s: sqrt(p), 0 .. %.3f; grey rows: not computed this step",
+                 map->layer, map->describe().c_str(), hi);
     if (c.run.info.policy == "d2cache") draw_rollout(c, s, c.width);
 }
 

@@ -118,15 +118,24 @@ void draw_layer_history(const RunView& run, const trace::StepRecord& s, int32_t 
     ImGui::EndTable();
 }
 
-// Attention received at the chosen layer: mean over the recorded query rows.
+// Attention received at the chosen layer: mean over the recorded query rows (over the key's tile
+// where the map is pooled).
 void draw_attention_received(const trace::StepRecord& s, int32_t pos, const ViewState& view) {
-    for (const auto& a : s.attention)
-        if (a.layer == view.layer && a.head == view.head && a.rows > 0 && pos < a.cols) {
-            double sum = 0;
-            for (int32_t r = 0; r < a.rows; ++r) sum += a.prob(r, pos);
+    for (const auto& a : s.attention) {
+        const int32_t col = a.column_of(pos);
+        if (a.layer != view.layer || a.head != view.head || a.rows == 0 || col < 0 || col >= a.cols)
+            continue;
+        double sum = 0;
+        for (int32_t r = 0; r < a.rows; ++r) sum += a.prob(r, col);
+        if (a.full_resolution())
             ImGui::Text("attention received at layer %d: %.4f (mean over %d query rows)", a.layer,
                         sum / a.rows, a.rows);
-        }
+        else
+            ImGui::Text(
+                "attention received at layer %d: %.4f (mean over %d stored rows; keys %d-%d, %s)",
+                a.layer, sum / a.rows, a.rows, col * a.key_tile,
+                std::min(a.key_count(), (col + 1) * a.key_tile) - 1, a.describe().c_str());
+    }
 }
 
 // One policy's column of the inspector.
