@@ -11,6 +11,7 @@
 
 #include "engine/base/json_file.h"
 #include "engine/base/stats.h"
+#include "engine/trace/attention_detail.h"
 #include "viz/viz_context.h"
 
 namespace {
@@ -85,14 +86,21 @@ cl::viz::RunView synthetic_run(int id, const std::string& policy, int P, int G, 
         e.threshold = 0.9;
         e.fired = e.value < 0.9;
         s->triggers = {e};
+        // Layer 0's map as the engine records it: 64 computed rows at full resolution, or at
+        // the run's level of detail where the full maps would not fit the default budget.
+        const int tile = cl::trace::attention_tile_for_budget(
+            cl::trace::kDefaultAttentionBudgetBytes, N, L, steps);
         cl::trace::AttentionMap a;
         a.layer = 0;
         a.head = -1;
-        a.rows = 64;
-        a.cols = L;
-        for (int q = 0; q < 64; ++q) a.row_index.push_back(P + q);
+        a.keys = L;
+        a.key_tile = tile;
+        const int cells = (L + tile - 1) / tile;
+        a.row_tile = 64 <= cells ? 1 : tile;
+        std::vector<int32_t> positions;
+        for (int q = 0; q < 64; ++q) positions.push_back(P + q);
         const std::vector<float> probs(static_cast<size_t>(64 * L), 1.f / L);
-        a.set_probs(probs.data());
+        a.set_pooled_head_mean(probs.data(), 1, positions);
         s->attention = {a};
         r.steps.push_back(s);
     }
@@ -107,6 +115,10 @@ int main(int argc, char** argv) {
     std::string json_file;
     app.add_option("--columns", columns)->capture_default_str();
     app.add_option("--gen-length", gen)->capture_default_str();
+    app.add_option("--prompt", prompt, "P, prompt positions")->capture_default_str();
+    app.add_option("--layers", layers, "N, layers")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
     app.add_option("--steps", steps)->capture_default_str();
     app.add_option("--frames", frames)->capture_default_str();
     app.add_option("--json", json_file, "Write results as JSON");

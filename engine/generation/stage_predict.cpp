@@ -112,8 +112,11 @@ void capture_attention(RunCore& run, StepWork& work, const LayerResult& r) {
         else
             job();
     };
-    if (work.wants.mean[l]) store(r.probs, -1);
-    for (int32_t h : work.wants.heads[l]) store(r.probs.narrow(0, h, 1), h);
+    // The head mean where the attention made it (the mean of one "head" is itself), else the
+    // probabilities' mean.
+    if (work.wants.mean[l]) store(r.head_mean.defined() ? r.head_mean.unsqueeze(0) : r.probs, -1);
+    for (int32_t h : work.wants.heads[l])
+        if (r.probs.defined()) store(r.probs.narrow(0, h, 1), h);
 }
 
 // The policy's per-layer hooks as the plan forward sees them, plus the step's observers.
@@ -129,7 +132,13 @@ public:
         const auto l = static_cast<size_t>(layer);
         if (m_run.layer_events) m_work.layer_marks[l].first = m_run.layer_events->mark(m_stream);
         auto p = m_run.policy->plan_layer(layer);
-        if (m_work.wants.mean[l] || !m_work.wants.heads[l].empty()) {
+        if (m_work.wants.mean[l] && m_work.wants.heads[l].empty()) {
+            // The head mean alone: the CPU attention sums it in its own pass, without writing
+            // the (H, R, L) probabilities (at 32 heads of 4 and L = 512 writing and reading them
+            // was a third of a full step); what the policy reads of the probabilities it still
+            // gets (only the rows it asked for).
+            p.want_head_mean = true;
+        } else if (m_work.wants.mean[l] || !m_work.wants.heads[l].empty()) {
             p.want_probs = true;  // the attention panel shows every computed row
             p.want_probs_mean = false;
             p.probs_positions.clear();
@@ -153,7 +162,8 @@ public:
         m_work.rec->layer_ms[l] = static_cast<float>(r.ms);  // on a GPU: the events' instead
         m_work.all_rows[l] = r.rows == nullptr;
         if (r.rows) m_work.layer_rows[l] = r.rows->host;
-        if (r.probs.defined() && m_work.wants.attention) capture_attention(m_run, m_work, r);
+        if ((r.probs.defined() || r.head_mean.defined()) && m_work.wants.attention)
+            capture_attention(m_run, m_work, r);
         if (m_work.wants.drift) observe_drift(m_run, m_work, r);
     }
 
