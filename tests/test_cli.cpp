@@ -181,6 +181,20 @@ TEST(Cli, UsageErrorsExitTwo) {
             (dir / "x.clsession").string() + " --attention-bits 5");
     EXPECT_EQ(r.code, 2);
     EXPECT_FALSE(std::filesystem::exists(dir / "x.clsession"));
+    // The attention's level of detail: layers that are not layers of the model, a budget that
+    // cannot hold one cell per map, each named.
+    r = cli("generate --model " + model.string() + " --prompt hi --record " +
+            (dir / "y.clsession").string() + " --full-attention-layers 0,x");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--full-attention-layers: 'x'"), std::string::npos) << r.out;
+    r = cli("generate --model " + model.string() + " --prompt hi --record " +
+            (dir / "y.clsession").string() + " --full-attention-layers 99");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("layer 99 is past"), std::string::npos) << r.out;
+    r = cli("generate --model " + model.string() + " --prompt hi --gen-length 256 --steps 256 " +
+            "--record " + (dir / "z.clsession").string() + " --attention-budget 0.001");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--attention-budget: an attention budget of"), std::string::npos) << r.out;
     r = cli("train --out " + (dir / "t").string() + " --kv-min-pairs 9 --kv-max-pairs 3 --steps 1");
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--kv-min-pairs"), std::string::npos) << r.out;

@@ -227,3 +227,26 @@ TEST(TraceWorker, DestructorFinishesQueuedJobs) {
 
 }  // namespace
 }  // namespace cl::detail
+
+namespace cl::trace {
+namespace {
+
+// The counted share against a plain count, at sizes around the 16-byte and 255-step blocks.
+TEST(StepRecord, RecomputeFractionCountsEveryRecomputedRow) {
+    for (size_t n : {size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{4079}, size_t{4080},
+                     size_t{4081}, size_t{40960 + 7}}) {
+        StepRecord r;
+        r.actions.resize(n);
+        size_t want = 0;
+        for (size_t i = 0; i < n; ++i) {
+            r.actions[i] = static_cast<RowAction>((i * 7 + i / 3) % 5);
+            want += r.actions[i] == RowAction::Recomputed;
+        }
+        EXPECT_DOUBLE_EQ(r.recompute_fraction(), static_cast<double>(want) / n) << n << " rows";
+        std::fill(r.actions.begin(), r.actions.end(), RowAction::Recomputed);  // full byte lanes
+        EXPECT_DOUBLE_EQ(r.recompute_fraction(), 1.0) << n << " rows";
+    }
+}
+
+}  // namespace
+}  // namespace cl::trace

@@ -197,6 +197,15 @@ std::set<int32_t> AttentionDetailOptions::full_resolution_layers() const {
     return layers;
 }
 
+void AttentionDetailOptions::check_layers_of(const Model& model) const {
+    const int64_t layers = model.config().n_layers;
+    for (int32_t l : full_resolution_layers())
+        if (l >= layers)
+            throw InputError("--full-attention-layers: layer " + std::to_string(l) + " is past " +
+                             model.name() + "'s " + std::to_string(layers) + " layers (0.." +
+                             std::to_string(layers - 1) + ")");
+}
+
 void ParamOptions::add_to(CLI::App& app) {
     app.add_option(
         "--param", raw,

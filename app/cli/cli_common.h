@@ -84,6 +84,8 @@ struct AttentionDetailOptions {
     double budget_bytes() const { return budget_mb * 1e6; }
     // Throws InputError naming --full-attention-layers on a value that is not a layer index.
     std::set<int32_t> full_resolution_layers() const;
+    // Throws InputError naming --full-attention-layers where a layer is past the model's.
+    void check_layers_of(const Model& model) const;
 };
 
 std::vector<std::string> split_list(const std::string& csv);

@@ -68,6 +68,7 @@ ModelRuns run_model(const ModelOptions& mo, const CompareOptions& o, const std::
                     const std::vector<std::string>& specs, int32_t& run_id,
                     sessions::SessionWriter* recorder) {
     auto model = mo.load();
+    o.attention.check_layers_of(*model);
     ModelRuns out{model->name(), o.sampler.resolve(*model), {}};
     for (const auto& spec : specs) {
         const auto [n, params] = column_policy_params(spec, o.params);

@@ -35,6 +35,7 @@ struct GenerateOptions {
 int run_generate(const GenerateOptions& o) {
     check_json_writable(o.json_file);  // before the runs that fill it
     auto model = o.model.load();
+    o.attention.check_layers_of(*model);
     GenerationRequest req;
     req.prompt_text = o.prompt.text();
     req.chat_template = !o.prompt.no_chat_template;
