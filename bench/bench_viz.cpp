@@ -98,6 +98,7 @@ cl::viz::RunView synthetic_run(int id, const std::string& policy, int P, int G, 
         const int cells = (L + tile - 1) / tile;
         a.row_tile = 64 <= cells ? 1 : tile;
         std::vector<int32_t> positions;
+        positions.reserve(64);
         for (int q = 0; q < 64; ++q) positions.push_back(P + q);
         const std::vector<float> probs(static_cast<size_t>(64 * L), 1.f / L);
         a.set_pooled_head_mean(probs.data(), 1, positions);

@@ -343,7 +343,8 @@ void from_json(const json& j, AttentionMap& m) {
         m.keys = j.contains("keys") ? json_int<int32_t>(j.at("keys")) : m.cols;
         m.key_tile = j.contains("key_tile") ? json_int<int32_t>(j.at("key_tile")) : 1;
         m.row_tile = j.contains("row_tile") ? json_int<int32_t>(j.at("row_tile")) : 1;
-        if (m.key_tile < 1 || m.row_tile < 1 || m.cols != (m.keys + m.key_tile - 1) / m.key_tile)
+        if (m.key_tile < 1 || m.row_tile < 1 || m.keys < 0 ||
+            m.cols != (int64_t{m.keys} + m.key_tile - 1) / m.key_tile)
             throw SessionError("attention map: tiles " + std::to_string(m.row_tile) + "x" +
                                std::to_string(m.key_tile) + " do not give " +
                                std::to_string(m.cols) + " columns of " + std::to_string(m.keys) +

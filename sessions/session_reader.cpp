@@ -229,7 +229,7 @@ trace::AttentionMap read_attention_map(const Stmt& at, int32_t seq_len, const st
     if (m.rows < 0 || m.cols < 0 || m.cols > seq_len || m.rows > seq_len)
         throw SessionError(aw + ": bad size");
     if (m.key_tile < 1 || m.row_tile < 1 || m.key_tile > seq_len || m.row_tile > seq_len ||
-        m.keys < 0 || m.keys > seq_len || m.cols != (m.keys + m.key_tile - 1) / m.key_tile)
+        m.keys < 0 || m.keys > seq_len || m.cols != (int64_t{m.keys} + m.key_tile - 1) / m.key_tile)
         throw SessionError(aw + ": tiles " + std::to_string(m.row_tile) + "x" +
                            std::to_string(m.key_tile) + " do not give its " +
                            std::to_string(m.cols) + " columns of " + std::to_string(m.keys) +
