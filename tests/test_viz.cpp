@@ -134,6 +134,33 @@ void draw_all(std::vector<RunView>& runs, ViewState& view, RecordingTextures& te
         [&] { draw_canvas(runs, view, tex); });  // a second frame exercises hover/cached paths
 }
 
+// The shared zoom window, clipped to each panel's own axis (the timeline starts near the prompt's
+// end, the recompute map at position 0), maps positions and texture coordinates consistently.
+TEST(Viz, ThePositionZoomIsClippedToEachPanelsAxis) {
+    ViewState v;
+    auto whole = position_axis(v, 0, 1280);
+    EXPECT_FALSE(whole.zoomed);
+    EXPECT_EQ(whole.at(0.f), 0);
+    EXPECT_EQ(whole.at(1.f), 1279);
+    v.zoom_first = 230;
+    v.zoom_count = 96;
+    const auto map = position_axis(v, 0, 1280);
+    EXPECT_TRUE(map.zoomed);
+    EXPECT_EQ(map.first, 230);
+    EXPECT_EQ(map.count, 96);
+    EXPECT_FLOAT_EQ(map.u0, 230.f / 1280);
+    EXPECT_FLOAT_EQ(map.u1, 326.f / 1280);
+    EXPECT_EQ(map.at(0.5f), 278);
+    EXPECT_FLOAT_EQ(map.fraction_of(278.f), 0.5f);
+    const auto timeline = position_axis(v, 252, 1028);  // positions 252..1279
+    EXPECT_EQ(timeline.first, 252);
+    EXPECT_EQ(timeline.count, 74);
+    EXPECT_FLOAT_EQ(timeline.u0, 0.f);
+    EXPECT_FLOAT_EQ(timeline.u1, 74.f / 1028);
+    v.zoom_first = 2000;  // outside the axis: the whole axis
+    EXPECT_FALSE(position_axis(v, 0, 1280).zoomed);
+}
+
 TEST(Viz, EmptyCanvasSaysWhatToDo) {
     std::vector<RunView> runs;
     ViewState view;

@@ -51,6 +51,11 @@ struct ViewState {
     int32_t head = -1;         // -1 = mean over heads
     int32_t hovered_pos = -1;  // position under the mouse (any column)
     int32_t pinned_pos = -1;   // position pinned in the inspector
+    // The positions the timeline and the recompute map show, in every column alike: zoom_count
+    // positions from zoom_first; 0 = the whole sequence (Ctrl+wheel over either panel zooms
+    // around the cursor, a double click shows every position again).
+    int32_t zoom_first = 0;
+    int32_t zoom_count = 0;
     Colormap colormap = Colormap::Viridis;
     bool dark = true;
     bool oracle_view = false;      // show oracle staleness instead of drift

@@ -1,6 +1,8 @@
 // Parsing and checking the desktop app's command line (launch_args.h).
 #include "app/desktop/launch_args.h"
 
+#include <tuple>
+
 #include <QCommandLineParser>
 #include <stdexcept>
 
@@ -27,6 +29,21 @@ int integer_value(const QCommandLineParser& parser, const QString& name, int lo,
                            .arg(hi)
                            .toStdString());
     return v;
+}
+
+// --zoom FIRST,COUNT: COUNT positions from FIRST (at least 16).
+std::pair<int, int> zoom_value(const QCommandLineParser& parser) {
+    if (!parser.isSet("zoom")) return {0, 0};
+    const auto parts = parser.value("zoom").split(',');
+    bool ok_first = false, ok_count = false;
+    const int first = parts.size() == 2 ? parts[0].toInt(&ok_first) : -1;
+    const int count = parts.size() == 2 ? parts[1].toInt(&ok_count) : 0;
+    if (!ok_first || !ok_count || first < 0 || count < 16 || first > (1 << 20) || count > (1 << 20))
+        throw BadValue(("--zoom " + parser.value("zoom") +
+                        ": expected FIRST,COUNT (COUNT positions from FIRST, at least 16), "
+                        "e.g. 600,128")
+                           .toStdString());
+    return {first, count};
 }
 
 QSize size_value(const QCommandLineParser& parser) {
@@ -112,6 +129,8 @@ void add_options(QCommandLineParser& parser) {
         {"light", "Light theme"},
         {"presenter", "Presenter mode: the canvas gets the window (F11 toggles)"},
         {"size", "Window size WxH", "WxH", "1600x1000"},
+        {"zoom", "The positions the timeline and recompute map show: COUNT from FIRST",
+         "FIRST,COUNT"},
         {"session", "Replay a saved session (no model needed)", "FILE"},
         {"step", "With --session: show this step (0-based)", "N"},
         {"no-record", "Do not record live runs into the session folder"},
@@ -156,6 +175,7 @@ LaunchArgs read_args(const QCommandLineParser& parser) {
         throw BadValue("--export-scale and --export-columns need --export FILE.png");
     a.sweep_file = parser.value("sweep");
     a.size = size_value(parser);
+    std::tie(a.zoom_first, a.zoom_count) = zoom_value(parser);
     if (!a.export_file.isEmpty() && a.screenshot.isEmpty())
         throw BadValue("--export needs --screenshot OUT.png (the window is drawn first)");
     if (a.step >= 0 && o.session.isEmpty()) throw BadValue("--step needs --session FILE");

@@ -25,6 +25,8 @@ struct LaunchArgs {
     std::set<int> export_columns;  // with --export FILE.png: these columns only (0-based)
     QString sweep_file;            // a sweep results file for the Pareto view
     QSize size{1600, 1000};
+    int zoom_first = 0, zoom_count = 0;  // --zoom FIRST,COUNT: the positions the timeline and
+                                         // recompute map show (0: all)
     bool headless() const { return !screenshot.isEmpty(); }
 };
 

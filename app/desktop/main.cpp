@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
     MainWindow window(a.options);
     if (const int rc = check_loaded(window, a); rc != 0 && a.headless()) return rc;
     if (window.replaying() && a.step >= 0) window.set_step(a.step);
+    window.view().zoom_first = a.zoom_first;
+    window.view().zoom_count = a.zoom_count;
     for (int k = a.lesson_step; k > 0 && window.in_lesson(); --k) window.lesson_next();
     window.resize(a.size);
     window.show();

@@ -52,6 +52,25 @@ void draw_inspector(std::vector<RunView>& runs, ViewState& view);
 
 // Shared metrics, defined once (POLICIES.md section 4) and shown with their formulas.
 // The metrics of a column up to the step on screen (engine/trace/metrics.h defines them).
+// A position axis drawn across a panel's width: positions [first, first + count) of the panel's
+// own [axis_first, axis_first + axis_count), the view's zoom window clipped to it; u0..u1 is the
+// part of a texture over the whole axis that shows them.
+struct PositionAxis {
+    int32_t first = 0, count = 1;
+    float u0 = 0.f, u1 = 1.f;
+    bool zoomed = false;
+    // The position under `fraction` (0..1) of the panel's width.
+    int32_t at(float fraction) const;
+    // Where position p (may be fractional, e.g. p + 0.5) falls, as a fraction of the width.
+    float fraction_of(float p) const { return (p - static_cast<float>(first)) / count; }
+};
+PositionAxis position_axis(const ViewState& view, int32_t axis_first, int32_t axis_count);
+// Ctrl+wheel over the hovered panel zooms the view around the position under the cursor (the
+// wheel alone still scrolls the column), a double click shows every position; returns a caption
+// for the panel ("positions 512-639 of 0-1279") or "" when not zoomed.
+std::string handle_position_zoom(ViewState& view, const PositionAxis& axis, int32_t axis_first,
+                                 int32_t axis_count, float cursor_fraction);
+
 using ColumnMetrics = trace::RunMetrics;
 ColumnMetrics column_metrics(const RunView& run, const RunView* baseline, int32_t upto_step);
 

@@ -37,15 +37,20 @@ void draw_recompute_map(ColumnContext& c) {
             }
         tex = c.textures.rgba_texture(key, L, N, px);
     }
-    fitted_textf(true, "layers x positions at step %d", s.step);
+    const PositionAxis axis = position_axis(c.view, 0, L);
     const float marker = ImGui::GetFontSize() * 0.8f;
+    // Taller with many layers: 32 layers keep about 4 px each.
+    const float tallest = ImGui::GetFontSize() * std::max(8.f, N / 3.f);
+    fitted_textf(true, "layers x positions at step %d", s.step);
     const ImVec2 pos = ImGui::GetCursorScreenPos();
     const ImVec2 size{std::max(10.f, c.width - marker),
-                      std::clamp(N * 10.f, ImGui::GetFontSize() * 2, ImGui::GetFontSize() * 8)};
+                      std::clamp(N * 10.f, ImGui::GetFontSize() * 2, tallest)};
     ImGui::InvisibleButton("##recompute", {size.x + marker, size.y});
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 img{pos.x + marker, pos.y};
-    dl->AddImage(tex, img, {img.x + size.x, img.y + size.y});
+    dl->AddImage(tex, img, {img.x + size.x, img.y + size.y}, {axis.u0, 0.f}, {axis.u1, 1.f});
+    const std::string zoom =
+        handle_position_zoom(c.view, axis, 0, L, (ImGui::GetIO().MousePos.x - img.x) / size.x);
     const float row_h = size.y / N;
     for (const auto& t : s.triggers)
         if (t.fired && t.layer >= 0 && t.layer < N) {
@@ -58,13 +63,14 @@ void draw_recompute_map(ColumnContext& c) {
         if ((a.step >= 0 && a.step != s.step) || a.position < 0 || a.position >= L) continue;
         const float y =
             a.layer >= 0 && a.layer < N ? img.y + (a.layer + 0.5f) * row_h : img.y + size.y * 0.5f;
-        plot::annotation_marker(dl, {img.x + (a.position + 0.5f) / L * size.x, y},
+        if (a.position < axis.first || a.position >= axis.first + axis.count) continue;
+        plot::annotation_marker(dl, {img.x + axis.fraction_of(a.position + 0.5f) * size.x, y},
                                 static_cast<int>(i + 1), a.text, c.view.dark);
     }
     if (ImGui::IsItemHovered()) {
         const ImVec2 m = ImGui::GetIO().MousePos;
         const int32_t layer = std::clamp(static_cast<int32_t>((m.y - img.y) / row_h), 0, N - 1);
-        const int32_t row = std::clamp(static_cast<int32_t>((m.x - img.x) / size.x * L), 0, L - 1);
+        const int32_t row = axis.at((m.x - img.x) / size.x);
         c.view.hovered_pos = row;
         const size_t k =
             static_cast<size_t>(layer) * static_cast<size_t>(L) + static_cast<size_t>(row);
@@ -78,6 +84,7 @@ void draw_recompute_map(ColumnContext& c) {
         ImGui::EndTooltip();
         if (ImGui::IsMouseClicked(0)) c.view.layer = layer;
     }
+    if (!zoom.empty()) fitted_textf(true, "%s", zoom.c_str());
     // The legend belongs to the panel: a figure of this panel alone keeps it.
     for (auto a : {trace::RowAction::Recomputed, trace::RowAction::KvReused,
                    trace::RowAction::ProbedOnly, trace::RowAction::FeatureReused})

@@ -42,7 +42,8 @@ void draw_timeline(ColumnContext& c) {
     const ImVec2 size{c.width, height};
     ImGui::InvisibleButton("##timeline", size);
     ImDrawList* dl = ImGui::GetWindowDrawList();
-    dl->AddImage(tex, pos, {pos.x + size.x, pos.y + size.y});
+    const PositionAxis axis = position_axis(c.view, P, W);
+    dl->AddImage(tex, pos, {pos.x + size.x, pos.y + size.y}, {axis.u0, 0.f}, {axis.u1, 1.f});
     if (c.step >= 0) {
         const float y = pos.y + (c.step + 0.5f) / n_steps * size.y;
         dl->AddLine({pos.x, y}, {pos.x + size.x, y}, palette(c.view.dark).text, 1.f);
@@ -51,11 +52,14 @@ void draw_timeline(ColumnContext& c) {
         const ImVec2 m = ImGui::GetIO().MousePos;
         const int32_t step =
             std::clamp(static_cast<int32_t>((m.y - pos.y) / size.y * n_steps), 0, n_steps - 1);
-        const int32_t col = std::clamp(static_cast<int32_t>((m.x - pos.x) / size.x * W), 0, W - 1);
-        c.view.hovered_pos = P + col;
-        ImGui::SetTooltip("step %d, position %d (click to seek)", step, P + col);
+        const int32_t position = axis.at((m.x - pos.x) / size.x);
+        c.view.hovered_pos = position;
+        ImGui::SetTooltip("step %d, position %d (click to seek; Ctrl+wheel zooms)", step, position);
         if (ImGui::IsMouseClicked(0)) c.view.seek_request = step;
     }
+    const std::string zoom =
+        handle_position_zoom(c.view, axis, P, W, (ImGui::GetIO().MousePos.x - pos.x) / size.x);
+    if (!zoom.empty()) fitted_textf(true, "%s", zoom.c_str());
 }
 
 }  // namespace cl::viz
