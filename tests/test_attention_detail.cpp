@@ -8,6 +8,8 @@
 #include "engine/base/errors.h"
 #include "engine/generation/attention_pooling.h"
 #include "engine/generation/generator.h"
+#include "engine/generation/memory_estimate.h"
+#include "engine/model/model_writer.h"
 #include "engine/trace/attention_detail.h"
 #include "engine/trace/trace_store.h"
 #include "test_util.h"
@@ -52,6 +54,20 @@ TEST(AttentionDetail, TheTileIsTheSmallestThatFitsTheBudget) {
     EXPECT_EQ(trace::attention_detail_for(t, 32, 1280, false).row_tile, 1);
     EXPECT_EQ(trace::attention_detail_for(t, 1280, 1280, false).row_tile, t);
     EXPECT_TRUE(trace::attention_detail_for(t, 1280, 1280, true).full_resolution());
+}
+
+// At LLaDA-8B's layer count and length the estimate's trace stays bounded at the default budget
+// (the full maps alone were 54 GB), so the shapes of the papers are never refused for it.
+TEST(AttentionDetail, TheEstimateAtTheRealShapeCountsThePooledMaps) {
+    const auto config = tiny_config(128, 32, 32, 32);
+    const auto e =
+        estimate_run_memory(config, 1280, 1024, trace::kDefaultAttentionBudgetBytes, false);
+    EXPECT_LE(e.attention_bytes, trace::kDefaultAttentionBudgetBytes);
+    EXPECT_LT(e.trace_bytes, 1e9) << e.describe();
+    EXPECT_NE(e.describe().find("at a 256 MB budget"), std::string::npos) << e.describe();
+    const auto full = estimate_run_memory(config, 1280, 1024, trace::kDefaultAttentionBudgetBytes,
+                                          false, /*full_resolution_layers=*/32);
+    EXPECT_GT(full.attention_bytes, 50e9) << "every layer at full resolution: " << full.describe();
 }
 
 TEST(AttentionDetail, ABudgetTooSmallIsRefusedNamingTheSetting) {

@@ -216,6 +216,7 @@ TEST(ModelLoad, ARunThatCannotFitInMemoryIsRefusedWithTheFigures) {
         EXPECT_NE(m.find("gen_length"), std::string::npos) << m;
         EXPECT_NE(m.find("would need about"), std::string::npos) << m;
         EXPECT_NE(m.find("is available"), std::string::npos) << m;
+        EXPECT_NE(m.find("--attention-budget"), std::string::npos) << m;
     }
     const auto ordinary =
         estimate_run_memory(model->config(), 300, 256, trace::kDefaultAttentionBudgetBytes, true);

@@ -65,12 +65,13 @@ MemoryEstimate estimate_run_memory(const ModelConfig& c, int64_t seq_len, int64_
 void check_memory_fits(const MemoryEstimate& estimate, double available,
                        const std::string& device) {
     if (available <= 0 || estimate.total() <= 0.9 * available) return;
-    throw InputError(Setting{"gen_length"},
-                     "this run would need " + estimate.describe() + " beyond the model, and " +
-                         gigabytes(available) +
-                         (device.empty() ? " is available" : " is free on " + device) +
-                         ": lower gen_length or steps (or the attention budget, "
-                         "attention_budget, or turn off attention tracing / oracle mode)");
+    throw InputError(
+        Setting{"gen_length"},
+        "this run would need " + estimate.describe() + " beyond the model, and " +
+            gigabytes(available) + (device.empty() ? " is available" : " is free on " + device) +
+            ": lower gen_length or steps, or the attention budget (--attention-budget, "
+            "the app's Attention budget), or turn off attention tracing / oracle "
+            "mode");
 }
 
 }  // namespace cl
