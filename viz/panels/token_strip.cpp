@@ -10,6 +10,7 @@
 #include "viz/palette.h"
 #include "viz/panels/panels.h"
 #include "viz/plot.h"
+#include "viz/text_fit.h"
 
 namespace cl::viz {
 namespace {
@@ -52,16 +53,17 @@ bool recomputed_at_any_layer(const trace::StepRecord& s, int32_t i) {
 // row of G = 1024 sub-pixel cells could not).
 constexpr float kMinCell = 4.f;
 
-void draw_strip_texture(ColumnContext& c, const trace::StepRecord& s, int32_t from, float h) {
+void draw_strip_texture(ColumnContext& c, const trace::StepRecord& s, int32_t from, int32_t end,
+                        float h) {
     const auto& pal = palette(c.view.dark);
-    const int32_t count = s.seq_len - from;
+    const int32_t count = end - from;
     const int per_row = std::clamp(static_cast<int>(c.width / kMinCell), 1, count);
     const int rows = (count + per_row - 1) / per_row;
     const float cell_w = c.width / static_cast<float>(per_row);
     const float row_h = std::max(6.f, h * 0.5f);
     std::vector<uint32_t> px(static_cast<size_t>(per_row) * static_cast<size_t>(rows),
                              to_rgba8(pal.background));  // (rows, per_row); the tail is empty
-    for (int32_t i = from; i < s.seq_len; ++i) {
+    for (int32_t i = from; i < end; ++i) {
         const auto st = s.states[static_cast<size_t>(i)];
         const bool recomputed =
             s.n_layers > 0 && s.action(s.n_layers - 1, i) == trace::RowAction::Recomputed;
@@ -70,7 +72,8 @@ void draw_strip_texture(ColumnContext& c, const trace::StepRecord& s, int32_t fr
                                                                    : state_color(st, c.view.dark));
     }
     const std::string key = "strip/" + std::to_string(c.run.info.run_id) + "/" +
-                            std::to_string(s.step) + "/" + std::to_string(per_row);
+                            std::to_string(s.step) + "/" + std::to_string(per_row) + "/" +
+                            std::to_string(from) + "-" + std::to_string(end);
     ImTextureID tex = c.textures.rgba_texture(key, per_row, rows, px);
     const ImVec2 pos = ImGui::GetCursorScreenPos();
     const ImVec2 size{c.width, row_h * static_cast<float>(rows)};
@@ -195,10 +198,20 @@ void draw_token_strip(ColumnContext& c) {
     const float cell = ImGui::GetFontSize() * 0.75f;
     const float avail = std::max(40.f, c.width);
     const int per_row = std::max(1, static_cast<int>(avail / cell));
-    const int32_t from = std::max(0, c.run.info.prompt_len - 8);  // a little prompt context
-    const int32_t count = s.seq_len - from;
+    // A little prompt context, or the window the timeline and recompute map are zoomed on: at
+    // most 512 positions are drawn as cells with their tooltips, outlines and pins.
+    int32_t from = std::max(0, c.run.info.prompt_len - 8), end = s.seq_len;
+    if (c.view.zoom_count > 0) {
+        const PositionAxis zoomed = position_axis(c.view, 0, s.seq_len);
+        if (zoomed.zoomed) {
+            from = zoomed.first;
+            end = zoomed.first + zoomed.count;
+            fitted_textf(true, "positions %d-%d (zoomed with the timeline)", from, end - 1);
+        }
+    }
+    const int32_t count = end - from;
     if (count > 512) {
-        draw_strip_texture(c, s, from, h);
+        draw_strip_texture(c, s, from, end, h);
         return;
     }
     const UniformCells uni = uniform_cells(c);
@@ -207,7 +220,7 @@ void draw_token_strip(ColumnContext& c) {
     ImGui::InvisibleButton("##tokens", {avail, std::max(h, static_cast<float>(rows) * h)});
     const bool hovered = ImGui::IsItemHovered();
     const ImVec2 mouse = ImGui::GetIO().MousePos;
-    for (int32_t i = from; i < s.seq_len; ++i) {
+    for (int32_t i = from; i < end; ++i) {
         const int k = i - from;
         const int row = k / per_row;  // whole rows
         const ImVec2 a{origin.x + static_cast<float>(k % per_row) * cell,
@@ -220,9 +233,11 @@ void draw_token_strip(ColumnContext& c) {
             cell_tooltip(c, s, i, uni);
         }
     }
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + avail);
-    ImGui::TextUnformatted(response_text(c, s, uni.on).c_str());
-    ImGui::PopTextWrapPos();
+    if (from == std::max(0, c.run.info.prompt_len - 8) && end == s.seq_len) {  // not zoomed
+        ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + avail);
+        ImGui::TextUnformatted(response_text(c, s, uni.on).c_str());
+        ImGui::PopTextWrapPos();
+    }
 }
 
 }  // namespace cl::viz
