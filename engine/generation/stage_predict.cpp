@@ -134,9 +134,9 @@ public:
         auto p = m_run.policy->plan_layer(layer);
         if (m_work.wants.mean[l] && m_work.wants.heads[l].empty()) {
             // The head mean alone: the CPU attention sums it in its own pass, without writing
-            // the (H, R, L) probabilities (at 32 heads of 4 and L = 512 writing and reading them
-            // was a third of a full step); what the policy reads of the probabilities it still
-            // gets (only the rows it asked for).
+            // the (H, R, L) probabilities (with many narrow heads, writing and reading them was a
+            // third of a full step: cachelens-bench-scale); the policy still gets what it reads
+            // of the probabilities (only the rows it asked for).
             p.want_head_mean = true;
         } else if (m_work.wants.mean[l] || !m_work.wants.heads[l].empty()) {
             p.want_probs = true;  // the attention panel shows every computed row

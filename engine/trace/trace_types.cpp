@@ -11,8 +11,7 @@ namespace cl::trace {
 double StepRecord::recompute_fraction() const {
     if (actions.empty()) return 0.0;
     // SSE2: 16 byte compares a step, counted in byte lanes for up to 255 steps, then summed by
-    // psadbw (the canvas's header metrics count every step's actions each frame: at 32 layers x
-    // 1,280 positions x 1,024 steps the plain loop took most of a frame).
+    // psadbw; at the real models' shape a run's steps hold tens of millions of actions.
     const auto* a = reinterpret_cast<const uint8_t*>(actions.data());
     const auto want = static_cast<uint8_t>(RowAction::Recomputed);
     const size_t n = actions.size();

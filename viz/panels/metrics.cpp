@@ -8,9 +8,9 @@ namespace {
 
 // What a column's metrics up to a step depend on: the records are immutable once published, so a
 // run's first record and how many of its records there are identify them (a re-run publishes new
-// ones). The header and the diff strip ask for the same metrics every frame, and each summed every
-// step's per-(layer, row) actions (at 32 layers x 1,280 positions x 1,024 steps, a frame's worth);
-// the canvas is drawn on one thread only.
+// ones). The header and the diff strip ask for the same metrics every frame, and each sums every
+// step's per-(layer, row) actions: at the real models' shape that was most of a frame
+// (cachelens-bench-viz --layers 32). The canvas is drawn on one thread only.
 struct MetricsKey {
     int32_t run_id = -1, base_id = -1;  // a re-run has a new id: freed records' addresses recur
     const trace::StepRecord* run_first = nullptr;
