@@ -18,9 +18,9 @@
 namespace cl::trace {
 
 // The default budget of one run's head-mean attention maps in memory (and, before compression,
-// in its session): 256 MB. The embedded model's runs fit it at full resolution up to L = 320 at
-// 256 steps; at 32 layers and 1,024 steps it is 8 KB a map (86 x 86 tiles of 15 positions at
-// L = 1,280); at 32 layers, L = 512 and 256 steps, tiles of 3.
+// in its session): 256 MB. The embedded model's runs (6 layers) fit it at full resolution up to
+// L = 404 at 256 steps; at 32 layers and 1,024 steps it is 7.8 KB a map (80 x 80 tiles of 16
+// positions at L = 1,280); at 32 layers, L = 512 and 256 steps, tiles of 3.
 constexpr double kDefaultAttentionBudgetBytes = 256e6;
 
 struct AttentionDetail {
