@@ -12,6 +12,7 @@
 #include "engine/model/model_writer.h"
 #include "engine/trace/attention_detail.h"
 #include "engine/trace/trace_store.h"
+#include "test_requests.h"
 #include "test_util.h"
 
 namespace cl {
@@ -22,14 +23,7 @@ std::shared_ptr<Model> tiny() {
     return m;
 }
 
-GenerationRequest request(int64_t G, int64_t B, int64_t T) {
-    GenerationRequest r;
-    r.prompt_text = "What is 2 + 2?";
-    r.config.gen_length = G;
-    r.config.block_length = B;
-    r.config.steps = T;
-    return r;
-}
+using test::request;
 
 // Bytes the store's maps hold: levels plus each stored row's position and scale.
 double attention_bytes(const trace::TraceStore& store, int32_t run) {

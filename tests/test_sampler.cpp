@@ -11,6 +11,7 @@
 #include "engine/generation/row_sampler.h"
 #include "engine/generation/sampler.h"
 #include "engine/trace/trace_store.h"
+#include "test_requests.h"
 #include "test_util.h"
 
 namespace cl {
@@ -21,14 +22,7 @@ std::shared_ptr<Model> tiny() {
     return m;
 }
 
-GenerationRequest request(int64_t G = 16, int64_t B = 8, int64_t T = 16) {
-    GenerationRequest r;
-    r.prompt_text = "What is 2 + 2?";
-    r.config.gen_length = G;
-    r.config.block_length = B;
-    r.config.steps = T;
-    return r;
-}
+using test::request;
 
 std::vector<std::shared_ptr<const trace::StepRecord>> run_all(const GenerationRequest& r,
                                                               trace::RunSummary* s = nullptr) {

@@ -180,21 +180,9 @@ void AttentionDetailOptions::add_to(CLI::App& app) {
 }
 
 std::set<int32_t> AttentionDetailOptions::full_resolution_layers() const {
-    std::set<int32_t> layers;
-    for (const auto& item : split_list(full_layers)) {
-        size_t used = 0;
-        int value = -1;
-        try {
-            value = std::stoi(item, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used != item.size() || value < 0)
-            throw InputError("--full-attention-layers: '" + item +
-                             "' is not a layer index (expected e.g. 0,12)");
-        layers.insert(value);
-    }
-    return layers;
+    const auto layers = whole_numbers(full_layers, "--full-attention-layers", 0, 1 << 20,
+                                      "a layer index (expected e.g. 0,12)");
+    return {layers.begin(), layers.end()};
 }
 
 void AttentionDetailOptions::check_layers_of(const Model& model) const {
@@ -238,6 +226,24 @@ std::map<std::string, double> ParamOptions::for_policy(const std::string& policy
             continue;
         }
         out[key] = v;
+    }
+    return out;
+}
+
+std::vector<int> whole_numbers(const std::string& csv, const std::string& option, int lo, int hi,
+                               const std::string& what) {
+    std::vector<int> out;
+    for (const auto& item : split_list(csv)) {
+        size_t used = 0;
+        int value = lo - 1;
+        try {
+            value = std::stoi(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != item.size() || value < lo || value > hi)
+            throw InputError(option + ": '" + item + "' is not " + what);
+        out.push_back(value);
     }
     return out;
 }

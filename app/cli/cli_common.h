@@ -89,6 +89,10 @@ struct AttentionDetailOptions {
 };
 
 std::vector<std::string> split_list(const std::string& csv);
+// The whole numbers of a comma-separated list, each in [lo, hi]; throws InputError
+// "OPTION: 'ITEM' is not WHAT" at the first that is not.
+std::vector<int> whole_numbers(const std::string& csv, const std::string& option, int lo, int hi,
+                               const std::string& what);
 std::string read_text_file(const std::string& path);  // throws InputError
 
 }  // namespace cl::cli

@@ -33,19 +33,9 @@ struct SweepOptions {
 };
 
 std::vector<int32_t> parse_step_counts(const std::string& csv) {
-    std::vector<int32_t> out;
-    for (const auto& s : split_list(csv)) {
-        size_t used = 0;
-        int value = 0;
-        try {
-            value = std::stoi(s, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used != s.size() || value < 1 || value > 65536)
-            throw InputError("--step-counts: '" + s + "' is not a step count between 1 and 65536");
-        out.push_back(value);
-    }
+    const auto counts =
+        whole_numbers(csv, "--step-counts", 1, 65536, "a step count between 1 and 65536");
+    std::vector<int32_t> out(counts.begin(), counts.end());
     if (out.empty()) throw InputError("--step-counts: no step count given");
     return out;
 }

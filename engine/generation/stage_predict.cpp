@@ -80,31 +80,27 @@ void capture_attention(RunCore& run, StepWork& work, const LayerResult& r) {
         a->key_tile = detail.key_tile;
         a->row_tile = detail.row_tile;
         a->row_index = row_index;
-        if (!detail.full_resolution() && !maps.device().is_cpu()) {
-            auto pooled = pool_attention(maps, row_index, detail, a->row_index);  // (R', C')
-            a->rows = static_cast<int32_t>(pooled.size(0));
-            a->cols = static_cast<int32_t>(pooled.size(1));
-            if (quantize_on_device(pooled.unsqueeze(0), *a, work)) {
-                work.pending_maps.push_back(std::move(a));
-                return;
-            }
-            auto cpu = pooled.to(torch::kCPU).contiguous();
-            a->set_probs(cpu.data_ptr<float>());
+        // Off the CPU the tiles are pooled where the maps are, and the pooled (1, R', C') map is
+        // then quantised as any map of one head; on the CPU the trace's own loop pools them.
+        torch::Tensor source = maps;  // (H', R, L) or, pooled, (1, R', C')
+        const bool pool_on_host = !detail.full_resolution() && maps.device().is_cpu();
+        if (!detail.full_resolution() && !pool_on_host) {
+            source = pool_attention(maps, row_index, detail, a->row_index).unsqueeze(0);
+            a->rows = static_cast<int32_t>(source.size(1));
+            a->cols = static_cast<int32_t>(source.size(2));
+        }
+        if (!pool_on_host && quantize_on_device(source, *a, work)) {
             work.pending_maps.push_back(std::move(a));
             return;
         }
-        if (detail.full_resolution() && quantize_on_device(maps, *a, work)) {
-            work.pending_maps.push_back(std::move(a));
-            return;
-        }
-        auto cpu = maps.to(torch::kCPU, torch::kFloat32).contiguous();
+        auto cpu = source.to(torch::kCPU, torch::kFloat32).contiguous();
         // The job keeps the probabilities alive; nothing writes to them after the layer.
-        auto job = [map = a.get(), cpu, detail, positions = row_index] {
+        auto job = [map = a.get(), cpu, pool_on_host, positions = row_index] {
             const auto heads = static_cast<int32_t>(cpu.size(0));
-            if (detail.full_resolution())
-                map->set_head_mean(cpu.data_ptr<float>(), heads);
-            else
+            if (pool_on_host)
                 map->set_pooled_head_mean(cpu.data_ptr<float>(), heads, positions);
+            else
+                map->set_head_mean(cpu.data_ptr<float>(), heads);
         };
         work.pending_maps.push_back(std::move(a));
         if (run.trace_worker && cpu.numel() >= kTraceWorkerMinFloats)

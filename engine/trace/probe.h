@@ -57,10 +57,9 @@ public:
     }
     // The tightest of the sinks' budgets: every sink holds what the record holds.
     double attention_budget_bytes() const override {
-        double budget = kDefaultAttentionBudgetBytes;
-        for (size_t i = 0; i < m_sinks.size(); ++i)
-            budget = i == 0 ? m_sinks[i]->attention_budget_bytes()
-                            : std::min(budget, m_sinks[i]->attention_budget_bytes());
+        if (m_sinks.empty()) return kDefaultAttentionBudgetBytes;
+        double budget = m_sinks.front()->attention_budget_bytes();
+        for (auto* s : m_sinks) budget = std::min(budget, s->attention_budget_bytes());
         return budget;
     }
     void on_run_start(const RunInfo& info) override {

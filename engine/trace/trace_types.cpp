@@ -10,26 +10,8 @@ namespace cl::trace {
 
 double StepRecord::recompute_fraction() const {
     if (actions.empty()) return 0.0;
-    // SSE2: 16 byte compares a step, counted in byte lanes for up to 255 steps, then summed by
-    // psadbw; at the real models' shape a run's steps hold tens of millions of actions.
-    const auto* a = reinterpret_cast<const uint8_t*>(actions.data());
-    const auto want = static_cast<uint8_t>(RowAction::Recomputed);
-    const size_t n = actions.size();
-    size_t computed = 0, i = 0;
-#if defined(__SSE2__)
-    const __m128i match = _mm_set1_epi8(static_cast<char>(want)), zero = _mm_setzero_si128();
-    while (i + 16 <= n) {
-        __m128i lanes = zero;
-        for (int k = 0; k < 255 && i + 16 <= n; ++k, i += 16) {
-            const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
-            lanes = _mm_sub_epi8(lanes, _mm_cmpeq_epi8(bytes, match));  // -(-1) per match
-        }
-        const __m128i sums = _mm_sad_epu8(lanes, zero);
-        computed += static_cast<size_t>(_mm_cvtsi128_si32(sums)) +
-                    static_cast<size_t>(_mm_cvtsi128_si32(_mm_srli_si128(sums, 8)));
-    }
-#endif
-    for (; i < n; ++i) computed += a[i] == want;
+    size_t computed = 0;
+    for (RowAction a : actions) computed += (a == RowAction::Recomputed);
     return static_cast<double>(computed) / static_cast<double>(actions.size());
 }
 
@@ -111,10 +93,6 @@ void AttentionMap::set_head_mean(const float* p, int32_t heads) {
     }
 }
 
-}  // namespace cl::trace
-
-namespace cl::trace {
-
 int32_t AttentionMap::row_of(int32_t position) const {
     if (position < 0 || row_tile < 1) return -1;
     const int32_t first = position - position % row_tile;
@@ -131,8 +109,6 @@ float AttentionMap::prob_at(int32_t position, int32_t key) const {
 
 std::string AttentionMap::describe() const {
     if (full_resolution()) return "full resolution";
-    if (row_tile == key_tile)
-        return std::to_string(row_tile) + "x" + std::to_string(key_tile) + " tiles";
     if (row_tile == 1) return "computed rows, keys in tiles of " + std::to_string(key_tile);
     return std::to_string(row_tile) + "x" + std::to_string(key_tile) + " tiles";
 }

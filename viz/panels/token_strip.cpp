@@ -201,13 +201,11 @@ void draw_token_strip(ColumnContext& c) {
     // A little prompt context, or the window the timeline and recompute map are zoomed on: at
     // most 512 positions are drawn as cells with their tooltips, outlines and pins.
     int32_t from = std::max(0, c.run.info.prompt_len - 8), end = s.seq_len;
-    if (c.view.zoom_count > 0) {
-        const PositionAxis zoomed = position_axis(c.view, 0, s.seq_len);
-        if (zoomed.zoomed) {
-            from = zoomed.first;
-            end = zoomed.first + zoomed.count;
-            fitted_textf(true, "positions %d-%d (zoomed with the timeline)", from, end - 1);
-        }
+    const PositionAxis axis = position_axis(c.view, 0, s.seq_len);
+    if (axis.zoomed) {
+        from = axis.first;
+        end = axis.first + axis.count;
+        fitted_textf(true, "positions %d-%d (zoomed with the timeline)", from, end - 1);
     }
     const int32_t count = end - from;
     if (count > 512) {
@@ -233,7 +231,7 @@ void draw_token_strip(ColumnContext& c) {
             cell_tooltip(c, s, i, uni);
         }
     }
-    if (from == std::max(0, c.run.info.prompt_len - 8) && end == s.seq_len) {  // not zoomed
+    if (!axis.zoomed) {  // the whole response; a zoomed strip shows its window only
         ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + avail);
         ImGui::TextUnformatted(response_text(c, s, uni.on).c_str());
         ImGui::PopTextWrapPos();
