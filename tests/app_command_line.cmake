@@ -26,6 +26,11 @@ expect_run(2 "--export-panel bogus: unknown panel" ${APP} --screenshot ${OUT}/a.
 expect_run(2 "--export needs --screenshot" ${APP} --export ${OUT}/b.png)
 expect_run(2 "--export-scale 9: expected a whole number from 1 to 4" ${APP} --screenshot
            ${OUT}/a.png --export ${OUT}/b.png --export-scale 9)
+# The attention's level of detail and the zoom window: bad values are named.
+expect_run(2 "--attention-budget 0: expected a whole number from 1 to 100000" ${APP} --screenshot
+           ${OUT}/a.png --attention-budget 0)
+expect_run(2 "--zoom 5,x: expected FIRST,COUNT" ${APP} --screenshot ${OUT}/a.png --zoom 5,x)
+expect_run(2 "--zoom 5,4: expected FIRST,COUNT" ${APP} --screenshot ${OUT}/a.png --zoom 5,4)
 expect_run(2 "--export-columns 0,2: expected column numbers from 1" ${APP} --screenshot
            ${OUT}/a.png --export ${OUT}/b.png --export-columns 0,2)
 expect_run(2 "--export-scale and --export-columns need --export FILE.png" ${APP} --screenshot
