@@ -1,11 +1,9 @@
 // How far apart the two CPUs a 2-thread run uses are now: the round trip of a cache line between
-// threads pinned to the first two CPUs this process may run on. Why the benches measure it: this
-// project's Zen 4 VM has its two vCPUs on one CCD (one L3: 50-90 ns) most of the time and on two
-// (310-360 ns) for seconds at a time. In those seconds a cached Elastic-Cache layer at 2 threads
-// took 133-136 us against 91-93, and even its single-threaded step work (the step record) half as
-// long again, where `none`'s steps lost 12-15% (docs/cpu-performance-log.md, session 56): a cached
-// step reads its layers' weights and K/V from L3 and hands rows between the threads twice a layer,
-// where `none` mostly computes. The benches split each policy's paired efficiency by it. Linux only
+// threads pinned to the first two CPUs this process may run on. Why the benches measure it: a VM's
+// two vCPUs may sit on one CCD (one L3: tens of ns) most of the time and on two (hundreds of ns)
+// for seconds at a time, and in those seconds a cached step slows far more than `none`'s: it reads
+// its layers' weights and K/V from L3 and hands rows between the threads twice a layer, where
+// `none` mostly computes. The benches split each policy's paired efficiency by it. Linux only
 // (sched_getaffinity); elsewhere, and with fewer than two CPUs, it measures nothing.
 #pragma once
 

@@ -2,20 +2,17 @@
 // thread pinned to one CPU at a time times a cached step's product on it. Why the benches print
 // it: a 2-thread run splits its work evenly and waits for the slower core, so where one core runs
 // slower than the other (a VM whose vCPU shares its host core, a hybrid CPU's efficiency core),
-// a policy's 2-thread efficiency says as much about the cores as about the policy. On this
-// project's 2-core VM one vCPU ran a cached Elastic layer in 283-290 us against the other's
-// 186-217 us for seconds at a time (taskset, one thread, docs/cpu-performance-log.md, session 45).
-// Beside it, the same product over weights that come from L3 (a pass over 48 of them, 8.6 MB):
-// how much slower than from L2 (1.05-1.48x over 8 s on this project's Zen 4 VM, whose 32 MB L3 the
-// host's other guests share, session 55). A cached step reads its layers' weights and K/V from L3;
-// yet its slow stretches did not follow this probe but the CPUs' placement (core_placement.h,
-// session 56).
+// a policy's 2-thread efficiency says as much about the cores as about the policy (a shared VM's
+// vCPUs can differ by half for seconds at a time). Beside it, the same product over weights that
+// come from L3 (a pass over 48 of them, 8.6 MB): how much slower than from L2, where other guests
+// share the L3. A cached step reads its layers' weights and K/V from L3; its slow stretches follow
+// the CPUs' placement more than this probe (core_placement.h).
 // Linux only (sched_getaffinity); elsewhere it measures nothing and the benches print "unknown".
 #pragma once
 
 #include "bench/cpu_pinning.h"
 #include "engine/base/stats.h"
-#include "engine/model/row_gemm.h"
+#include "engine/kernels/row_gemm.h"
 
 #include <nlohmann/json.hpp>
 

@@ -31,7 +31,7 @@ if(CL_TORCH_PYTHON)
   # Some wheels' libtorch.so exports copies of libstdc++'s std::filesystem functions (torch 2.11's
   # 64 of them, 2.15's none); found before libstdc++ (a link with only libstdc++.a, as on the GPU
   # machines, even binds them at link time), they took our calls and crashed (remove_all of a
-  # folder jumped to a null address: the trainer's checkpoint, session 21). libstdc++.so.6 as
+  # folder jumped to a null address in the trainer's checkpointing). libstdc++.so.6 as
   # every binary's first dependency puts its own definitions first.
   add_link_options("LINKER:--push-state,--no-as-needed" "-l:libstdc++.so.6" "LINKER:--pop-state")
   if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})

@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "engine/cuda/elastic_drift.h"
+#include "engine/kernels/row_attention.h"
 #include "engine/model/blocks.h"
 #include "engine/model/few_rows_layer.h"
 #include "engine/model/model.h"
-#include "engine/model/row_attention.h"
 #include "engine/model/transformer.h"
+#include "scoped_kernel_set.h"
 #include "scoped_threads.h"
 #include "test_util.h"
 
@@ -136,6 +137,7 @@ void expect_same_features(const Layer& l, int64_t R, const std::string& at) {
 }
 
 TEST(FewRowsLayer, EqualsTheOpByOpPathBitForBit) {
+    const test::ScopedKernelSet fast(KernelSet::Fast);  // these kernels against the reference
     torch::manual_seed(21);
     torch::InferenceMode g;
     for (const bool with_bias : {false, true}) {
@@ -191,6 +193,7 @@ void expect_same_qkv_attention(const Layer& l, int64_t R, bool with_probs, const
 }
 
 TEST(FewRowsLayer, QkvAndAttentionInOneRegionEqualTheTwoCalls) {
+    const test::ScopedKernelSet fast(KernelSet::Fast);  // these kernels against the reference
     torch::manual_seed(22);
     torch::InferenceMode g;
     for (const bool with_bias : {false, true}) {
@@ -283,6 +286,7 @@ void expect_same_layer(const Layer& l, int64_t R, bool go_on, bool rows_before_g
 }
 
 TEST(FewRowsLayer, TheLayerInOneRegionEqualsItsParts) {
+    const test::ScopedKernelSet fast(KernelSet::Fast);  // these kernels against the reference
     torch::manual_seed(23);
     torch::InferenceMode g;
     for (const bool with_bias : {false, true}) {
@@ -365,6 +369,7 @@ void expect_kept_scores(const Layer& l, int64_t R, const std::string& at) {
 }
 
 TEST(FewRowsLayer, KeepsTheAttentionsScoresWhereAskedAndItCan) {
+    const test::ScopedKernelSet fast(KernelSet::Fast);  // these kernels against the reference
     torch::manual_seed(24);
     torch::InferenceMode g;
     const auto l = tiny_layer(false, 128);
@@ -411,6 +416,7 @@ void expect_same_head_mean_layer(const Layer& l, int64_t R, int threads, const s
 }
 
 TEST(FewRowsLayer, TheHeadMeanLayerByRowsEqualsItsPartsAtOneThread) {
+    const test::ScopedKernelSet fast(KernelSet::Fast);  // these kernels against the reference
     torch::manual_seed(25);
     torch::InferenceMode g;
     for (const bool with_bias : {false, true})
@@ -466,6 +472,7 @@ void expect_same_probe(const Layer& l, const std::vector<int64_t>& positions, bo
 }
 
 TEST(FewRowsLayer, TheProbeInOneRegionEqualsTheOpByOpProbe) {
+    const test::ScopedKernelSet fast(KernelSet::Fast);  // these kernels against the reference
     torch::manual_seed(23);
     torch::InferenceMode g;
     for (const bool with_bias : {false, true})
@@ -510,6 +517,7 @@ TEST(FewRowsLayer, TheProbeInOneRegionEqualsTheOpByOpProbe) {
 }
 
 TEST(FewRowsLayer, KeepsInputsOnlyWhereTheyFit) {
+    const test::ScopedKernelSet fast(KernelSet::Fast);  // these kernels against the reference
     torch::InferenceMode g;
     const auto l = tiny_layer(false, 128);
     const test::ScopedThreads scope(2);
@@ -534,6 +542,7 @@ TEST(FewRowsLayer, KeepsInputsOnlyWhereTheyFit) {
 }
 
 TEST(FewRowsLayer, TakesOnlyWhatItsKernelsCan) {
+    const test::ScopedKernelSet fast(KernelSet::Fast);  // these kernels against the reference
     torch::InferenceMode g;
     const auto l = tiny_layer(false);
     const int64_t D = l.w.attn_norm.size(0);
@@ -567,6 +576,7 @@ TEST(FewRowsLayer, TakesOnlyWhatItsKernelsCan) {
 }
 
 TEST(FewRowsLayer, APositionOutsideTheCacheThrowsBeforeAnythingIsWritten) {
+    const test::ScopedKernelSet fast(KernelSet::Fast);  // these kernels against the reference
     torch::InferenceMode g;
     const auto l = tiny_layer(false);
     const int64_t D = l.w.attn_norm.size(0), Dh = l.w.q_proj.size(0) / l.heads;

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/model/phased_region.h"
+#include "engine/kernels/phased_region.h"
 #include "scoped_threads.h"
 
 namespace cl {

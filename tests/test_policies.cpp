@@ -14,6 +14,7 @@
 #include "engine/model/transformer.h"
 #include "engine/trace/trace_store.h"
 #include "policy_run.h"
+#include "scoped_kernel_set.h"
 #include "scoped_threads.h"
 #include "test_util.h"
 
@@ -350,7 +351,7 @@ TEST(Policies, ElasticDriftFromItsWindowRowsEqualsTheOneFromEveryRow) {
 
 // Rows the engine adds to a policy's (here --fresh-prefix's first 6 prompt rows, recomputed at
 // every step) come before Elastic's queries: its drift test must find its window by position, not
-// by its own count of queries (which read the prefix rows' attention until session 25). Layer 0
+// by its own count of queries (which would read the prefix rows' attention). Layer 0
 // sees only embeddings, so its attention, and the first cached step's layer-0 drift value, cannot
 // depend on which prompt rows were recomputed.
 TEST(Policies, ElasticFindsItsWindowAmongTheEngineRows) {
@@ -389,6 +390,7 @@ TEST(Policies, D2CacheSelectsFewRowsAndDecodesOnlyRecomputedOnes) {
 // (the path of a GPU) on layers that computed every row, a few rows and none but one: the same
 // influence to rounding, summing to L (every A_l is row-stochastic).
 TEST(Policies, D2CacheRolloutOnTheHostEqualsTheTensorOps) {
+    const test::ScopedKernelSet fast(KernelSet::Fast);  // these kernels against the reference
     const int64_t H = 3, L = 23;
     torch::manual_seed(5);
     const std::vector<std::vector<int64_t>> layer_rows = {{}, {1, 4, 9, 17, 22}, {6}};

@@ -5,11 +5,12 @@
 #include <sstream>
 
 #include "engine/base/errors.h"
+#include "engine/kernels/kernel_choice.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace cl::cli {
 
-void ModelOptions::add_to(CLI::App& app) {
+void ModelOptions::add_to(CLI::App& app, bool both_kernel_sets) {
     app.add_option(
         "--model", model_dir,
         "Model folder (config.json, safetensors, tokenizer.json); default: the embedded model");
@@ -23,6 +24,12 @@ void ModelOptions::add_to(CLI::App& app) {
                    "setup selects)")
         ->capture_default_str()
         ->check(CLI::Range(1, 256));
+    const std::string both = both_kernel_sets ? ", or both (each in turn)" : "";
+    app.add_option("--kernels", kernels,
+                   "fast (the row kernels) or reference (every op as plain LibTorch ops)" + both +
+                       "; default: $CACHELENS_KERNELS, else fast")
+        ->check(both_kernel_sets ? CLI::IsMember({"fast", "reference", "both"})
+                                 : CLI::IsMember({"fast", "reference"}));
 }
 
 std::filesystem::path ModelOptions::folder() const {
@@ -39,6 +46,8 @@ std::filesystem::path ModelOptions::folder() const {
 
 std::shared_ptr<Model> ModelOptions::load() const {
     set_thread_count(threads);
+    if (!kernels.empty()) set_kernel_set(parse_kernel_set(kernels));
+    (void)kernel_set();  // a bad CACHELENS_KERNELS is refused here, before any work
     LoadOptions opts;
     opts.device = device;
     opts.dtype = dtype;

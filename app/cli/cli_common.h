@@ -23,8 +23,11 @@ struct ModelOptions {
     std::string device = "cpu";
     std::string dtype = "auto";
     int threads = 1;
-    void add_to(CLI::App& app);
-    // Resolves the folder, sets threads, loads. Throws InputError.
+    std::string kernels;  // "" = CACHELENS_KERNELS (engine/kernels/kernel_choice.h)
+    // both_kernel_sets: --kernels may also be "both" (a command that runs its work once per set
+    // and sets `kernels` to each before load()).
+    void add_to(CLI::App& app, bool both_kernel_sets = false);
+    // Resolves the folder, sets threads and the kernel set, loads. Throws InputError.
     std::shared_ptr<Model> load() const;
     // --model, or the embedded default model's folder. Throws InputError when neither exists.
     std::filesystem::path folder() const;

@@ -1,9 +1,11 @@
 // `cachelens-cli bench`: prompts x policies, warm-up, median of repeats. Two modes:
 //   cache-only: the same sampler for every policy (isolates what caching buys);
 //   own:        each policy with its own paper decoding (e.g. Fast-dLLM / Elastic threshold 0.9).
-// Speedup is measured against `none` on the same prompt in the same process. Table + JSON, and on
-// the CPU each core's speed around each mode (bench/core_speeds.h) and each round's placement of
-// the two CPUs (bench/core_placement.h), by which every policy's paired efficiency is split.
+// Speedup is measured against `none` on the same prompt in the same process; `--kernels both`
+// runs it at the fast and the reference kernels and sets their times side by side. Table + JSON,
+// and on the CPU each core's speed around each mode (bench/core_speeds.h) and each round's
+// placement of the two CPUs (bench/core_placement.h), by which every policy's paired efficiency is
+// split.
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -21,6 +23,7 @@
 #include "engine/base/json_file.h"
 #include "engine/base/stats.h"
 #include "engine/generation/policy_registry.h"
+#include "engine/kernels/kernel_choice.h"
 #include "engine/tasks/task_suite.h"
 
 namespace cl::cli {
@@ -203,6 +206,23 @@ void mode_rows(const BenchOptions& o, const std::string& mode,
     }
 }
 
+// The reference kernels' time beside the fast ones', per mode and policy: both benches' median
+// runs, the fast set's first. Their tokens are the same (the golden runs hold it), so a ratio of
+// times is a ratio of speeds.
+void print_kernel_pairs(const nlohmann::json& fast, const nlohmann::json& reference) {
+    std::printf("\nkernels: the median run's ms, fast and reference (same prompts and sampler)\n");
+    std::printf("%-12s %-11s %10s %10s %10s\n", "policy", "mode", "fast", "reference", "ref/fast");
+    for (const auto& f : fast["results"])
+        for (const auto& r : reference["results"]) {
+            if (r["mode"] != f["mode"] || r["policy"] != f["policy"]) continue;
+            const double a = f["median_wall_ms"].get<double>(),
+                         b = r["median_wall_ms"].get<double>();
+            std::printf("%-12s %-11s %10.1f %10.1f %9.2fx\n",
+                        f["policy"].get<std::string>().c_str(),
+                        f["mode"].get<std::string>().c_str(), a, b, a > 0 ? b / a : 0.0);
+        }
+}
+
 // Every policy on one model, in every mode: the printed tables and the model's JSON object.
 nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
                            const std::vector<std::string>& names,
@@ -226,10 +246,11 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
     for (const auto& mode : modes) {
         std::printf(
             "\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s), LibTorch %s "
-            "(BLAS: %s, OpenBLAS kernels: %s), row kernels %s\n",
+            "(BLAS: %s, OpenBLAS kernels: %s), %s kernels (row kernels %s)\n",
             mode.c_str(), (long long)base_cfg.gen_length, (long long)base_cfg.block_length,
             (long long)base_cfg.steps, o.prompts, o.repeats, mo.threads, libtorch_version(),
-            blas_threading(), blas_kernels().c_str(), cpu::vector_isa());
+            blas_threading(), blas_kernels().c_str(), kernel_set_name(kernel_set()),
+            cpu::vector_isa());
         std::printf("%-12s %9s %9s %8s %10s %10s %8s %9s %7s %10s %10s\n", "policy", "tok/s",
                     "speedup", "FLOP-x", "efficiency", "recompute", "agree", "ms/run", "paired",
                     "near", "far");
@@ -261,6 +282,7 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
                           {"blas_threading", blas_threading()},
                           {"blas_kernels", blas_kernels()},
                           {"row_kernels", cpu::vector_isa()},
+                          {"kernels", kernel_set_name(kernel_set())},
                           {"sampler", base_cfg.to_map()},
                           {"prompt_tokens", prompt_tokens},
                           {"core_speeds", cores},
@@ -294,7 +316,21 @@ int run_bench(BenchOptions o) {
     const auto prompts = tasks::benchmark_prompts(o.prompts, o.prompt_family);
     const auto models = o.also.models(o.model);
     nlohmann::json per_model = nlohmann::json::array();
-    for (const auto& mo : models) per_model.push_back(bench_model(mo, o, names, modes, prompts));
+    for (const auto& mo : models) {
+        if (mo.kernels != "both") {
+            per_model.push_back(bench_model(mo, o, names, modes, prompts));
+            continue;
+        }
+        nlohmann::json by_set = nlohmann::json::object();
+        for (const char* set : {"fast", "reference"}) {
+            auto one = mo;
+            one.kernels = set;
+            by_set[set] = bench_model(one, o, names, modes, prompts);
+        }
+        print_kernel_pairs(by_set["fast"], by_set["reference"]);
+        per_model.push_back(by_set["fast"]);
+        per_model.back()["reference_kernels"] = by_set["reference"];
+    }
     if (!o.json_file.empty())  // one model's object, or {"models": [...]} for several
         write_json_file(o.json_file,
                         models.size() == 1 ? per_model[0] : nlohmann::json{{"models", per_model}});
@@ -307,7 +343,7 @@ void add_bench_command(CLI::App& root, Runner& run) {
     auto o = std::make_shared<BenchOptions>();
     auto* cmd = root.add_subcommand(
         "bench", "Benchmark policies: speedup, FLOP ratio, efficiency, agreement (table + JSON)");
-    o->model.add_to(*cmd);
+    o->model.add_to(*cmd, /*both_kernel_sets=*/true);
     o->sampler.add_to(*cmd);
     o->params.add_to(*cmd);
     o->also.add_to(*cmd, "bench");

@@ -78,6 +78,7 @@ EngineBridge::~EngineBridge() {
 void EngineBridge::configure(const RunSetup& setup) {
     m_queue.post({"configure", [this, setup] {
                       m_setup = setup;
+                      set_kernel_set(setup.kernels);
                       std::vector<std::unique_ptr<Column>> fresh;
                       for (size_t i = 0; i < setup.columns.size(); ++i) {
                           auto c = std::make_unique<Column>();

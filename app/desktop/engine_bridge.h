@@ -15,6 +15,7 @@
 
 #include "app/desktop/command_queue.h"
 #include "engine/generation/generator.h"
+#include "engine/kernels/kernel_choice.h"
 #include "sessions/session_writer.h"
 #include "viz/viz_context.h"
 
@@ -39,6 +40,9 @@ struct RunSetup {
     // pooled into tiles past it) and the layers never pooled.
     double attention_budget = trace::kDefaultAttentionBudgetBytes;
     std::set<int32_t> full_attention_layers;
+    // The kernel set the runs take (engine/kernels/kernel_choice.h), set on the engine thread
+    // before they start: a process-wide switch, so every column runs at the same one.
+    KernelSet kernels = KernelSet::Fast;
 };
 
 class EngineBridge {

@@ -40,9 +40,29 @@
 #include "app/desktop/session_browser.h"
 #include "engine/base/errors.h"
 #include "engine/generation/policy_registry.h"
+#include "engine/kernels/kernel_choice.h"
 #include "sessions/session_reader.h"
 
 namespace cl::app {
+
+namespace {
+
+// The Kernels setting at launch: CACHELENS_KERNELS where it is set (the tests' switch), else the
+// remembered one. A bad value of the variable is named in the status bar and the runs take fast.
+QString initial_kernel_set(const QSettings& settings, QString* problem) {
+    if (!qEnvironmentVariableIsEmpty(kKernelsEnvironment)) {
+        try {
+            return kernel_set_name(kernel_set());
+        } catch (const InputError& e) {
+            *problem = e.what();
+            return kernel_set_name(KernelSet::Fast);
+        }
+    }
+    const QString saved = settings.value("kernels").toString();
+    return kernel_set_named(saved.toStdString()) ? saved : kernel_set_name(KernelSet::Fast);
+}
+
+}  // namespace
 
 MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
     : QMainWindow(parent),
@@ -73,6 +93,8 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
         options.attention_budget_mb > 0
             ? options.attention_budget_mb
             : settings.value("attention_budget_mb", m_attention_budget->value()).toDouble());
+    QString kernels_problem;
+    m_kernels->setCurrentText(initial_kernel_set(settings, &kernels_problem));
     restoreGeometry(settings.value("geometry").toByteArray());
     m_canvas->set_font_scale(settings.value("font_scale", 1.0).toDouble());
     set_theme(!options.light && settings.value("dark", true).toBool());
@@ -99,6 +121,7 @@ MainWindow::MainWindow(const LaunchOptions& options, QWidget* parent)
     open_at_start(options, settings);
     if (options.presenter) set_presenter(true);
     refresh_recording_label();
+    if (!kernels_problem.isEmpty()) statusBar()->showMessage(kernels_problem + " (fast taken)");
     m_poll = new QTimer(this);
     connect(m_poll, &QTimer::timeout, this, [this] {
         if (!source()) return;
@@ -177,6 +200,7 @@ void MainWindow::save_settings() const {
     s.setValue("gen_length", m_gen_length->value());
     s.setValue("block_length", m_block_length->value());
     s.setValue("attention_budget_mb", m_attention_budget->value());
+    s.setValue("kernels", m_kernels->currentText());
     s.setValue("steps", m_steps->value());
     if (m_model)
         s.setValue(
@@ -374,6 +398,8 @@ void MainWindow::apply_setup() {
     setup.oracle = m_oracle->isChecked();
     setup.drift = m_drift->isChecked();
     setup.attention_budget = m_attention_budget->value() * 1e6;
+    setup.kernels =
+        kernel_set_named(m_kernels->currentText().toStdString()).value_or(KernelSet::Fast);
     for (const auto& item : m_full_attention_layers->text().split(',', Qt::SkipEmptyParts)) {
         bool ok = false;
         const int layer = item.trimmed().toInt(&ok);

@@ -155,6 +155,7 @@ private:
     qint64 recording_bytes() const;  // the recorded session on disk (file and its log)
     QWidget* build_setup_dock();
     QWidget* build_policies_dock();
+    void add_compute_rows(QFormLayout* layout);
     void add_attention_detail_rows(QFormLayout* layout);
     void add_decoding_rows(QFormLayout* layout, QSpinBox* top_k, QDoubleSpinBox* top_p,
                            QDoubleSpinBox* alg_temp);
@@ -249,6 +250,7 @@ private:
     QDoubleSpinBox *m_threshold = nullptr, *m_temperature = nullptr, *m_cfg = nullptr;
     QCheckBox* m_oracle = nullptr;
     QCheckBox* m_drift = nullptr;
+    QComboBox* m_kernels = nullptr;                // KernelSet by name (kernel_choice.h)
     QDoubleSpinBox* m_attention_budget = nullptr;  // MB a run's head-mean maps may take
     QLineEdit* m_full_attention_layers = nullptr;  // layers never pooled ("0,12")
     // Policies

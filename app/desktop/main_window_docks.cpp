@@ -40,6 +40,7 @@
 #include "app/desktop/session_browser.h"
 #include "engine/base/errors.h"
 #include "engine/generation/policy_registry.h"
+#include "engine/kernels/kernel_choice.h"
 #include "sessions/session_reader.h"
 
 namespace cl::app {
@@ -163,13 +164,7 @@ QWidget* MainWindow::build_setup_dock() {
     layout->addRow("Temperature", m_temperature);
     layout->addRow("CFG scale", m_cfg);
     layout->addRow("Seed", m_seed);
-    m_device = make_device_selector();
-    m_device->setToolTip("Where the model runs; changing it reloads the model there");
-    layout->addRow("Device", m_device);
-    // The model lives on one device: switching reloads it there (runs restart).
-    connect(m_device, &QComboBox::currentIndexChanged, this, [this](int) {
-        if (m_model) load_model(QString::fromStdString(m_model->directory().string()), false);
-    });
+    add_compute_rows(layout);
     m_oracle = new QCheckBox("Oracle mode");
     m_oracle->setToolTip(
         "A full forward beside the cached one at every step: the true cost of staleness per "
@@ -195,6 +190,26 @@ QWidget* MainWindow::build_setup_dock() {
     connect(apply, &QPushButton::clicked, this, &MainWindow::apply_setup);
     layout->addRow("", apply);
     return outer;
+}
+
+// Where and how a step's ops run: the device (the model lives on one: switching reloads it there,
+// runs restart) and the kernel set (engine/kernels/kernel_choice.h: the new runs take it).
+void MainWindow::add_compute_rows(QFormLayout* layout) {
+    m_device = make_device_selector();
+    m_device->setToolTip("Where the model runs; changing it reloads the model there");
+    layout->addRow("Device", m_device);
+    connect(m_device, &QComboBox::currentIndexChanged, this, [this](int) {
+        if (m_model) load_model(QString::fromStdString(m_model->directory().string()), false);
+    });
+    m_kernels = new QComboBox();
+    m_kernels->setObjectName("kernels");
+    for (const auto set : {KernelSet::Fast, KernelSet::Reference})
+        m_kernels->addItem(kernel_set_name(set));
+    m_kernels->setToolTip(
+        "fast: the CPU row kernels and fused layers; reference: every op as plain LibTorch ops "
+        "(what the fast kernels are tested against; the same tokens, slower). Restarts the runs.");
+    layout->addRow("Kernels", m_kernels);
+    connect(m_kernels, &QComboBox::activated, this, [this](int) { apply_setup(); });
 }
 
 // The attention maps' level of detail: the per-run budget past which they are pooled into tiles

@@ -42,7 +42,7 @@ void window_head_mean_cpu(const float* probs, ProbsShape s, const int32_t* rows,
 // probabilities (its heads in head order, each over the window rows in window order) widened and
 // summed in float64 from 0.0, then the kv heads' sums added from 0.0 in kv head order. So a
 // thread that ran a kv head's attention sums that kv head's part from its own scores
-// (engine/model/row_attention.h, column_window_sums) and only the kv heads' (keys) sums cross
+// (engine/kernels/row_attention.h, column_window_sums) and only the kv heads' (keys) sums cross
 // threads: summing the window's float32 head means instead read every head of every window row
 // at every key, 40 KB a layer from the other core's cache (docs/cpu-performance-log.md, session
 // 57). heads / kv_heads query heads share a kv head, kv_heads divides heads.

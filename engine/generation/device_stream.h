@@ -25,7 +25,8 @@ inline cuda::Stream current_stream(const torch::Tensor& on) {
 }
 
 // Whether a tensor's reads run as engine/cuda kernels: it is on a CUDA device and this build has
-// them (else the CPU references run on a host copy).
+// them and the fast kernels are chosen (kernel_choice.h; else the CPU references run on a host
+// copy).
 bool runs_on_kernels(const torch::Tensor& t);
 
 }  // namespace cl::detail

@@ -6,6 +6,7 @@
 
 #include "engine/generation/counter_rng.h"
 #include "engine/generation/row_sampler.h"
+#include "engine/kernels/kernel_choice.h"
 
 namespace cl::detail {
 namespace {
@@ -157,13 +158,15 @@ void fill_row(Predictions& out, int64_t i, const RowSummary& s, const double* ro
     if (in.current) out.current_prob[u] = p((*in.current)[u]);
 }
 
-// The row path where its results are the tensor ops': float32 logits on the CPU, argmax decoding
-// (temperature 0), no top-p / top-k filter and the confidence on the unfiltered softmax. Nothing
-// where a row holds a NaN or +inf logit: the tensor ops define what those give.
+// The row path (a fast kernel, kernel_choice.h) where its results are the tensor ops': float32
+// logits on the CPU, argmax decoding (temperature 0), no top-p / top-k filter and the confidence on
+// the unfiltered softmax. Nothing where a row holds a NaN or +inf logit: the tensor ops define what
+// those give.
 std::optional<Predictions> sample_rows(const torch::Tensor& logits, const SamplerInputs& in) {
     const GenerationConfig& cfg = *in.cfg;
-    if (!logits.device().is_cpu() || logits.scalar_type() != torch::kFloat32 || logits.dim() != 2 ||
-        cfg.top_p < 1.0 || cfg.top_k > 0 || cfg.temperature != 0.0 || cfg.confidence_eos_eot_inf)
+    if (!fast_kernels() || !logits.device().is_cpu() || logits.scalar_type() != torch::kFloat32 ||
+        logits.dim() != 2 || cfg.top_p < 1.0 || cfg.top_k > 0 || cfg.temperature != 0.0 ||
+        cfg.confidence_eos_eot_inf)
         return std::nullopt;
     const auto lg = logits.contiguous();  // (M, V)
     const int64_t M = lg.size(0), V = lg.size(1);

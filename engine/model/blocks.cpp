@@ -1,11 +1,12 @@
 #include "engine/model/blocks.h"
 
+#include "engine/kernels/kernel_choice.h"
+#include "engine/kernels/row_activation.h"
+#include "engine/kernels/row_attention.h"
+#include "engine/kernels/row_gemm.h"
+#include "engine/kernels/row_head_mean.h"
+#include "engine/kernels/row_norm_rope.h"
 #include "engine/model/empty_buffer.h"
-#include "engine/model/row_activation.h"
-#include "engine/model/row_attention.h"
-#include "engine/model/row_gemm.h"
-#include "engine/model/row_head_mean.h"
-#include "engine/model/row_norm_rope.h"
 
 #include <ATen/ThreadLocalState.h>
 #include <torch/version.h>
@@ -40,7 +41,8 @@ void parallel_ops_for(int64_t begin, int64_t end, int64_t grain, const F& body) 
 }  // namespace
 
 bool uses_row_kernels(const torch::Tensor& t) {
-    return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && !t.requires_grad();
+    return fast_kernels() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&
+           !t.requires_grad();
 }
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
@@ -71,29 +73,27 @@ namespace {
 // Fewest rows worth a thread of their own in a product split by rows.
 constexpr int64_t kMinRowsPerThread = 64;
 // Products of kMinFewRows to kMaxFewRows rows (a cached step's) run few_rows_product where the
-// weight is stored column-major. x @ W^T in GMAC/s, OpenBLAS / few_rows_product, one core: 33 x
-// 128 -> 384 43 / 54, 33 x 352 -> 128 43 / 54, 33 x 128 -> 1024 40 / 47, 64 x 128 -> 384 49 / 55,
-// 8 x 128 -> 384 52 / 50 (hence kMinFewRows, where the weights are not in panels). At 2 threads,
-// microseconds, OpenBLAS (or session 21's split) / few_rows_product split by tiles: 33 x 128 ->
-// 704 59.6 / 32.7, -> 1024 87.6 / 53.6, 33 x 352 -> 128 22.0 / 18.1, 96 x 128 -> 384 80.1 / 48.2.
+// weight is stored column-major: there OpenBLAS packs its operands at every call for a few dozen
+// rows, and splits them over 2 threads by rows that are too few to share. Below kMinFewRows
+// (weights not in panels) OpenBLAS keeps them. cachelens-bench-forward's `products` table
+// measures both sides of each bound on the machine at hand.
 constexpr int64_t kMinFewRows = 16;
 constexpr int64_t kMaxFewRows = 2 * kMinRowsPerThread;
 // A thread's share of a few-rows product split by columns: at least this many multiply-adds.
 constexpr int64_t kMinMacsPerThread = 1 << 19;
 
 // Inner sizes up to this many values keep a 32-column panel of W^T (128 B per value) in L2 while
-// every tile of rows reads it; the forward's products of more rows run the kernel there too
-// (419 x 128 -> 384 at one core: OpenBLAS 50 GMAC/s, ours 54; 1024 x 352 -> 128 51 / 54).
+// every tile of rows reads it, so the forward's products of more rows run the kernel there too.
 constexpr int64_t kMaxInnerForManyRows = 512;
-// Above this inner size OpenBLAS keeps even a few rows: at 33 x 4096 -> 512 and 33 x 12288 -> 256
-// it was 6-8% faster, and the kernel's sum of 64-value blocks drifted further from float64 than
-// OpenBLAS's (3.3e-4 vs 1.8e-4 at 12288); at 33 x 1024 -> 1024 the two were level.
+// Above this inner size OpenBLAS keeps even a few rows: its blocking outruns the kernel's panels
+// there, and the kernel's sum of 64-value blocks drifts further from float64 than OpenBLAS's
+// (RowKernels.FewRowsProductEqualsTheFloat64ProductAtEveryTileEdge bounds it).
 constexpr int64_t kMaxInnerForFewRows = 1024;
 
 // The one rule of which products few_rows_product takes, by shape. With the weights in panels
-// it takes any number of rows: 6 layers' products of R rows, GMAC/s, one core, OpenBLAS / W^T in
-// place / panels (scratch harness, 2 MB read between layers): R 1 9.0 / 9.4 / 19.5, R 4 27.7 /
-// 26.5 / 50.0, R 8 33.4 / 31.2 / 44.9, R 12 34.4 / 45.8 / 53.5.
+// it takes any number of rows: a panel is read in order from memory, which at 1-12 rows is what
+// the product's time is. The bounds were set on the embedded models' widths (d_model 128-256);
+// at other widths cachelens-bench-forward's `products` table says where they hold.
 bool few_rows_fit(int64_t rows, int64_t inner, bool panels) {
     return rows >= (panels ? 1 : kMinFewRows) && inner <= kMaxInnerForFewRows &&
            (rows < kMaxFewRows || inner <= kMaxInnerForManyRows);
@@ -426,17 +426,11 @@ torch::Tensor attend_keeping_scores(const torch::Tensor& q, const torch::Tensor&
 // The CPU attention by row_attention's kernel: each kv head's g * R query rows in chunks against
 // every key, written straight into the (..., R, H*Dh) rows the output projection reads (and into
 // the (..., H, R, L) probabilities where they are asked for). One chunk per task over LibTorch's
-// threads, each thread with its own scratch. It replaced session 20's row blocks (query rows in
-// blocks whose (rows, keys) scores fit L2, OpenBLAS's products, a row softmax), which it beat at
-// every size measured (one core, 4 heads, Dh 32, row blocks / columns: 32 rows over 594 keys
-// 177 / 133 us, 128 639 / 516, 594 2925 / 2445 us, 1024 over 1024 8.79 / 7.18 ms; 2 threads 1024
-// 4.34 / 3.58 ms, 594 1.48 / 1.23 ms; keeping the probabilities, 1 thread, 16 rows 106 / 84 us,
-// 64 320 / 290, 594 2973 / 2738, 1024 9.72 / 8.43 ms, 2 threads 1024 4.81 / 4.20 ms).
+// threads, each thread with its own scratch. Not row blocks of OpenBLAS products and a row softmax:
+// those pack the keys at every call and take a pass per score row (row_attention.h).
 // With head_mean_out each task takes a chunk of rows through every kv head, each into its own
 // scratch, and then sums their probabilities there into the chunk's rows of the (R, L) float32
-// head mean: d2Cache's 64 rows over 439 keys, 4 heads, one core, 20 us over the attention alone
-// where writing the probabilities and the head mean's pass over them took 31 (33 rows 12 and 16;
-// float64 sums then).
+// head mean, so the (H, R, L) probabilities are never written and read back.
 torch::Tensor attend_columns(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              torch::Tensor* probs_out, const std::vector<int64_t>* probs_rows,
                              torch::Tensor* head_mean_out, KeptAttention* kept) {
@@ -665,13 +659,13 @@ torch::Tensor ColumnAttentionTasks::result(torch::Tensor* probs_out) const {
     return out;
 }
 
-// Where attend_columns runs: LibTorch 2.x has its fused attention instead, another device or
-// dtype keeps LibTorch's ops, and so does training (the kernel writes into buffers, which autograd
-// cannot follow).
+// Where attend_columns runs: the fast kernels only (kernel_choice.h); LibTorch 2.x has its fused
+// attention instead, another device or dtype keeps LibTorch's ops, and so does training (the kernel
+// writes into buffers, which autograd cannot follow).
 bool uses_column_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
-    return TORCH_VERSION_MAJOR < 2 && q.device().is_cpu() && q.scalar_type() == torch::kFloat32 &&
-           q.size(-2) > 0 && k.size(-2) > 0 && !q.requires_grad() && !k.requires_grad() &&
-           !v.requires_grad();
+    return TORCH_VERSION_MAJOR < 2 && fast_kernels() && q.device().is_cpu() &&
+           q.scalar_type() == torch::kFloat32 && q.size(-2) > 0 && k.size(-2) > 0 &&
+           !q.requires_grad() && !k.requires_grad() && !v.requires_grad();
 }
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

@@ -8,7 +8,7 @@
 
 #include <torch/torch.h>
 
-#include "engine/model/row_attention.h"
+#include "engine/kernels/row_attention.h"
 
 #include <initializer_list>
 #include <utility>
@@ -37,8 +37,9 @@ struct LayerWeights {
     torch::Tensor ff_out_panels;    // of ff_out
 };
 
-// Where the row kernels (row_norm_rope, row_gemm, few_rows_layer) replace LibTorch's ops: float32
-// tensors on the CPU without gradients (training differentiates through LibTorch's).
+// Where the row kernels (row_norm_rope, row_gemm, few_rows_layer) and the row loops replace
+// LibTorch's ops: the fast kernels chosen (kernel_choice.h), float32 tensors on the CPU without
+// gradients (training differentiates through LibTorch's). The one gate of every CPU fast path.
 bool uses_row_kernels(const torch::Tensor& t);
 
 // x (..., D) -> (..., D): x * rsqrt(mean(x^2) + eps) * weight, in float32.

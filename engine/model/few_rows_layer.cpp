@@ -1,10 +1,10 @@
 #include "engine/model/few_rows_layer.h"
 
+#include "engine/kernels/phased_region.h"
+#include "engine/kernels/row_activation.h"
+#include "engine/kernels/row_gemm.h"
+#include "engine/kernels/row_norm_rope.h"
 #include "engine/model/empty_buffer.h"
-#include "engine/model/phased_region.h"
-#include "engine/model/row_activation.h"
-#include "engine/model/row_gemm.h"
-#include "engine/model/row_norm_rope.h"
 
 #include <algorithm>
 #include <array>

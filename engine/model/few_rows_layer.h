@@ -1,18 +1,14 @@
 // A cached step's layer for its few rows on the CPU, the ops between two exchanges of rows fused:
 // each thread runs its own share of the rows through norm, products, bias, RoPE and the K/V
 // cache writes (before the attention), or through the output projection and the whole MLP (after
-// it), in one parallel region. Op by op, each op was a region of its own split by columns, and
-// every op's inputs crossed to the other core and its outputs back (an empty region costs about
-// 1 us on a 2-core EPYC, one whose worker reads 12 KB the main thread just wrote 5-12 us); fused,
-// a 2-thread Elastic run took 10% less time, fast-dual 7% (docs/cpu-performance-log.md, session
-// 31). At 2 threads or more the q/k/v pass instead gives each thread a share of the kv heads for
-// every row, where the heads' columns are whole tiles: each thread reads only its heads' weights
-// and writes the q, k, v its own attention tasks read (attend splits by kv heads the same way);
-// cached steps at 2 threads, old and new libraries alternated, medians of 16-30 pairs: Elastic
-// 0.958-0.968 of the time, fast-dual 0.917, dLLM-Cache 0.972, d2Cache 1.011 (10 pairs; its
-// attention takes rows through every head). Where the attention follows on attend's column kernel,
-// the two then run in one region (few_rows_qkv_attention): against the split alone, medians of
-// 16-20 pairs, Elastic 0.943 (gamma 0) and 0.951, fast-dual 0.948, dLLM-Cache 0.968, d2Cache 0.981.
+// it), in one parallel region: not one region per op, because at a cached step's few rows a
+// region's fork and join, and every op's inputs crossing to the other core and back, cost more
+// than the op. At 2 threads or more the q/k/v pass instead gives each thread a share of the kv
+// heads for every row, where the heads' columns are whole tiles: each thread reads only its heads'
+// weights and writes the q, k, v its own attention tasks read (attend splits by kv heads the same
+// way). Where the attention follows on attend's column kernel, the two then run in one region
+// (few_rows_qkv_attention). cachelens-bench-steps measures each variant's cached layer and its
+// phases (`--threads 2`); docs/architecture.md, "The cached step on the CPU", gives the rationale.
 // The feature-cache layer's variant (few_rows_features) writes the rows' outputs into the cached
 // features instead. The sums are the op-by-op path's: the same kernels on the same rows
 // (few_rows_product's order of summation does not depend on the rows or columns a call takes), so
@@ -105,16 +101,12 @@ struct FewRowsLayerResult {
 // on) few_rows_output_and_mlp, in one region (run_in_phases) with one barrier after the attention,
 // where there were two regions: a fork and a join less per layer, the same bits. With
 // rows_before_go_on the other threads do not wait for go_on after the barrier: they run their rows
-// while the calling thread runs go_on first. Elastic-Cache's drift test and its set-up took 2.8 us
-// of a 100 us layer at 2 threads, which the other thread waited for in a phase of their own;
-// alternated runs with the two libraries, 2 threads, 24 pairs each: cached steps 0.981 and 0.992 x
-// (with a set-up of 1.2 us). Where fuses_qkv_and_attention(h, kv_cache, heads, kv_heads) holds. The
-// output projection and MLP stay split by rows: split by columns (each thread half of every
-// product's weights, two barriers more) they took 7% and 5% longer in Elastic's and fast-dual's
-// cached steps at 2 threads on an AMD Zen 3, and 6% and 5% on an Intel Xeon whose cores read L3 at
-// about 20 GB/s (docs/cpu-performance-log.md, session 49), since the residual rows and the MLP's
-// hidden values then cross the cores at each barrier. d2Cache's layers (attend with head means:
-// tasks of rows through every head) take few_rows_layer_with_head_mean below instead.
+// while the calling thread runs go_on first, so that Elastic-Cache's drift test overlaps the
+// other thread's work instead of being a phase both wait for. Where fuses_qkv_and_attention(h,
+// kv_cache, heads, kv_heads) holds. The output projection and MLP stay split by rows, not by
+// columns: split by columns the residual rows and the MLP's hidden values would cross the cores
+// at each of two more barriers. d2Cache's layers (attend with head means: tasks of rows through
+// every head) take few_rows_layer_with_head_mean below instead.
 FewRowsLayerResult few_rows_layer(const LayerWeights& w, const torch::Tensor& h,
                                   const torch::Tensor& cos, const torch::Tensor& sin, int64_t heads,
                                   int64_t kv_heads, double eps, LayerCache& kv_cache,
@@ -132,13 +124,9 @@ bool fuses_layer_with_head_mean(const torch::Tensor& h, const LayerCache& kv_cac
 // head, RoPE and the cache writes, then (after one barrier: every fresh K/V row is in the cache)
 // the same rows' attention through every head with their head mean, output projection and MLP,
 // in place in h. Each row stays on one core from the layer's input to its output: only the fresh
-// K/V rows cross the cores. It took three regions (the q/k/v pass by kv heads, the attention by
-// chunks of rows through every head, the output and MLP by rows: two forks and joins more, and q
-// and the residual rows crossed too); d2Cache at 2 threads, old and new library alternated, 22
-// runs of `cachelens-cli generate`: median 0.97 of the time (docs/cpu-performance-log.md, session
-// 61); session 58 had found the same layout level in far stretches (the CPUs on two dies), where
-// the rollout's reads of the other thread's head means cost most. The same bits as few_rows_qkv,
-// attend with head_mean_out and few_rows_output_and_mlp.
+// K/V rows cross the cores (not three regions: two forks and joins more, and q and the residual
+// rows would cross too). The same bits as few_rows_qkv, attend with head_mean_out and
+// few_rows_output_and_mlp.
 struct HeadMeanLayer {
     QkvHeads qkv;             // the rows' fresh q, k, v
     torch::Tensor attn;       // (R, H*Dh)
@@ -160,12 +148,9 @@ bool fits_few_rows_probe(const LayerWeights& w, const torch::Tensor& h, int64_t 
 // with attn_norm, then their v (Hkv, P, Dh) and with_k their k rotated with the tables cos, sin
 // (L, Dh) at those positions (undefined without with_k). Each thread its share of the rows in
 // one region, from the norm (read from h in runs of consecutive positions, no gather) to the
-// heads. The op-by-op probe (a gather, the norm, one or two products, a bias add) ran each op
-// as a region of its own; a probed layer's probe took 112-130 / 70-84 us at 1 / 2 threads with
-// it, 105-115 / 54-76 now (G = 256, temporary timers), and dLLM-Cache's run 0.99 / 0.98 of the
-// time (8 / 10 alternated pairs of `generate`; docs/cpu-performance-log.md, session 62). The same
-// bits as rms_norm, linear with v_proj (k_proj) and RopeTables::apply where those products run
-// few_rows_product (16 rows or more; fewer go to OpenBLAS).
+// heads: one region, not one per op (a gather, the norm, one or two products, a bias add). The
+// same bits as rms_norm, linear with v_proj (k_proj) and RopeTables::apply where those products
+// run few_rows_product (16 rows or more; fewer go to OpenBLAS).
 struct ProbeHeads {
     torch::Tensor k;  // (Hkv, P, Dh) or undefined
     torch::Tensor v;  // (Hkv, P, Dh)

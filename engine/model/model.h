@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/kernels/openblas.h"  // what set_thread_count sets; what the benches name
 #include "engine/model/model_config.h"
 #include "engine/model/model_folder.h"
-#include "engine/model/openblas.h"  // what set_thread_count sets; what the benches name
 #include "engine/tokenizer/tokenizer.h"
 
 namespace cl {

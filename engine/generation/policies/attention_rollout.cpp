@@ -1,6 +1,7 @@
 #include "engine/generation/policies/attention_rollout.h"
 
 #include "engine/base/cpu_clones.h"
+#include "engine/kernels/kernel_choice.h"
 
 #include <algorithm>
 
@@ -57,7 +58,7 @@ LayerAttention keep(const torch::Tensor& mean, const torch::Tensor& rows,
     LayerAttention a;
     a.rows = rows;
     a.host_rows = host_rows;
-    a.by_loops = mean.device().is_cpu();
+    a.by_loops = mean.device().is_cpu() && fast_kernels();  // else plain ops (kernel_choice.h)
     a.mean = a.by_loops ? mean.to(torch::kFloat32).contiguous() : mean;  // (R, L)
     return a;
 }

@@ -4,9 +4,8 @@
 // hands over in float32 (LayerPlan::want_head_mean: on the CPU summed in the attention's own
 // pass). The rollout itself is float64: on the CPU a loop over the layers' means, each value
 // widened; elsewhere (a GPU) tensor ops on the attention's device, one copy of (L) to the host.
-// Split over threads (a phase per layer, a share of the columns each) it ran slower at 2 threads
-// (50 against 31 us on d2Cache's shapes; docs/cpu-performance-log.md, session 42), so the loop
-// stays on one thread.
+// The loop stays on one thread: split over threads (a phase per layer, a share of the columns
+// each), a barrier per layer costs more than d2Cache's (L) columns of work.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 #include "engine/generation/policies/row_similarity.h"
 
 #include "engine/base/cpu_clones.h"
+#include "engine/kernels/row_lanes.h"
 #include "engine/model/blocks.h"
-#include "engine/model/row_lanes.h"
 
 #include <algorithm>
 #include <cmath>

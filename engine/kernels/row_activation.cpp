@@ -1,7 +1,7 @@
-#include "engine/model/row_activation.h"
+#include "engine/kernels/row_activation.h"
 
 #include "engine/base/cpu_clones.h"
-#include "engine/model/row_exp.h"
+#include "engine/kernels/row_exp.h"
 
 namespace cl::detail {
 

@@ -1,10 +1,10 @@
-#include "engine/model/row_attention.h"
+#include "engine/kernels/row_attention.h"
 
 #include "engine/base/cpu_clones.h"
-#include "engine/model/row_exp.h"
-#include "engine/model/row_gemm.h"
-#include "engine/model/row_head_mean.h"
-#include "engine/model/row_lanes.h"
+#include "engine/kernels/row_exp.h"
+#include "engine/kernels/row_gemm.h"
+#include "engine/kernels/row_head_mean.h"
+#include "engine/kernels/row_lanes.h"
 
 #include <algorithm>
 #include <array>

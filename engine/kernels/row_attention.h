@@ -5,9 +5,9 @@
 // q^T (Dh, Rq), through few_rows_product with the keys as its rows (read in place) and the query
 // rows as its 8- to 32-wide column tiles; the softmax then goes down the columns, a vector of
 // queries at a time with no horizontal reduction, and the probabilities times the values read the
-// scores transposed (FewRowsProduct::ldxk). It also beat session 20's row blocks on full sequences
-// and with the probabilities kept, so blocks.cpp's attend runs it for every CPU float32 attention
-// on LibTorch 1.13.
+// scores transposed (FewRowsProduct::ldxk). The same holds on full sequences and with the
+// probabilities kept, so blocks.cpp's attend runs it for every CPU float32 attention on LibTorch
+// 1.13 (cachelens-bench-forward times the forward against sequence length).
 // No torch here: plain floats, so the test holds it against a float64 attention.
 #pragma once
 

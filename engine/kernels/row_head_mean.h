@@ -1,9 +1,9 @@
 // The head mean of one layer's attention probabilities, d2Cache's rollout's A_l (its rows), as
 // Elastic-Cache's drift test reads it too (engine/cuda/elastic_drift.h): each probability (float32)
 // summed over the heads in head order in float32 from the first head's value, then divided by the
-// head count (times its reciprocal where that is a power of two: exact, so the same bits). Until
-// session 60 d2Cache's sums were float64: twice the bytes written for every computed row and read
-// back by the rollout, 5-6% of a d2cache step on one core (its rollout reads them in float64).
+// head count (times its reciprocal where that is a power of two: exact, so the same bits). Float32,
+// not float64: the rollout widens each value as it reads it, and float64 sums would double the
+// bytes written for every computed row and read back.
 // Two ways to the same bits: from the (H, R, L) probabilities (head_mean_rows, the definition), or
 // from the scores the CPU attention leaves in its scratch (row_attention.h, column_head_mean),
 // which never writes the probabilities. No torch here: blocks.cpp hands it the tensors' memory.

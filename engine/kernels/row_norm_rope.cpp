@@ -1,4 +1,4 @@
-#include "engine/model/row_norm_rope.h"
+#include "engine/kernels/row_norm_rope.h"
 
 #include "engine/base/cpu_clones.h"
 

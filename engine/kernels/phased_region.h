@@ -40,9 +40,8 @@ void wait_until(const std::function<bool()>& ready);
 // 2 or more shares that ran while timing was on, in ns, each share's time from the region's start
 // to its first phase (fork), in each phase's work and at the barrier after it (wait; the last
 // phase's wait is the join's, taken on the region as a whole). Only the first kTimedShares shares
-// and kTimedPhases phases are kept. A cached layer at 2 threads is one such region: session 50's
-// breakdown of Elastic-Cache's layers (docs/cpu-performance-log.md) came from scratch timers like
-// these.
+// and kTimedPhases phases are kept. A cached layer at 2 threads is one such region
+// (cachelens-bench-steps prints each phase's share of it).
 struct PhaseTimes {
     static constexpr int kTimedShares = 4, kTimedPhases = 4;
     int64_t regions = 0;

@@ -5,7 +5,7 @@
 // The kernel set: a DYNAMIC_ARCH OpenBLAS (Debian's) picks one by CPU model when it loads, and on
 // a model it does not know falls back to its oldest x86-64 set, Prescott (SSE3): Debian 12's
 // 0.3.21 does so on Intel's Emerald Rapids (family 6, model 207), where its float32 products then
-// ran at a fifth of the SkylakeX kernels' rate (docs/cpu-performance-log.md, session 44).
+// run at a fraction of the SkylakeX kernels' rate (`cachelens-cli bench` prints the set in use).
 // LibTorch's products outside the row kernels' shapes (a real model's d_model of 1024 or more) go
 // to OpenBLAS.
 #pragma once

@@ -1,4 +1,4 @@
-#include "engine/model/openblas.h"
+#include "engine/kernels/openblas.h"
 
 #include <dlfcn.h>
 

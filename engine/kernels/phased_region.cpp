@@ -1,4 +1,4 @@
-#include "engine/model/phased_region.h"
+#include "engine/kernels/phased_region.h"
 
 #include <ATen/Parallel.h>
 

@@ -1,4 +1,4 @@
-#include "engine/model/row_head_mean.h"
+#include "engine/kernels/row_head_mean.h"
 
 #include "engine/base/cpu_clones.h"
 

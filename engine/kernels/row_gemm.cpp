@@ -1,7 +1,7 @@
-#include "engine/model/row_gemm.h"
+#include "engine/kernels/row_gemm.h"
 
 #include "engine/base/cpu_clones.h"
-#include "engine/model/row_lanes.h"
+#include "engine/kernels/row_lanes.h"
 
 #include <algorithm>
 
