@@ -2,7 +2,7 @@
 # CL_TORCH_PYTHON names a Python whose `import torch` is that wheel (the project's venv, or the
 # GPU machines' own Python). The wheel is a complete LibTorch (headers, CMake config, libraries on
 # MKL, with CUDA) plus the NVIDIA runtime as separate `nvidia-*` wheels. What it needs, as
-# verified with torch 2.15 and nvcc 13 (README, "LibTorch from PyPI"):
+# verified with torch 2.15 and nvcc 13 (docs/performance.md, "Which LibTorch"):
 # - its torch and torch/share/cmake first on CMAKE_PREFIX_PATH, so Debian's /usr/lib libtorch is
 #   never mixed in (that crashes at start-up on a DispatchKeySet assertion);
 # - -Wl,-rpath-link to every nvidia/*/lib, else the CUDA toolkit's own NCCL is picked and linking

@@ -61,8 +61,9 @@ TEST(DefaultModel, TheEmbeddedDreamModelIsTrained) {
 }
 
 // `--fresh-prefix system` keeps the chat template's system turn fresh: 20 rows on the embedded
-// Dream model (the rows it keeps state in; README), none on LLaDA, whose template has no system
-// turn, and none on a prompt encoded without the template. The run records the resolved count.
+// Dream model (the rows it keeps state in; docs/performance.md), none on LLaDA, whose template has
+// no system turn, and none on a prompt encoded without the template. The run records the resolved
+// count.
 TEST(DefaultModel, TheSystemTurnIsTheDreamModelsFirstTwentyRows) {
     const auto dream = Model::load(assets_dir() / "models" / "cachelens-tiny-dream");
     const auto llada = Model::load(default_model_dir());

@@ -44,8 +44,8 @@ void window_head_mean_cpu(const float* probs, ProbsShape s, const int32_t* rows,
 // thread that ran a kv head's attention sums that kv head's part from its own scores
 // (engine/kernels/row_attention.h, column_window_sums) and only the kv heads' (keys) sums cross
 // threads: summing the window's float32 head means instead read every head of every window row
-// at every key, 40 KB a layer from the other core's cache (docs/cpu-performance-log.md, session
-// 57). heads / kv_heads query heads share a kv head, kv_heads divides heads.
+// at every key, a layer's worth from the other core's cache (docs/architecture.md, "The cached
+// step on the CPU"). heads / kv_heads query heads share a kv head, kv_heads divides heads.
 void window_column_sums_cpu(const float* probs, ProbsShape s, int64_t kv_heads, const int32_t* rows,
                             int64_t window, double* column_sums);
 

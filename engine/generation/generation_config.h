@@ -44,8 +44,9 @@ struct GenerationConfig {
     UpdateRule update_rule = UpdateRule::Adaptive;  // uniform-noise models only
     // The first n positions are recomputed at every step under every policy, besides the rows
     // the policy chooses: prompt rows whose K/V a model rewrites as the answer forms (the Dream
-    // model keeps state in its ChatML system prompt's rows; README, "The same on the Dream...").
-    // kSystemTurn: the rows of the chat template's system turn, resolved when the run starts.
+    // model keeps state in its ChatML system prompt's rows; docs/performance.md, "The same on the
+    // Dream..."). kSystemTurn: the rows of the chat template's system turn, resolved when the run
+    // starts.
     static constexpr int64_t kSystemTurn = -1;
     int64_t fresh_prefix = 0;
     uint64_t seed = 0;

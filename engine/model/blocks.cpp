@@ -683,9 +683,8 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
     torch::Tensor out;  // (..., R, H, Dh)
 #if TORCH_VERSION_MAJOR >= 2
     // LibTorch 2.x (PyPI's): its fused attention does not hold the (R, L) scores when nobody asks
-    // for them (a 1024-token forward 75.8 -> 50.6 ms at 1 thread here;
-    // docs/cpu-performance-log.md, "Against the reference code, measured by session").
-    // LibTorch 1.13 has no such op.
+    // for them (cachelens-bench-forward times it against sequence length). LibTorch 1.13 has no
+    // such op.
     if (!probs_out && !head_mean_out)
         out = at::scaled_dot_product_attention(q, keys, values, {}, 0.0, false, scale)
                   .transpose(-3, -2);

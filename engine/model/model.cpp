@@ -253,8 +253,8 @@ void set_thread_count(int threads) {
     if (threads < 1) threads = 1;
     set_blas_threads(threads);
     // OpenBLAS built on OpenMP (what scripts/setup selects) shares LibTorch's OpenMP pool, so the
-    // element-wise ops, softmax and norms get the threads too without a second pool (measured
-    // here, 2 threads: a 1024-token forward 72.8 -> 52.1 ms; README). Beside OpenBLAS's pthreads
+    // element-wise ops, softmax and norms get the threads too without a second pool
+    // (cachelens-bench-forward --threads 1 2 measures the gain). Beside OpenBLAS's pthreads
     // pool, a LibTorch pool of N threads oversubscribes the cores (a 64-token forward 14x
     // slower), so LibTorch keeps one thread there and only the matrix products run in parallel.
     // A LibTorch with its own BLAS (PyPI's, on MKL) runs everything on its pool.

@@ -301,92 +301,167 @@ private:
     std::optional<bool> m_go_on;
 };
 
+namespace {
+
+// The ways a layer's planned rows run, named; layer_variant below is the one place that picks one.
+enum class LayerVariant {
+    // few_rows_layer: a cached step's few rows from the norm through the MLP in one parallel
+    // region (the output and MLP where the policy's verdict allows), the attention by kv heads.
+    WholeLayer,
+    // few_rows_qkv_attention: the q/k/v pass and the attention of the rows in one region.
+    QkvAndAttention,
+    // few_rows_layer_with_head_mean: d2Cache's layers, each thread its rows through the whole
+    // layer with the attention's head mean.
+    HeadMeanLayer,
+    // few_rows_qkv (norm to the cache writes in one pass per thread), then attend.
+    FusedQkv,
+    // project_qkv then attend, op by op: every row, a GPU, training, the reference kernels.
+    OpByOp,
+};
+
+// One call of attention_rows: what every variant reads.
+struct LayerCall {
+    const LayerWeights& w;
+    const ModelConfig& c;
+    const torch::Tensor& h;  // (R, D) the rows' inputs
+    const RowSet* rows;      // nullptr: every row
+    const torch::Tensor& cos;
+    const torch::Tensor& sin;  // (R, Dh)
+    LayerCache& lc;
+    bool write_kv;
+    const AttentionReads& reads;
+    QkvHeads* fresh_out;
+    LayerRest* rest;
+    const std::vector<int64_t>& probs_rows;   // the rows whose probabilities are read
+    const std::vector<int64_t>& window_rows;  // where the kept scores' column sums are read
+    bool some() const { return !probs_rows.empty(); }
+};
+
+LayerVariant layer_variant(const LayerCall& k) {
+    if (k.rows == nullptr || !fits_few_rows_layer(k.w, k.h, k.write_kv ? &k.lc : nullptr))
+        return LayerVariant::OpByOp;
+    if (k.write_kv && !k.reads.head_mean &&
+        fuses_qkv_and_attention(k.h, k.lc, k.c.n_heads, k.c.n_kv_heads))
+        return k.rest && k.rest->few_rows ? LayerVariant::WholeLayer
+                                          : LayerVariant::QkvAndAttention;
+    if (k.write_kv && k.reads.head_mean && !k.reads.probs && !k.reads.kept && k.rest &&
+        k.rest->finishes_unasked && fuses_layer_with_head_mean(k.h, k.lc))
+        return LayerVariant::HeadMeanLayer;
+    return LayerVariant::FusedQkv;
+}
+
+torch::Tensor whole_layer(const LayerCall& k) {
+    LayerRest& rest = *k.rest;
+    auto layer =
+        few_rows_layer(k.w, k.h, k.cos, k.sin, k.c.n_heads, k.c.n_kv_heads, k.c.rms_norm_eps, k.lc,
+                       k.rows->host, k.reads.probs, k.some() ? &k.probs_rows : nullptr,
+                       {[&rest] { return rest.go_on(); }, rest.rows_before_go_on, rest.keep_inputs,
+                        k.reads.kept ? [&rest](const KeptScores& kept) { rest.scores = &kept; }
+                                     : std::function<void(const KeptScores&)>{},
+                        &k.window_rows});
+    rest.scores = nullptr;  // asked in there (go_on)
+    rest.inputs_kept = rest.keep_inputs.defined();
+    rest.finished = layer.finished;
+    if (k.reads.kept && layer.kept)
+        *k.reads.kept = {nullptr, true, std::move(*layer.kept), std::move(layer.window_sums)};
+    if (k.fresh_out) *k.fresh_out = layer.qkv;
+    return layer.attn;  // (R, H*Dh)
+}
+
+torch::Tensor qkv_and_attention(const LayerCall& k) {
+    auto both = few_rows_qkv_attention(k.w, k.h, k.cos, k.sin, k.c.n_heads, k.c.n_kv_heads,
+                                       k.c.rms_norm_eps, k.lc, k.rows->host, k.reads.probs,
+                                       k.some() ? &k.probs_rows : nullptr);
+    if (k.fresh_out) *k.fresh_out = both.qkv;
+    return both.attn;  // (R, H*Dh)
+}
+
+torch::Tensor head_mean_layer(const LayerCall& k) {
+    auto layer = few_rows_layer_with_head_mean(k.w, k.h, k.cos, k.sin, k.c.n_heads, k.c.n_kv_heads,
+                                               k.c.rms_norm_eps, k.lc, k.rows->host);
+    *k.reads.head_mean = layer.head_mean;  // (R, L)
+    k.rest->finished = true;
+    if (k.fresh_out) *k.fresh_out = layer.qkv;
+    return layer.attn;  // (R, H*Dh)
+}
+
+// The rows' q, k, v, then attend over the cache with them (FusedQkv or OpByOp).
+torch::Tensor qkv_then_attend(const LayerCall& k, bool fused) {
+    const auto& c = k.c;
+    auto qkv = fused ? few_rows_qkv(k.w, k.h, k.cos, k.sin, c.n_heads, c.n_kv_heads, c.rms_norm_eps,
+                                    k.write_kv ? &k.lc : nullptr, k.rows->host)
+                     : project_qkv(k.w, rms_norm(k.h, k.w.attn_norm, c.rms_norm_eps), k.cos, k.sin,
+                                   c.n_heads, c.n_kv_heads);
+    if (k.fresh_out) *k.fresh_out = qkv;
+    torch::Tensor k_all, v_all;  // (Hkv, L, Dh)
+    if (fused && k.write_kv) {   // few_rows_qkv wrote the fresh rows into the cache
+        k_all = k.lc.k;
+        v_all = k.lc.v;
+    } else if (k.rows == nullptr) {
+        k_all = qkv.k;
+        v_all = qkv.v;
+        if (k.write_kv) {
+            k.lc.k.copy_(qkv.k);
+            k.lc.v.copy_(qkv.v);
+        }
+    } else if (k.write_kv) {
+        write_rows(k.lc.k, *k.rows, qkv.k);
+        write_rows(k.lc.v, *k.rows, qkv.v);
+        k_all = k.lc.k;
+        v_all = k.lc.v;
+    } else {
+        k_all = with_rows(k.lc.k, *k.rows, qkv.k);
+        v_all = with_rows(k.lc.v, *k.rows, qkv.v);
+    }
+    if (k.reads.kept) k.reads.kept->window_rows = &k.window_rows;
+    auto out = attend(qkv.q, k_all, v_all, k.reads.probs, k.some() ? &k.probs_rows : nullptr,
+                      k.reads.head_mean, k.reads.kept);     // (R, H*Dh)
+    if (k.reads.kept) k.reads.kept->window_rows = nullptr;  // window_rows goes now
+    return out;
+}
+
+}  // namespace
+
 torch::Tensor Transformer::attention_rows(int layer, const torch::Tensor& h, const RowSet* rows,
                                           PlanState& s, LayerCache& lc, bool write_kv,
                                           const AttentionReads& reads, QkvHeads* fresh_out,
                                           LayerRest* rest) const {
-    const auto& w = m_weights.layers[static_cast<size_t>(layer)];
     const bool all = rows == nullptr;
     if (!all && (!s.rows_cos.defined() || s.rope_rows != rows->host)) {
         s.rope_rows = rows->host;
         s.rows_cos = rows_of(s.cos, *rows);  // (R, Dh)
         s.rows_sin = rows_of(s.sin, *rows);
     }
-    const auto& cos = all ? s.cos : s.rows_cos;  // (R, Dh)
-    const auto& sin = all ? s.sin : s.rows_sin;
-    // A cached step's few rows on the CPU: norm to the cache writes in one pass per thread.
-    const bool fused = !all && fits_few_rows_layer(w, h, write_kv ? &lc : nullptr);
     const bool some = reads.probs && reads.positions && !reads.positions->empty();
     const auto probs_rows = some ? query_rows_of(*reads.positions, rows) : std::vector<int64_t>{};
     const auto window_rows = some ? window_rows_of(reads, rows) : std::vector<int64_t>{};
     if (reads.kept) *reads.kept = {};
-    // At 2+ threads the q/k/v pass and the attention share one region where the attention makes
-    // no head means (reads.kept's scores are kept there as in attend).
-    if (fused && write_kv && !reads.head_mean &&
-        fuses_qkv_and_attention(h, lc, m_config.n_heads, m_config.n_kv_heads)) {
-        if (rest && rest->few_rows) {  // the whole layer in one region
-            auto layer = few_rows_layer(
-                w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads, m_config.rms_norm_eps, lc,
-                rows->host, reads.probs, some ? &probs_rows : nullptr,
-                {[rest] { return rest->go_on(); }, rest->rows_before_go_on, rest->keep_inputs,
-                 reads.kept ? [rest](const KeptScores& k) { rest->scores = &k; }
-                            : std::function<void(const KeptScores&)>{},
-                 &window_rows});
-            rest->scores = nullptr;  // asked in there (go_on)
-            rest->inputs_kept = rest->keep_inputs.defined();
-            rest->finished = layer.finished;
-            if (reads.kept && layer.kept)
-                *reads.kept = {nullptr, true, std::move(*layer.kept), std::move(layer.window_sums)};
-            if (fresh_out) *fresh_out = layer.qkv;
-            return layer.attn;  // (R, H*Dh)
-        }
-        auto both = few_rows_qkv_attention(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
-                                           m_config.rms_norm_eps, lc, rows->host, reads.probs,
-                                           some ? &probs_rows : nullptr);
-        if (fresh_out) *fresh_out = both.qkv;
-        return both.attn;  // (R, H*Dh)
+    const LayerCall call{m_weights.layers[static_cast<size_t>(layer)],
+                         m_config,
+                         h,
+                         rows,
+                         all ? s.cos : s.rows_cos,
+                         all ? s.sin : s.rows_sin,
+                         lc,
+                         write_kv,
+                         reads,
+                         fresh_out,
+                         rest,
+                         probs_rows,
+                         window_rows};
+    switch (layer_variant(call)) {
+        case LayerVariant::WholeLayer:
+            return whole_layer(call);
+        case LayerVariant::QkvAndAttention:
+            return qkv_and_attention(call);
+        case LayerVariant::HeadMeanLayer:
+            return head_mean_layer(call);
+        case LayerVariant::FusedQkv:
+            return qkv_then_attend(call, /*fused=*/true);
+        case LayerVariant::OpByOp:
+            break;
     }
-    // d2Cache's layers at 2+ threads: each thread its rows through the whole layer.
-    if (fused && write_kv && reads.head_mean && !reads.probs && !reads.kept && rest &&
-        rest->finishes_unasked && fuses_layer_with_head_mean(h, lc)) {
-        auto layer =
-            few_rows_layer_with_head_mean(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
-                                          m_config.rms_norm_eps, lc, rows->host);
-        *reads.head_mean = layer.head_mean;  // (R, L)
-        rest->finished = true;
-        if (fresh_out) *fresh_out = layer.qkv;
-        return layer.attn;  // (R, H*Dh)
-    }
-    auto qkv = fused ? few_rows_qkv(w, h, cos, sin, m_config.n_heads, m_config.n_kv_heads,
-                                    m_config.rms_norm_eps, write_kv ? &lc : nullptr, rows->host)
-                     : project_qkv(w, norm(h, w.attn_norm), cos, sin, m_config.n_heads,
-                                   m_config.n_kv_heads);
-    if (fresh_out) *fresh_out = qkv;
-    torch::Tensor k_all, v_all;  // (Hkv, L, Dh)
-    if (fused && write_kv) {     // few_rows_qkv wrote the fresh rows into the cache
-        k_all = lc.k;
-        v_all = lc.v;
-    } else if (all) {
-        k_all = qkv.k;
-        v_all = qkv.v;
-        if (write_kv) {
-            lc.k.copy_(qkv.k);
-            lc.v.copy_(qkv.v);
-        }
-    } else if (write_kv) {
-        write_rows(lc.k, *rows, qkv.k);
-        write_rows(lc.v, *rows, qkv.v);
-        k_all = lc.k;
-        v_all = lc.v;
-    } else {
-        k_all = with_rows(lc.k, *rows, qkv.k);
-        v_all = with_rows(lc.v, *rows, qkv.v);
-    }
-    if (reads.kept) reads.kept->window_rows = &window_rows;
-    auto out = attend(qkv.q, k_all, v_all, reads.probs, some ? &probs_rows : nullptr,
-                      reads.head_mean, reads.kept);     // (R, H*Dh)
-    if (reads.kept) reads.kept->window_rows = nullptr;  // window_rows goes now
-    return out;
+    return qkv_then_attend(call, /*fused=*/false);
 }
 
 ProbeHeads Transformer::probe_rows(const LayerWeights& w, const PlanState& s,
