@@ -14,12 +14,12 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
-#include "bench/core_speeds.h"
 #include "engine/base/cpu_clones.h"
 #include "engine/base/json_file.h"
 #include "engine/base/stats.h"
 #include "engine/cuda/device_memory.h"
 #include "engine/generation/sampler.h"
+#include "engine/machine/core_speeds.h"
 #include "engine/model/model.h"
 #include "engine/model/transformer.h"
 
@@ -151,8 +151,8 @@ void run(const Options& o) {
         model->dtype().c_str(), cl::libtorch_version(), cl::blas_threading(),
         cl::blas_kernels().c_str(), cl::cpu::vector_isa(), rate / 1e9, "threads", "length",
         "median_ms", "min_ms", "GFLOP/s", "floor_ms", "x_floor");
-    const auto before =
-        device.is_cuda() ? std::vector<cl::bench::CoreSpeed>{} : cl::bench::measure_core_speeds();
+    const auto before = device.is_cuda() ? std::vector<cl::machine::CoreSpeed>{}
+                                         : cl::machine::measure_core_speeds();
     for (int t : device.is_cuda() ? std::vector<int>{1} : o.threads) {
         cl::set_thread_count(t);
         for (int64_t L : parse_lengths(o.lengths_csv)) {
@@ -178,11 +178,11 @@ void run(const Options& o) {
         }
     }
     if (!device.is_cuda()) {
-        const auto after = cl::bench::measure_core_speeds();
+        const auto after = cl::machine::measure_core_speeds();
         std::printf("core speed (row-kernel probe on each CPU): %s\n",
-                    cl::bench::before_and_after(before, after).c_str());
-        out["core_speeds"] = {{"before", cl::bench::speeds_json(before)},
-                              {"after", cl::bench::speeds_json(after)}};
+                    cl::machine::before_and_after(before, after).c_str());
+        out["core_speeds"] = {{"before", cl::machine::speeds_json(before)},
+                              {"after", cl::machine::speeds_json(after)}};
         bench_sampler(o, model->config().vocab_size, out);
     }
     if (!o.json_file.empty()) cl::write_json_file(o.json_file, out);

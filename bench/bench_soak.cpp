@@ -17,7 +17,7 @@
 #include <random>
 #include <thread>
 
-#include "app/desktop/engine_bridge.h"
+#include "bridge/engine_bridge.h"
 #include "engine/base/assets.h"
 #include "engine/base/json_file.h"
 #include "engine/base/process_memory.h"

@@ -25,14 +25,14 @@
 #include <sstream>
 #include <utility>
 
-#include "bench/core_placement.h"
-#include "bench/core_speeds.h"
 #include "engine/base/cpu_clones.h"
 #include "engine/base/json_file.h"
 #include "engine/base/stats.h"
 #include "engine/generation/generator.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/kernels/phased_region.h"
+#include "engine/machine/core_placement.h"
+#include "engine/machine/core_speeds.h"
 #include "engine/model/model.h"
 #include "engine/tasks/task_suite.h"
 #include "engine/trace/metrics.h"
@@ -142,7 +142,8 @@ RunSplit run_once(const std::shared_ptr<cl::Model>& model, const std::string& pr
 // minutes, so these pairs cancel them where the medians, taken apart, do not.
 struct Measured {
     std::map<std::string, RunSplit> medians;
-    std::map<std::string, std::vector<cl::bench::PairedRound>> paired;  // per policy, one per round
+    std::map<std::string, std::vector<cl::machine::PairedRound>>
+        paired;                                  // per policy, one per round
     std::map<std::string, RegionTimes> regions;  // per policy, over every run
     std::vector<double> round_trips_ns;          // every probe, in order
 };
@@ -156,11 +157,12 @@ Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std:
         for (int r = 0; r < o.repeats; ++r) {
             // The farthest probe since the round's none run (names[0]) began; a probe between two
             // runs is the one's after and the other's before.
-            double farthest = cl::bench::probe_round_trip_into(out.round_trips_ns);
+            double farthest = cl::machine::probe_round_trip_into(out.round_trips_ns);
             for (const auto& n : names) {
                 reps[n].push_back(run_once(model, prompt, n, o, threads));
                 out.regions[n].add(reps[n].back().regions, reps[n].back().quiet);
-                farthest = std::max(farthest, cl::bench::probe_round_trip_into(out.round_trips_ns));
+                farthest =
+                    std::max(farthest, cl::machine::probe_round_trip_into(out.round_trips_ns));
                 if (n == "none") continue;
                 const StepTotals all = reps.at(n).back().all(), base = reps.at("none").back().all();
                 out.paired[n].push_back(
@@ -183,7 +185,7 @@ Measured measure(const std::shared_ptr<cl::Model>& model, const std::vector<std:
 // A policy's row: each kind of step's efficiency against none's (whose steps are all full), the
 // layers' against none's layers.
 nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSplit& none,
-                          const cl::bench::Spread& paired, int threads) {
+                          const cl::machine::Spread& paired, int threads) {
     using cl::trace::efficiency;
     const StepTotals base = none.all(), all = p.all(), &c = p.cached;
     nlohmann::json row = {
@@ -199,7 +201,7 @@ nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSpli
         {"cached_outside_layers_share", c.outside_layers_share()},
         {"full_efficiency", efficiency(p.full.flops, p.full.wall_ms, base.flops, base.wall_ms)},
         {"none_outside_layers_share", base.outside_layers_share()},
-        {"paired_efficiency", cl::bench::spread_json(paired)}};
+        {"paired_efficiency", cl::machine::spread_json(paired)}};
     std::printf(
         "%7d %-12s %6.2f %7lld %6lld %8.0f%% %8.2f %8.2f %9.3f %6.0f%% %6.2f %6.2f %4.2f-%4.2f "
         "%9s %9s\n",
@@ -208,8 +210,8 @@ nlohmann::json policy_row(const std::string& n, const RunSplit& p, const RunSpli
         row["cached_efficiency"].get<double>(), row["cached_layer_efficiency"].get<double>(),
         c.outside_layers_ms(), 100 * c.outside_layers_share(), row["full_efficiency"].get<double>(),
         paired.median, paired.low, paired.high,
-        cl::bench::median_over(paired.near_median, paired.near_rounds).c_str(),
-        cl::bench::median_over(paired.far_median, paired.far_rounds).c_str());
+        cl::machine::median_over(paired.near_median, paired.near_rounds).c_str(),
+        cl::machine::median_over(paired.far_median, paired.far_rounds).c_str());
     return row;
 }
 
@@ -317,31 +319,31 @@ void run(const Options& o) {
                    regions = nlohmann::json::array();
     cl::detail::set_phase_timing(true);
     // Each thread count's speeds after it are the next one's before: one probe between two counts.
-    auto after = cl::bench::measure_core_speeds();
+    auto after = cl::machine::measure_core_speeds();
     for (int t : o.threads) {
         cl::set_thread_count(t);
         const auto before = std::move(after);
         const auto measured = measure(model, prompts, names, o, t);
-        after = cl::bench::measure_core_speeds();
+        after = cl::machine::measure_core_speeds();
         cores.push_back({{"threads", t},
-                         {"before", cl::bench::speeds_json(before)},
-                         {"after", cl::bench::speeds_json(after)},
+                         {"before", cl::machine::speeds_json(before)},
+                         {"after", cl::machine::speeds_json(after)},
                          {"round_trips_ns", measured.round_trips_ns},
-                         {"far_round_trip_ns", cl::bench::kFarRoundTripNs}});
+                         {"far_round_trip_ns", cl::machine::kFarRoundTripNs}});
         const auto& runs = measured.medians;
         for (const auto& n : names)
             if (n != "none")
                 rows.push_back(policy_row(n, runs.at(n), runs.at("none"),
-                                          cl::bench::spread_of(measured.paired.at(n)), t));
+                                          cl::machine::spread_of(measured.paired.at(n)), t));
         const StepTotals base = runs.at("none").all();
         std::printf("%7d %-12s %.0f ms a run, %.3f ms a step outside the layers (%.1f%%)\n", t,
                     "none", runs.at("none").wall_ms / o.prompts, base.outside_layers_ms(),
                     100 * base.outside_layers_share());
         std::printf("%7d %-12s %s\n", t, "core speed",
-                    cl::bench::before_and_after(before, after).c_str());
+                    cl::machine::before_and_after(before, after).c_str());
         std::printf("%7d %-12s %s\n", t, "placement",
-                    cl::bench::describe_round_trips(measured.round_trips_ns).c_str());
-        if (const auto busy = cl::bench::busy_warning(measured.round_trips_ns); !busy.empty())
+                    cl::machine::describe_round_trips(measured.round_trips_ns).c_str());
+        if (const auto busy = cl::machine::busy_warning(measured.round_trips_ns); !busy.empty())
             std::printf("%7d %s\n", t, busy.c_str());
         for (const auto& n : names)
             if (auto row = region_json(n, measured.regions.at(n), t); !row.is_null()) {

@@ -84,9 +84,9 @@ TEST(Cli, BadInputExitsTwoWithOneLineNamingTheFile) {
     EXPECT_NE(r.out.find("model.safetensors"), std::string::npos) << r.out;
 }
 
-// The bench records each CPU's speed before and after each mode's runs (bench/core_speeds.h), one
-// entry per mode and per CPU this process may run on, each with its probe times in order and its
-// speed against the best; the table says so too.
+// The bench records each CPU's speed before and after each mode's runs
+// (engine/machine/core_speeds.h), one entry per mode and per CPU this process may run on, each with
+// its probe times in order and its speed against the best; the table says so too.
 TEST(Cli, BenchRecordsTheCoreSpeedsAroundEachMode) {
     const auto js = test::temp_dir("cli") / "bench.json";
     const auto r =

@@ -34,10 +34,10 @@
 #include <QTest>
 #include <QTreeWidget>
 
-#include "app/desktop/engine_bridge.h"
 #include "app/desktop/imgui_canvas.h"
 #include "app/desktop/main_window.h"
 #include "app/desktop/session_browser.h"
+#include "bridge/engine_bridge.h"
 #include "engine/base/assets.h"
 #include "engine/base/process_memory.h"
 #include "engine/model/model.h"

@@ -3,9 +3,9 @@
 //   own:        each policy with its own paper decoding (e.g. Fast-dLLM / Elastic threshold 0.9).
 // Speedup is measured against `none` on the same prompt in the same process; `--kernels both`
 // runs it at the fast and the reference kernels and sets their times side by side. Table + JSON,
-// and on the CPU each core's speed around each mode (bench/core_speeds.h) and each round's
-// placement of the two CPUs (bench/core_placement.h), by which every policy's paired efficiency is
-// split.
+// and on the CPU each core's speed around each mode (engine/machine/core_speeds.h) and each round's
+// placement of the two CPUs (engine/machine/core_placement.h), by which every policy's paired
+// efficiency is split.
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -16,14 +16,14 @@
 #include "app/cli/comparison.h"
 #include "app/cli/progress.h"
 #include "app/cli/task_scoring.h"
-#include "bench/core_placement.h"
-#include "bench/core_speeds.h"
 #include "engine/base/cpu_clones.h"
 #include "engine/base/errors.h"
 #include "engine/base/json_file.h"
 #include "engine/base/stats.h"
 #include "engine/generation/policy_registry.h"
 #include "engine/kernels/kernel_choice.h"
+#include "engine/machine/core_placement.h"
+#include "engine/machine/core_speeds.h"
 #include "engine/tasks/task_suite.h"
 
 namespace cl::cli {
@@ -88,7 +88,7 @@ nlohmann::json bench_accuracy(const std::shared_ptr<Model>& model, const ModelOp
 struct ModeRuns {
     std::map<std::string, std::vector<PolicyMetrics>> metrics;
     std::map<std::string, std::vector<double>> wall_ms;
-    std::map<std::string, std::vector<bench::PairedRound>> paired;
+    std::map<std::string, std::vector<machine::PairedRound>> paired;
     std::vector<double> round_trips_ns;
 };
 
@@ -105,9 +105,9 @@ struct BenchContext {
     bool on_cpu;  // probe the CPUs' placement
 };
 
-// The CPUs' round trip now (bench/core_placement.h), kept in out; -1 off the CPU.
+// The CPUs' round trip now (engine/machine/core_placement.h), kept in out; -1 off the CPU.
 double probe_placement(const BenchContext& b, ModeRuns& out) {
-    return b.on_cpu ? bench::probe_round_trip_into(out.round_trips_ns) : -1;
+    return b.on_cpu ? machine::probe_round_trip_into(out.round_trips_ns) : -1;
 }
 
 // The median of `repeats` runs of every policy on one prompt. Repeats go round-robin over the
@@ -115,9 +115,9 @@ double probe_placement(const BenchContext& b, ModeRuns& out) {
 // policy's repeats. Their step records (no attention maps: nothing asks for them) live until this
 // prompt is compared. Each round's runs are also compared with the round's `none` run (b.names
 // starts with it), seconds apart: the VM's slow and fast phases last seconds to minutes, and its
-// two vCPUs sit on one die or two for as long (bench/core_placement.h), so these pairs, split by
-// the farthest placement probed from before the none run to after the policy's, say what the
-// medians of runs taken apart cannot.
+// two vCPUs sit on one die or two for as long (engine/machine/core_placement.h), so these pairs,
+// split by the farthest placement probed from before the none run to after the policy's, say what
+// the medians of runs taken apart cannot.
 std::map<std::string, PolicyRun> median_runs(const BenchContext& b, const std::string& mode,
                                              const std::string& prompt, ModeRuns& out) {
     std::map<std::string, std::vector<PolicyRun>> reps;
@@ -180,17 +180,18 @@ void mode_rows(const BenchOptions& o, const std::string& mode,
         const double wall = stats::median(runs.wall_ms.at(n));
         const auto pairs = runs.paired.find(n);  // none's own row has none
         const bool has_pairs = pairs != runs.paired.end() && !pairs->second.empty();
-        const bench::Spread paired = has_pairs ? bench::spread_of(pairs->second) : bench::Spread{};
+        const machine::Spread paired =
+            has_pairs ? machine::spread_of(pairs->second) : machine::Spread{};
         std::printf("%-12s %9.1f %8.2fx %7.2fx %10.2f %9.1f%% %7.1f%% %9.0f", n.c_str(),
                     mean(&PolicyMetrics::tokens_per_s), speedup, flop,
                     mean(&PolicyMetrics::efficiency), 100 * mean(&PolicyMetrics::recompute),
                     100 * mean(&PolicyMetrics::agreement), wall);
         if (has_pairs)
             std::printf(" %7.2f %10s %10s", paired.median,
-                        bench::median_over(paired.near_median, paired.near_rounds).c_str(),
-                        bench::median_over(paired.far_median, paired.far_rounds).c_str());
+                        machine::median_over(paired.near_median, paired.near_rounds).c_str(),
+                        machine::median_over(paired.far_median, paired.far_rounds).c_str());
         std::printf("\n");
-        const nlohmann::json pair_stats = has_pairs ? bench::spread_json(paired) : nullptr;
+        const nlohmann::json pair_stats = has_pairs ? machine::spread_json(paired) : nullptr;
         results.push_back({{"mode", mode},
                            {"policy", n},
                            {"tokens_per_s", mean(&PolicyMetrics::tokens_per_s)},
@@ -236,13 +237,13 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
     ProgressBar bar("runs", modes.size() * prompts.size() *
                                 (1 + static_cast<size_t>(o.repeats) * names.size()));
     size_t runs_done = 0;
-    // The CPUs' speeds around each mode's runs (bench/core_speeds.h: a 2-thread run waits for the
-    // slower core); one probe between two modes, its speeds the first's after and the next's
-    // before. None on a GPU, nor placement probes.
+    // The CPUs' speeds around each mode's runs (engine/machine/core_speeds.h: a 2-thread run waits
+    // for the slower core); one probe between two modes, its speeds the first's after and the
+    // next's before. None on a GPU, nor placement probes.
     const bool on_cpu = model->device().rfind("cuda", 0) != 0;
     const BenchContext ctx{model, mo, o, base_cfg, names, prompts, bar, runs_done, on_cpu};
     nlohmann::json cores = nlohmann::json::array();
-    auto after = on_cpu ? bench::measure_core_speeds() : std::vector<bench::CoreSpeed>{};
+    auto after = on_cpu ? machine::measure_core_speeds() : std::vector<machine::CoreSpeed>{};
     for (const auto& mode : modes) {
         std::printf(
             "\nmode %s: G=%lld B=%lld T=%lld, %d prompts x %d repeats, %d thread(s), LibTorch %s "
@@ -257,18 +258,18 @@ nlohmann::json bench_model(const ModelOptions& mo, const BenchOptions& o,
         const ModeRuns runs = time_mode(ctx, mode, prompt_tokens);
         mode_rows(o, mode, names, runs, results);
         if (!on_cpu) continue;
-        std::printf("placement: %s\n", bench::describe_round_trips(runs.round_trips_ns).c_str());
-        if (const auto busy = bench::busy_warning(runs.round_trips_ns); !busy.empty())
+        std::printf("placement: %s\n", machine::describe_round_trips(runs.round_trips_ns).c_str());
+        if (const auto busy = machine::busy_warning(runs.round_trips_ns); !busy.empty())
             std::printf("%s\n", busy.c_str());
         const auto before = std::move(after);
-        after = bench::measure_core_speeds();
+        after = machine::measure_core_speeds();
         std::printf("core speed (row-kernel probe on each CPU): %s\n",
-                    bench::before_and_after(before, after).c_str());
+                    machine::before_and_after(before, after).c_str());
         cores.push_back({{"mode", mode},
-                         {"before", bench::speeds_json(before)},
-                         {"after", bench::speeds_json(after)},
+                         {"before", machine::speeds_json(before)},
+                         {"after", machine::speeds_json(after)},
                          {"round_trips_ns", runs.round_trips_ns},
-                         {"far_round_trip_ns", bench::kFarRoundTripNs}});
+                         {"far_round_trip_ns", machine::kFarRoundTripNs}});
     }
     std::printf("\nprompt tokens (chat template included):");
     for (int32_t n : prompt_tokens) std::printf(" %d", n);

@@ -7,8 +7,8 @@
 #include <QStatusBar>
 #include <filesystem>
 
-#include "app/desktop/engine_bridge.h"
 #include "app/desktop/main_window.h"
+#include "bridge/engine_bridge.h"
 #include "engine/base/assets.h"
 
 namespace cl::app {

@@ -10,8 +10,8 @@
 #include <QStatusBar>
 #include <nlohmann/json.hpp>
 
-#include "app/desktop/engine_bridge.h"
 #include "app/desktop/main_window.h"
+#include "bridge/engine_bridge.h"
 #include "engine/base/errors.h"
 #include "engine/tasks/task_suite.h"
 #include "sweep/point_metrics.h"

@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "app/desktop/engine_bridge.h"
+#include "bridge/engine_bridge.h"
 #include "sessions/session_reader.h"
 #include "viz/viz_context.h"
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "app/desktop/command_queue.h"
+#include "bridge/command_queue.h"
 #include "engine/generation/generator.h"
 #include "engine/kernels/kernel_choice.h"
 #include "sessions/session_writer.h"

@@ -10,9 +10,9 @@
 // Linux only (sched_getaffinity); elsewhere it measures nothing and the benches print "unknown".
 #pragma once
 
-#include "bench/cpu_pinning.h"
 #include "engine/base/stats.h"
 #include "engine/kernels/row_gemm.h"
+#include "engine/machine/cpu_pinning.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-namespace cl::bench {
+namespace cl::machine {
 
 // One CPU's probe times over the rounds, and its typical speed against the best any CPU reached.
 struct CoreSpeed {
@@ -181,4 +181,4 @@ inline nlohmann::json speeds_json(const std::vector<CoreSpeed>& speeds) {
     return out;
 }
 
-}  // namespace cl::bench
+}  // namespace cl::machine

@@ -1,6 +1,6 @@
 // The benches' probes' two needs of the scheduler: the CPUs the calling thread may run on, and
-// pinning a thread to one of them (bench/core_speeds.h, bench/core_placement.h). Linux only;
-// elsewhere no CPUs and no pinning.
+// pinning a thread to one of them (engine/machine/core_speeds.h, engine/machine/core_placement.h).
+// Linux only; elsewhere no CPUs and no pinning.
 #pragma once
 
 #include <pthread.h>
@@ -8,7 +8,7 @@
 
 #include <vector>
 
-namespace cl::bench {
+namespace cl::machine {
 
 // The CPUs of the calling thread's affinity mask in ascending order; empty where it cannot be
 // read (or off Linux).
@@ -37,4 +37,4 @@ inline bool pin_this_thread_to(int cpu) {
 #endif
 }
 
-}  // namespace cl::bench
+}  // namespace cl::machine

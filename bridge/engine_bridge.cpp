@@ -1,4 +1,4 @@
-#include "app/desktop/engine_bridge.h"
+#include "bridge/engine_bridge.h"
 
 #include <algorithm>
 #include <chrono>

@@ -7,8 +7,8 @@
 // (sched_getaffinity); elsewhere, and with fewer than two CPUs, it measures nothing.
 #pragma once
 
-#include "bench/cpu_pinning.h"
 #include "engine/base/stats.h"
+#include "engine/machine/cpu_pinning.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-namespace cl::bench {
+namespace cl::machine {
 
 // A round trip counts as far above this: the CPUs on two dies or sockets. Same-die round trips
 // run 50-90 ns here (Zen 4, one CCD), about 100-150 ns on a large Intel mesh; two CCDs here
@@ -197,4 +197,4 @@ inline std::string median_over(double median, int rounds) {
     return s;
 }
 
-}  // namespace cl::bench
+}  // namespace cl::machine
