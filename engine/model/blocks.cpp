@@ -358,12 +358,10 @@ QkvHeads project_qkv(const LayerWeights& w, const torch::Tensor& x, const torch:
 namespace {
 
 // Query rows per task of attend_columns: a kv head's g * R rows in chunks of at most this many,
-// so that the (L, rows) scores stay in L2 and a few kv heads still make tasks for every thread.
-// On an Intel core with AVX-512 (1 MB L2) chunks of 64, 128, 256 or none were level: 594 rows
-// over 594 keys 2.44-2.49 ms. On an AMD EPYC with AVX2 (512 KB L2 per core) 128-row chunks' scores
-// (L x 128 floats: 512 KB at 1024 keys) left it: full forward, one core, medians of 9, two passes,
-// 128 / 64 rows: 439 tokens 36.4 / 32.0 and 37.1 / 29.4 ms, 1024 tokens 135 / 112 and 141 / 108;
-// 256 tokens level. Chunks of 32 and 48 were no better than 64 at 439 and 1024.
+// so that the (L, rows) scores stay in L2 and a few kv heads still make tasks for every thread:
+// 64, not 128, because a 512 KB L2 (AMD EPYC) cannot hold 128 rows' scores at 1024 keys, while a
+// 1 MB one runs 64 as fast as any larger chunk; fewer rows than 64 gain nothing
+// (cachelens-bench-forward --lengths 439,1024 measures the forward these chunks carry).
 constexpr int64_t kColumnChunkRows = 64;
 // Probabilities read per task of head_mean_f32's loops: fewer are not worth a thread.
 constexpr int64_t kHeadMeanFloatsPerTask = 32768;

@@ -26,10 +26,8 @@ constexpr int64_t kMaxFusedRows = 128;
 // Rows per pass of few_rows_features, which takes any number of rows up to every one (dLLM-Cache's
 // layer 0 and refreshes): each thread's share in blocks of this many, so that the MLP's (rows, 2F)
 // scratch stays in L2 (180 KB at F = 352) and no (L, D), (L, 2F) or (L, F) tensor is allocated per
-// step. With the op-by-op path those landed on fresh pages at every step, most likely because the
-// step's record took their memory in between (cachelens-bench-steps, 2 threads: 140 page faults a
-// step in the every-row layers against 69 now; dLLM-Cache's layer 0 2.16-2.27 ms against
-// 1.98-2.13).
+// step: op by op, those landed on fresh pages at every step, since the step's record took their
+// memory in between (cachelens-bench-steps, 2 threads, prints a step's page faults).
 constexpr int64_t kFeatureBlockRows = 64;
 // Rows per pass of few_rows_probe in each thread's share: its (rows, D + (H + 2 Hkv) Dh) scratch
 // stays in L2 (98 KB at D = 128).

@@ -22,9 +22,8 @@ struct LayerCache {
 
 // values as an (N) int64 tensor on `device` (int32 values widened): an empty CPU tensor and a
 // copy, then a copy to the device where that is another. A step's torch::tensor(...).to(...) went
-// through autograd's variable factory and a copy op, code that a cached step met cold each time
-// (out of a shared L3 cache, a LibTorch op's first call took 14.5 us in a scratch harness against
-// 0.42 us hot); the step's tokens went through an int64 vector first.
+// through autograd's variable factory and a copy op, code that a cached step meets cold each time
+// (a LibTorch op's first call out of a shared L3 costs tens of times its hot call).
 torch::Tensor longs_on(const std::vector<int64_t>& values, torch::Device device);
 torch::Tensor longs_on(const std::vector<int32_t>& values, torch::Device device);
 

@@ -117,10 +117,8 @@ private:
 // x's rows at `rows` (ascending, unique): x (N, C) -> (R, C). A view where they are one run
 // (every row, or dLLM-Cache's response rows, which its probe reads at every layer); on the CPU in
 // float32 a copy row by row; elsewhere index_select, with device_rows (the rows on x's device)
-// where given. The probe's gather of 256 rows on the engine thread was about 1% of a dllm-cache
-// step at 1 thread; the LM head's rows' index_select and its index tensor were 1.7% of the engine
-// thread's samples in Elastic-Cache's cached steps at 2 threads (perf), though alternated runs
-// with and without the row copies showed no difference (24 pairs: 1.001).
+// where given: the row copies skip index_select's index tensor and dispatch, which a cached step
+// pays at every layer.
 torch::Tensor rows_of(const torch::Tensor& x, const std::vector<int64_t>& rows,
                       const torch::Tensor& device_rows = {});
 torch::Tensor rows_of(const torch::Tensor& x, const RowSet& rows);

@@ -99,7 +99,7 @@ struct CosinesKernel {
 
 // With replace, cached's rows [first, first + G) take fresh's after the cosines, each thread
 // copying the rows it compared: a copy on the engine thread afterwards first had to take back
-// the rows the other core had just read (dLLM-Cache's V cache: 11 us at 2 threads against 5).
+// the rows the other core had just read.
 std::vector<double> cosines_by_loops(const torch::Tensor& fresh, const torch::Tensor& cached,
                                      int64_t first, double eps, bool replace) {
     const CosineRows rows{
