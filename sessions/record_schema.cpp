@@ -185,6 +185,10 @@ const std::vector<Field<RunInfo>>& run_fields() {
         field<RunInfo>("dtype", C::Text, "",
                        "weights and activations: fp32 or bf16 (v7; older runs: fp32)",
                        CL_MEMBER(dtype)),
+        field<RunInfo>("kernels", C::Text, "",
+                       "the kernel set its steps ran at: fast (the row kernels) or reference "
+                       "(plain LibTorch ops: the same tokens, slower) (v9; older runs: fast)",
+                       CL_MEMBER(kernels)),
         field<RunInfo>("threads", C::Integer, "", "CPU threads", CL_MEMBER(threads)),
         field<RunInfo>("seed", C::Integer, "", "sampling seed", CL_MEMBER(seed)),
         field<RunInfo>("prompt_text", C::Text, "prompt", "the prompt as typed",

@@ -95,10 +95,15 @@ void migrate_v7_to_v8(Db& db) {
     db.exec("ALTER TABLE attention ADD COLUMN row_tile INTEGER NOT NULL DEFAULT 1");
 }
 
+// v8 -> v9: runs name the kernel set their steps ran at (all earlier runs ran the fast one).
+void migrate_v8_to_v9(Db& db) {
+    db.exec("ALTER TABLE run ADD COLUMN kernels TEXT NOT NULL DEFAULT 'fast'");
+}
+
 const std::vector<std::function<void(Db&)>>& migrations() {
     static const std::vector<std::function<void(Db&)>> m{
-        migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4, migrate_v4_to_v5,
-        migrate_v5_to_v6, migrate_v6_to_v7, migrate_v7_to_v8};  // index i: v(i+1) -> v(i+2)
+        migrate_v1_to_v2, migrate_v2_to_v3, migrate_v3_to_v4, migrate_v4_to_v5, migrate_v5_to_v6,
+        migrate_v6_to_v7, migrate_v7_to_v8, migrate_v8_to_v9};  // index i: v(i+1) -> v(i+2)
     return m;
 }
 

@@ -10,7 +10,7 @@
 namespace cl::sessions {
 
 constexpr int64_t kApplicationId = 0x434C4E53;  // 'CLNS'
-constexpr int kCurrentSchema = 8;
+constexpr int kCurrentSchema = 9;
 constexpr int kOldestSupportedSchema = 1;
 
 // Creates an empty session at `version` (tests create v1 fixtures with the v1 writer this way).

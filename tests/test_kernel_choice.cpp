@@ -63,6 +63,7 @@ TEST(KernelChoice, BothSetsGiveTheSameTokensUnderEveryCachedLayerVariant) {
                 const ScopedKernelSet chosen(set);
                 Generator g(model, request);
                 tokens[static_cast<int>(set)] = g.run().final_tokens;
+                EXPECT_EQ(g.info().kernels, kernel_set_name(set)) << "the run names its kernel set";
             }
             EXPECT_EQ(tokens[0], tokens[1]) << policy << " at " << threads << " thread(s)";
         }

@@ -25,7 +25,7 @@ using trace::StepRecord;
 // A new member of a record must be added to record_schema's tables (and filled below): these
 // sizes catch one that was not (libstdc++ on x86-64, where CI runs).
 #if defined(__x86_64__) && defined(__GLIBCXX__)
-static_assert(sizeof(RunInfo) == 520, "RunInfo changed: update record_schema and this test");
+static_assert(sizeof(RunInfo) == 552, "RunInfo changed: update record_schema and this test");
 static_assert(sizeof(StepRecord) == 656, "StepRecord changed: update record_schema and this test");
 static_assert(sizeof(RunSummary) == 112, "RunSummary changed: update record_schema and this test");
 static_assert(sizeof(trace::TriggerEvent) == 96, "TriggerEvent changed: update record_schema");
@@ -43,6 +43,7 @@ RunInfo full_info() {
     i.model_hash = "abc123";
     i.device = "cuda:1";
     i.dtype = "bf16";
+    i.kernels = "reference";
     i.noise_process = "uniform";
     i.architecture = "dream";
     i.threads = 3;

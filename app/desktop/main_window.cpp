@@ -263,7 +263,9 @@ void MainWindow::show_replay_setup(bool replaying) {
                 "prompt: %8")
             .arg(QString::fromStdString(info.model_name + " (" + info.architecture + ")")
                      .toHtmlEscaped(),
-                 QString::fromStdString(info.device + ", " + info.dtype).toHtmlEscaped())
+                 QString::fromStdString(info.device + ", " + info.dtype + ", " + info.kernels +
+                                        " kernels")
+                     .toHtmlEscaped())
             .arg(info.gen_len)
             .arg(info.block_len)
             .arg(info.steps)

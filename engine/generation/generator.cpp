@@ -8,6 +8,7 @@
 #include "engine/cuda/device_query.h"
 #include "engine/generation/counter_rng.h"
 #include "engine/generation/step_stages.h"
+#include "engine/kernels/kernel_choice.h"
 
 namespace cl {
 
@@ -93,6 +94,7 @@ trace::RunInfo make_run_info(const detail::RunCore& run, const GenerationRequest
     info.architecture = mc.architecture;
     info.device = run.model->device();
     info.dtype = run.model->dtype();
+    info.kernels = kernel_set_name(kernel_set());
     info.threads = req.threads;
     info.seed = run.cfg.seed;
     info.prompt_text = req.prompt_text;

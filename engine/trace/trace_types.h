@@ -78,6 +78,8 @@ struct RunInfo {
     std::string architecture = "llada";    // of the model: "llada", "dream"
     std::string device;                    // "cpu" or "cuda:0"
     std::string dtype = "fp32";            // weights and activations: "fp32" or "bf16"
+    // The kernel set its steps ran at: "fast" or "reference" (engine/kernels/kernel_choice.h).
+    std::string kernels = "fast";
     int32_t threads = 1;
     uint64_t seed = 0;
     std::string prompt_text;
