@@ -55,6 +55,7 @@ QString initial_kernel_set(const QSettings& settings, QString* problem) {
             return kernel_set_name(kernel_set());
         } catch (const InputError& e) {
             *problem = e.what();
+            set_kernel_set(KernelSet::Fast);  // what the runs take, so nothing asks again
             return kernel_set_name(KernelSet::Fast);
         }
     }
