@@ -58,9 +58,8 @@ void certainty_density_cpu(const uint8_t* masked, int64_t L, DensityRange range,
         weight[static_cast<size_t>(d)] = std::exp(-static_cast<double>(d * d) / two_s2);
     const int64_t begin = std::max<int64_t>(range.begin, 0), end = std::min(range.end, L);
     if (begin >= end) return;
-    // Position by position, two dependent sums each, d2Cache's prior took 14.4 us a step (415
-    // positions, the last 256 of them generated and two in three masked, sigma 10, AVX-512);
-    // kLanes positions at a time, blocks without a mask skipped, 4-5 us (medians of 2000 calls).
+    // kLanes positions at a time, blocks without a mask skipped: position by position, two
+    // dependent sums each, the prior took about three times as long.
     const int64_t pad = longest + kLanes;
     std::vector<double> in(static_cast<size_t>(L + 2 * pad), 0.0);  // (L) + padding
     std::vector<double> known(in.size(), 0.0);

@@ -2,10 +2,8 @@
 // the row's maximum, its softmax normaliser and entropy, and its top-k logits in three passes over
 // the row (widen with the maximum, exp, select). In LibTorch 1.13 ops the same results took a
 // cast, two softmaxes (one of them log), a top-k, an argmax, a product, nan_to_num and a sum over
-// (M, V) float64: 267 us for the 32 rows of a fast-dual step and 2.2 ms for the 224 rows of a
-// dllm-cache step (V = 1024, one thread, AVX-512), 10-20% of those steps; this pass 70 us and
-// 0.51 ms there. On an AVX2 AMD EPYC (Zen 3) it takes 74 us and 0.71 ms (3.1 ns a logit; 13.6
-// before its vectors were cut to AVX2's width and the exp's polynomial to a short chain).
+// (M, V) float64, a tenth or more of a cached step; this pass takes about a quarter of that
+// (cachelens-bench-forward times both over 32 and 224 rows of logits).
 // No torch here: sampler.cpp hands it the logits' memory, the test holds it against the tensor
 // path.
 #pragma once

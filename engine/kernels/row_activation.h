@@ -1,7 +1,7 @@
 // The gated MLP's activation over float rows in one loop, for the CPU forward in float32:
 // silu(gate) * up, with gate and up side by side in the stacked projection's output. In LibTorch
-// 1.13 ops it was silu on a strided view (its slow path: 66 us of a fast-dual step's 6 layers,
-// profiler) and a mul, each with a fixed cost that a cached step's few rows do not shrink.
+// 1.13 ops it is silu on a strided view (its slow path) and a mul, each with a fixed cost that a
+// cached step's few rows do not shrink.
 // No torch here: blocks.cpp hands it the tensors' memory, the test holds it against float64.
 #pragma once
 

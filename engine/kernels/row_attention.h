@@ -41,14 +41,14 @@ struct ColumnAttention {
 
 // exp(x) for x in [-87, 0], the softmax's exp (row_exp.h; below -87 it returns about 1.6e-38
 // instead of a denormal or 0), relative error below 1e-7 (8.3e-8 measured; libm's expf 6.0e-8):
-// Cephes' expf polynomial on the reduced argument. LibTorch 1.13's softmax spent 21 ms of a
-// 1024-token forward's 120 (profiler, one thread), most of it in its one-ulp exp.
+// Cephes' expf polynomial on the reduced argument, not libm's one-ulp expf, which was most of
+// LibTorch 1.13's softmax time in a long forward.
 float softmax_exp(float x);
 
 // The score columns (g x R query rows) are padded to a multiple of 8: on AVX-512 16-float vectors,
 // then an 8-float one where 8 columns are left (a cached step's 22 queries of a head take 24
 // columns, not 32); 8 is a whole number of AVX2's and SSE2's vectors. The padding costs as much as
-// real rows: over 439 keys, 4 kv heads of 1 query head, one core, 32 rows took 91 us, 33 rows 112.
+// real rows, so it is kept to the narrowest vector.
 constexpr int64_t kColumnPadding = 8;
 
 // Floats of scratch column_attention needs for these sizes.

@@ -1,16 +1,15 @@
 // The products of a cached step's few rows, y = x @ wt: x (M, K) rows of activations, wt (K, N)
 // the transposed weight as Model::load stores it on the CPU (column-major W, so row k of wt is
 // contiguous). OpenBLAS packs wt into its panel layout at every call, amortised over only the
-// step's few dozen rows, and ran these at 41-43 GMAC/s on one core of this machine (33 rows;
-// 47 on large products); wt's rows are already what a register tile reads, so this kernel reads
+// step's few dozen rows; wt's rows are already what a register tile reads, so this kernel reads
 // them in place: 6 rows x 2 vectors of accumulators (32 columns on AVX-512, 16 on AVX2, 8 on
-// SSE2: cpu_clones.h), 53-55 GMAC/s on the same shapes (AVX-512). AVX-512's 32 registers take
-// 12 rows (row_gemm.cpp), with the rows shared evenly over the tiles. The sums restart every 64
-// values of k and are then added to y, which cut the largest error against
-// float64 to a quarter (33 x 352 -> 128: 6.0e-5 with one running sum, 1.6e-5 so; OpenBLAS 3.3e-5).
-// On this model's shapes (inner size 128 or 352) it also beats OpenBLAS on a full step's hundreds
-// of rows (419 x 128 -> 384: 50 / 54 GMAC/s), so linear runs it there as well up to an inner size
-// of 512 (blocks.cpp). No torch here: plain floats, so the test holds it against a float64 product.
+// SSE2: cpu_clones.h). AVX-512's 32 registers take 12 rows (row_gemm.cpp), with the rows shared
+// evenly over the tiles. The sums restart every 64 values of k and are then added to y, which
+// keeps the largest error against float64 below OpenBLAS's (one running sum was about four times
+// it; RowKernels.FewRowsProductEqualsTheFloat64ProductAtEveryTileEdge bounds it). At inner sizes up
+// to 512 it also takes a full step's hundreds of rows (blocks.cpp; cachelens-bench-forward's
+// products table measures both sides). No torch here: plain floats, so the test holds it against
+// a float64 product.
 #pragma once
 
 #include <cstdint>

@@ -232,9 +232,9 @@ void tune_allocator() {
 #if defined(__GLIBC__)
     // Every forward allocates and frees tensors of a few MB ((H, R, L) attention scores). With
     // glibc's defaults such blocks are either mmap'ed or trimmed back to the OS when freed, so each
-    // step page-faults them in again (measured here: a (4, 451, 451) QK^T + softmax took 6.0 ms
-    // with the defaults, 1.4 ms with these settings). Keep blocks below 32 MiB in the heap and only
-    // return free memory above 256 MiB to the OS.
+    // step page-faults them in again (an attention's QK^T + softmax ran several times slower with
+    // the defaults). Keep blocks below 32 MiB in the heap and only return free memory above 256 MiB
+    // to the OS.
     static std::once_flag once;
     std::call_once(once, [] {
         mallopt(M_MMAP_THRESHOLD, 32 << 20);

@@ -75,8 +75,8 @@ int64_t position_in(const char* caller, int64_t pos, int64_t L, const char* what
 }
 
 // dst's rows at `rows` (its second-to-last dimension) = src: a loop of row copies on the CPU.
-// LibTorch 1.13's index_copy_ took 6 us for a cached step's 32 rows of one layer's K (12 calls
-// per step: 73 us of a fast-dual step by the profiler).
+// Not LibTorch 1.13's index_copy_: its fixed cost per call, paid twice a layer, is far more than
+// copying a cached step's few dozen rows.
 void write_rows(torch::Tensor& dst, const RowSet& rows, const torch::Tensor& src) {
     if (!rows_copy_fits(dst, src, rows.size())) {
         dst.index_copy_(dst.dim() - 2, rows.device, src);

@@ -26,12 +26,12 @@ struct TransformerWeights {
 
     // Stores every projection matrix (and an untied head) column-major: the same (Out, In)
     // tensor, with W^T contiguous. x @ W^T then reaches OpenBLAS as a plain NN product, which
-    // runs its small-matrix kernel without repacking W for the few rows of a cached step
-    // (measured: 33 rows x 128 -> 384 in 28 us instead of 35, 8 rows in 4.5 us instead of 20) and
-    // is as fast for full sequences. q, k and v, and the MLP's gate and up projections, share one
-    // buffer each, so that stacked_view multiplies them in one product. For inference only: the
-    // tensors are replaced, not updated. Then each product's panel_copy where few_rows_product
-    // will run it (blocks.h: LayerWeights' *_panels, head_panels).
+    // runs its small-matrix kernel without repacking W for the few rows of a cached step, and is
+    // as fast for full sequences (cachelens-bench-forward's products table). q, k and v, and the
+    // MLP's gate and up projections, share one buffer each, so that stacked_view multiplies them in
+    // one product. For inference only: the tensors are replaced, not updated. Then each product's
+    // panel_copy where few_rows_product will run it (blocks.h: LayerWeights' *_panels,
+    // head_panels).
     void store_projections_column_major();
     // Forgets the panel copies: for a copy of the weights whose tensors will be replaced or
     // updated (training, conversion), which the copies would no longer match.
