@@ -245,6 +245,46 @@ TEST(Gui, PlayStepsChangeASliderAndScreenshot) {
     QTest::mouseClick(play, Qt::LeftButton);
 }
 
+// Run setup > Kernels restarts the runs at the reference kernels: they name it, and their tokens
+// are the fast kernels' (kernel_choice.h).
+TEST(Gui, TheKernelsSettingRestartsTheRunsAtTheReferenceWithTheSameTokens) {
+    auto o = tiny_model_options("What is 12 + 30?", {"none", "fast-dual"});
+    MainWindow w(o);
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    auto* kernels = w.findChild<QComboBox*>("kernels");
+    ASSERT_NE(kernels, nullptr);
+    const auto finals = [&](const std::string& set) {
+        std::vector<std::vector<int32_t>> out;
+        const auto& runs = w.source()->runs(w.view());
+        for (const auto& run : runs) {
+            if (!run.summary || run.info.kernels != set) return std::vector<std::vector<int32_t>>{};
+            out.push_back(run.summary->final_tokens);
+        }
+        return out;
+    };
+    const auto finish_at = [&](int index, const std::string& set) {
+        kernels->setCurrentIndex(index);
+        emit kernels->activated(index);  // as a user's pick
+        EXPECT_TRUE(wait_for(
+            [&] {
+                const auto& runs = w.source()->runs(w.view());
+                return runs.size() == 2 && runs[0].info.kernels == set;
+            },
+            30000))
+            << "the runs did not restart at " << set;
+        w.advance_to(1 << 20);
+        EXPECT_TRUE(wait_for([&] { return finals(set).size() == 2; }, 60000)) << set;
+        return finals(set);
+    };
+    const auto fast = finish_at(0, "fast");
+    const auto reference = finish_at(1, "reference");
+    EXPECT_EQ(kernels->currentText(), "reference");
+    ASSERT_EQ(fast.size(), 2u);
+    EXPECT_EQ(fast, reference);
+    (void)finish_at(0, "fast");  // the process-wide set back for the next tests
+}
+
 // A prompt that is a task item shows its expected answer and, when a run completes, the verdict
 // (accuracy appeared nowhere in the app); other prompts show none.
 TEST(Gui, ATaskItemPromptIsJudgedWhenItsRunCompletes) {
