@@ -1,6 +1,7 @@
 // cachelens-cli as a user runs it: exit codes, one-line errors naming the file, --help everywhere.
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -138,6 +139,26 @@ TEST(Cli, JsonFileCheckedBeforeTheRuns) {
     r = cli("generate --prompt hi --gen-length 7 --block-length 3 --json " + kept.string());
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(test::read_file(kept), "{\"earlier\": 1}");
+}
+
+// --kernels takes fast or reference (bench also both); a bad CACHELENS_KERNELS is refused naming
+// the variable, before any run.
+TEST(Cli, ABadKernelSetIsRefusedNamingTheOptionOrTheVariable) {
+    auto r = cli("generate --prompt hi --kernels fastest");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--kernels"), std::string::npos) << r.out;
+    EXPECT_EQ(cli("generate --prompt hi --kernels both").code, 2) << "both is bench's only";
+    const char* before = std::getenv("CACHELENS_KERNELS");
+    const std::string kept = before ? before : "";
+    setenv("CACHELENS_KERNELS", "turbo", 1);  // the child's environment
+    r = cli("generate --prompt hi --gen-length 8 --block-length 8 --steps 8");
+    if (before)
+        setenv("CACHELENS_KERNELS", kept.c_str(), 1);
+    else
+        unsetenv("CACHELENS_KERNELS");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("CACHELENS_KERNELS: 'turbo' is not a kernel set"), std::string::npos)
+        << r.out;
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
